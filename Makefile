@@ -1,0 +1,44 @@
+# vcpulab — the two commands that matter: `make demo` and `make test`.
+PY      ?= python3
+VENV    ?= .venv
+VPY     := $(VENV)/bin/python
+VPIP    := $(VPY) -m pip
+CARGO   ?= cargo
+
+.PHONY: demo test test-rust test-python install bench lint fmt clean
+
+$(VPY):
+	$(PY) -m venv $(VENV)
+	$(VPIP) install -q --upgrade pip
+
+# Build the Rust core and install the Python package (with dev extras) into .venv.
+install: $(VPY)
+	$(VPIP) install -q -e '.[dev]'
+
+demo: install
+	$(VENV)/bin/vcpulab run scenarios/examples/weights-1-1-2-4.toml
+	$(VENV)/bin/vcpulab run scenarios/examples/two-vms-one-pcpu.toml
+
+test: test-rust test-python
+
+test-rust:
+	$(CARGO) test --workspace --release --quiet
+
+test-python: install
+	$(VPY) -m pytest -q tests
+
+bench:
+	$(CARGO) run --release --quiet -p vcpulab-core --bin vcpulab-bench
+
+lint: $(VPY)
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets --release -- -D warnings
+	$(VPIP) install -q ruff
+	$(VENV)/bin/ruff check python tests
+
+fmt:
+	$(CARGO) fmt --all
+
+clean:
+	$(CARGO) clean
+	rm -rf $(VENV)
