@@ -1,0 +1,138 @@
+"""vcpulab: a deterministic simulator of consolidated virtualized multicore hosts.
+
+The simulation runs in the compiled core (`vcpulab._core`); this package orchestrates
+runs, sweeps, the results store, plots and reproductions.
+
+    >>> import vcpulab
+    >>> report = vcpulab.run("scenarios/examples/weights-1-1-2-4.toml", seed=1)
+    >>> report.vms[["vm", "cpu_share", "entitlement"]]
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vcpulab import _native
+from vcpulab.errors import CoreUnavailableError, ScenarioError, SimulationError, UsageError
+from vcpulab.report import Report
+from vcpulab.scenario import ScenarioInput, dumps_toml, load_scenario, normalize_overrides
+from vcpulab.store import ResultsStore
+from vcpulab.sweep import Backend, GridInput, run_sweep, summarize
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from vcpulab.executors import Executor
+
+__all__ = [
+    "CoreUnavailableError",
+    "Report",
+    "ResultsStore",
+    "ScenarioError",
+    "SimulationError",
+    "UsageError",
+    "core_version",
+    "dumps_toml",
+    "presets",
+    "resolve",
+    "run",
+    "summarize",
+    "sweep",
+    "trace",
+    "workloads",
+]
+
+__version__ = "0.1.0"
+
+Overrides = Sequence[str] | Mapping[str, Any] | None
+
+
+def run(scenario: ScenarioInput, *, seed: int | None = None, overrides: Overrides = None) -> Report:
+    """Run one simulation and return its report.
+
+    `scenario` is a path, TOML text or a dict; `overrides` are `dotted.key=value`
+    strings (as the CLI's `--set`) or a dict of them. Raises `ScenarioError` on bad input.
+    """
+    text = load_scenario(scenario)
+    return Report.from_json(_native.core_run(text, normalize_overrides(overrides), seed))
+
+
+def trace(
+    scenario: ScenarioInput,
+    out_path: str | os.PathLike[str],
+    *,
+    seed: int | None = None,
+    overrides: Overrides = None,
+) -> Report:
+    """Run and write a Chrome/Perfetto trace JSON to `out_path`; returns the report."""
+    text = load_scenario(scenario)
+    out = Path(out_path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    raw = _native.core_trace(text, str(out), normalize_overrides(overrides), seed)
+    return Report.from_json(raw)
+
+
+def resolve(scenario: ScenarioInput, *, seed: int | None = None, overrides: Overrides = None) -> str:
+    """The fully resolved scenario (preset applied, defaults filled) as TOML text."""
+    text = load_scenario(scenario)
+    return _native.core_resolve(text, normalize_overrides(overrides), seed)
+
+
+def sweep(
+    scenario: ScenarioInput,
+    grid: GridInput = None,
+    seeds: int | Sequence[int] = 1,
+    *,
+    overrides: Overrides = None,
+    executor: str | Executor = "local",
+    jobs: int | None = None,
+    store: str | os.PathLike[str] | ResultsStore | None = None,
+    table: str = "vms",
+    force: bool = False,
+    progress: bool = False,
+    backend: Backend | None = None,
+) -> pd.DataFrame:
+    """Run the cartesian product of `grid` x `seeds`; one DataFrame row per point x VM.
+
+    `grid` maps dotted keys to value lists (`{"host.scheduler.slice_ms": [30, 1]}`) or
+    is a list of `"key=v1,v2"` strings. `seeds` is a count (starting at the scenario's
+    seed) or an explicit list. With `store` (a path), finished points are kept there
+    and skipped when the sweep runs again. Failed points are listed in
+    `df.attrs["failed"]`; `vcpulab.summarize(df)` gives means with 95% CIs.
+    """
+    store_arg: str | Path | ResultsStore | None
+    store_arg = Path(store) if isinstance(store, os.PathLike) else store
+    outcome = run_sweep(
+        scenario,
+        grid,
+        seeds,
+        overrides=overrides,
+        executor=executor,
+        jobs=jobs,
+        store=store_arg,
+        table=table,
+        force=force,
+        progress=progress,
+        backend=backend,
+    )
+    assert outcome.frame is not None
+    outcome.frame.attrs["computed"] = outcome.computed
+    outcome.frame.attrs["skipped"] = outcome.skipped
+    return outcome.frame
+
+
+def presets() -> list[tuple[str, str]]:
+    """Named presets: (name, one-line description)."""
+    return [(str(n), str(d)) for n, d in _native.core().presets()]
+
+
+def workloads() -> list[tuple[str, str]]:
+    """Workload models of the catalog: (name, one-line description)."""
+    return [(str(n), str(d)) for n, d in _native.core().workloads()]
+
+
+def core_version() -> str:
+    return str(_native.core().version())

@@ -1,0 +1,50 @@
+"""Access to the compiled core, with a clear message when it is not built."""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+from vcpulab.errors import CoreUnavailableError
+
+_CORE: ModuleType | None = None
+
+
+def core() -> ModuleType:
+    """Return the `vcpulab._core` extension module or raise `CoreUnavailableError`."""
+    global _CORE
+    if _CORE is None:
+        try:
+            from vcpulab import _core
+        except ImportError as exc:
+            raise CoreUnavailableError(
+                "the simulation core vcpulab._core is not built; run `make install` "
+                f"(or `pip install -e .`) first ({exc})"
+            ) from exc
+        _CORE = _core
+    return _CORE
+
+
+def core_available() -> bool:
+    try:
+        core()
+    except CoreUnavailableError:
+        return False
+    return True
+
+
+def core_run(scenario_toml: str, overrides: list[str], seed: int | None) -> str:
+    """The default runner: a pure function of its arguments, importable in worker processes."""
+    return str(core().run(scenario_toml, overrides, seed))
+
+
+def core_resolve(scenario_toml: str, overrides: list[str], seed: int | None) -> str:
+    return str(core().resolve(scenario_toml, overrides, seed))
+
+
+def core_trace(scenario_toml: str, out_path: str, overrides: list[str], seed: int | None) -> str:
+    return str(core().trace(scenario_toml, out_path, overrides, seed))
+
+
+def core_call(name: str, *args: Any) -> Any:
+    return getattr(core(), name)(*args)

@@ -1,0 +1,209 @@
+"""Scenario inputs: a path, TOML text or a dict, and `--set key=value` overrides.
+
+Python does not interpret scenarios: it only turns what the user gave into TOML text
+for the core, which validates it and fills the defaults.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeAlias
+
+from vcpulab.errors import ScenarioError, UsageError
+
+ScenarioInput: TypeAlias = "str | os.PathLike[str] | Mapping[str, Any]"
+
+_KEY_RE = re.compile(r"^[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*$")
+_BARE_KEY_RE = re.compile(r"^[A-Za-z0-9_\-]+$")
+
+
+def load_scenario(scenario: ScenarioInput) -> str:
+    """Return the TOML text of `scenario`.
+
+    A `Path` (or a string naming an existing file, or a one-line string ending in
+    `.toml`) is read from disk; a mapping is serialised to TOML; any other string is
+    taken as TOML text.
+    """
+    if isinstance(scenario, Mapping):
+        return dumps_toml(scenario)
+    if isinstance(scenario, os.PathLike):
+        return _read(Path(scenario))
+    if not isinstance(scenario, str):
+        raise TypeError(f"scenario must be a path, TOML text or a dict, not {type(scenario)!r}")
+    if "\n" not in scenario and "=" not in scenario:
+        # A single line without '=' cannot be a useful TOML document: it names a file.
+        return _read(Path(scenario))
+    if "\n" not in scenario and scenario.endswith(".toml") and Path(scenario).exists():
+        return _read(Path(scenario))
+    return scenario
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no such scenario file: {path}") from None
+    except IsADirectoryError:
+        raise FileNotFoundError(f"scenario path is a directory, not a file: {path}") from None
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(f"scenario file {path} is not UTF-8 text ({exc.reason})") from None
+
+
+def check_override(item: str) -> str:
+    """Validate the syntax of one `dotted.key=value` override and return it unchanged."""
+    if "=" not in item:
+        raise UsageError(f"bad --set {item!r}: expected dotted.key=value")
+    key, value = item.split("=", 1)
+    key = key.strip()
+    if not _KEY_RE.match(key):
+        raise UsageError(
+            f"bad --set {item!r}: key {key!r} must be dotted names of letters, digits, '_' or '-'"
+        )
+    if value.strip() == "":
+        raise UsageError(f"bad --set {item!r}: empty value for key {key!r}")
+    return f"{key}={value.strip()}"
+
+
+def normalize_overrides(overrides: Iterable[str] | Mapping[str, Any] | None) -> list[str]:
+    """Accept `["a.b=1", ...]` or `{"a.b": 1}` and return validated `key=value` strings."""
+    if overrides is None:
+        return []
+    if isinstance(overrides, Mapping):
+        items = [f"{k}={format_value(v)}" for k, v in overrides.items()]
+    elif isinstance(overrides, str):
+        items = [overrides]
+    else:
+        items = list(overrides)
+    return [check_override(i) for i in items]
+
+
+def format_value(value: Any) -> str:
+    """Render a Python value the way a user would type it after `--set key=`."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return repr(value)
+    return str(value)
+
+
+def parse_value(text: str) -> Any:
+    """Best-effort typed value of a grid value string (for DataFrame columns)."""
+    low = text.strip().lower()
+    if low in ("true", "false"):
+        return low == "true"
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+# --- a small TOML emitter (enough for scenario dicts) -------------------------------------
+
+
+def dumps_toml(data: Mapping[str, Any]) -> str:
+    """Serialise a mapping to TOML text.
+
+    Supports strings, booleans, integers, floats, dates, lists, nested tables and arrays
+    of tables (a list whose items are all mappings).
+    """
+    lines: list[str] = []
+    _emit_table(lines, [], data)
+    return "\n".join(lines).strip("\n") + "\n"
+
+
+def _emit_table(lines: list[str], path: list[str], table: Mapping[str, Any]) -> None:
+    scalars: list[tuple[str, Any]] = []
+    subtables: list[tuple[str, Mapping[str, Any]]] = []
+    arrays_of_tables: list[tuple[str, Sequence[Mapping[str, Any]]]] = []
+    for key, value in table.items():
+        if not isinstance(key, str):
+            raise TypeError(f"TOML keys must be strings, got {key!r}")
+        if value is None:
+            continue  # TOML has no null: leaving the key out means "use the default"
+        if isinstance(value, Mapping):
+            subtables.append((key, value))
+        elif _is_array_of_tables(value):
+            arrays_of_tables.append((key, value))
+        else:
+            scalars.append((key, value))
+    for key, value in scalars:
+        lines.append(f"{_key(key)} = {_value(value)}")
+    for key, sub in subtables:
+        sub_path = [*path, key]
+        if any(not isinstance(v, Mapping) and not _is_array_of_tables(v) for v in sub.values()) or (
+            not sub
+        ):
+            lines.append("")
+            lines.append(f"[{'.'.join(_key(k) for k in sub_path)}]")
+        _emit_table(lines, sub_path, sub)
+    for key, items in arrays_of_tables:
+        sub_path = [*path, key]
+        for item in items:
+            lines.append("")
+            lines.append(f"[[{'.'.join(_key(k) for k in sub_path)}]]")
+            _emit_table(lines, sub_path, item)
+
+
+def _is_array_of_tables(value: Any) -> bool:
+    return (
+        isinstance(value, list | tuple)
+        and len(value) > 0
+        and all(isinstance(v, Mapping) for v in value)
+    )
+
+
+def _key(key: str) -> str:
+    return key if _BARE_KEY_RE.match(key) else _string(key)
+
+
+def _string(text: str) -> str:
+    out = ['"']
+    for ch in text:
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return repr(value)
+    if isinstance(value, str):
+        return _string(value)
+    if isinstance(value, _dt.datetime | _dt.date | _dt.time):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        inner = ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items() if v is not None)
+        return "{ " + inner + " }" if inner else "{}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_value(v) for v in value) + "]"
+    raise TypeError(f"cannot write {type(value).__name__} value {value!r} as TOML")

@@ -1,0 +1,471 @@
+"""Sweeps: the cartesian product of grid overrides x seeds, each point a pure run.
+
+A point is (resolved scenario text, seed). Points are planned here, skipped when the
+store already holds them, run by an `Executor`, and written to the store one
+transaction each as they finish. The DataFrame is always read back from the store, so
+a resumed sweep and an uninterrupted one give the same frame.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vcpulab._native import core_resolve, core_run
+from vcpulab._worker import PointResult, PointTask, Runner, execute_point
+from vcpulab.errors import ScenarioError, UsageError
+from vcpulab.executors import Executor, make_executor
+from vcpulab.progress import Progress
+from vcpulab.report import flatten_scalars, is_table
+from vcpulab.scenario import (
+    ScenarioInput,
+    check_override,
+    format_value,
+    load_scenario,
+    normalize_overrides,
+    parse_value,
+)
+from vcpulab.stats import mean_ci
+from vcpulab.store import ResultsStore, point_key
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+Resolver = Callable[[str, list[str], "int | None"], str]
+GridInput = Mapping[str, Sequence[Any]] | Sequence[str] | None
+
+# Columns that identify an entity within a report table (kept as group keys).
+ID_COLUMNS = ("vm", "vcpu", "pcpu", "lock", "thread", "name", "kind", "type")
+DEFAULT_METRICS = {
+    "vms": (
+        "cpu_share",
+        "share_ratio",
+        "completion_ns",
+        "throughput_per_s",
+        "wake_latency_mean_ns",
+        "wake_latency_p99_ns",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Backend:
+    """The pure functions a sweep needs; swap them in tests (dependency injection)."""
+
+    run: Runner = core_run
+    resolve: Resolver = core_resolve
+    version: Callable[[], str] | None = None
+
+    def core_version(self) -> str | None:
+        if self.version is not None:
+            return self.version()
+        if self.run is core_run:
+            from vcpulab._native import core
+
+            return str(core().version())
+        return None
+
+
+@dataclass(frozen=True)
+class PlannedPoint:
+    idx: int
+    params: dict[str, str]
+    seed: int
+    overrides: tuple[str, ...]
+    key: str
+    resolved: str | None
+    error: str | None = None
+
+
+@dataclass
+class SweepOutcome:
+    sweep_id: str
+    store_path: str
+    table: str
+    grid_columns: list[str]
+    planned: int
+    computed: int
+    skipped: int
+    failed: list[dict[str, Any]] = field(default_factory=list)
+    frame: pd.DataFrame | None = None
+
+    def summary(self, metrics: Sequence[str] | None = None) -> pd.DataFrame:
+        assert self.frame is not None
+        return summarize(self.frame, self.grid_columns, metrics=metrics, table=self.table)
+
+
+# --- grid and seeds ------------------------------------------------------------------------
+
+
+def parse_grid_arg(text: str) -> tuple[str, list[str]]:
+    """`key=v1,v2,...` -> (key, [v1, v2, ...])."""
+    check_override(text)
+    key, values = text.split("=", 1)
+    items = [v.strip() for v in values.split(",")]
+    if any(v == "" for v in items):
+        raise UsageError(f"bad --grid {text!r}: empty value in the list")
+    return key.strip(), items
+
+
+def normalize_grid(grid: GridInput) -> list[tuple[str, list[str]]]:
+    if grid is None:
+        return []
+    if isinstance(grid, Mapping):
+        out = []
+        for key, values in grid.items():
+            if isinstance(values, str | bytes) or not isinstance(values, Sequence):
+                values = [values]
+            items = [format_value(v) for v in values]
+            if not items:
+                raise UsageError(f"grid key {key!r} has no values")
+            check_override(f"{key}={items[0]}")
+            out.append((str(key), items))
+    else:
+        if isinstance(grid, str):
+            grid = [grid]
+        out = [parse_grid_arg(g) for g in grid]
+    keys = [k for k, _ in out]
+    dupes = sorted({k for k in keys if keys.count(k) > 1})
+    if dupes:
+        raise UsageError(f"grid key given twice: {', '.join(dupes)}")
+    return out
+
+
+def scenario_seed(resolved: str) -> int | None:
+    """The seed written in a resolved scenario, if it names one."""
+    try:
+        data = tomllib.loads(resolved)
+    except tomllib.TOMLDecodeError:
+        return None
+    for table in (data, data.get("run", {}), data.get("scenario", {})):
+        if isinstance(table, dict) and isinstance(table.get("seed"), int):
+            return int(table["seed"])
+    return None
+
+
+def sweep_identity(
+    text: str, overrides: Sequence[str], grid: Sequence[tuple[str, Sequence[str]]],
+    seeds: Sequence[int], table: str,
+) -> str:
+    blob = json.dumps(
+        {
+            "scenario": text,
+            "overrides": list(overrides),
+            "grid": [[k, list(v)] for k, v in grid],
+            "seeds": list(seeds),
+            "table": table,
+        },
+        sort_keys=True,
+    )
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:12]
+
+
+def plan_sweep(
+    text: str,
+    base_overrides: Sequence[str],
+    grid: Sequence[tuple[str, Sequence[str]]],
+    seeds: Sequence[int],
+    resolve: Resolver,
+) -> list[PlannedPoint]:
+    points: list[PlannedPoint] = []
+    combos = list(itertools.product(*(values for _, values in grid))) if grid else [()]
+    idx = 0
+    for combo in combos:
+        params = {key: value for (key, _), value in zip(grid, combo, strict=True)}
+        overrides = (*base_overrides, *(f"{k}={v}" for k, v in params.items()))
+        for seed in seeds:
+            try:
+                resolved: str | None = resolve(text, list(overrides), seed)
+                error = None
+                key = point_key(resolved, seed)
+            except ScenarioError as exc:
+                resolved, error = None, f"ScenarioError: {exc}"
+                key = point_key("\x00unresolved\x00" + text + "\x00" + "\x00".join(overrides), seed)
+            points.append(PlannedPoint(idx, params, seed, overrides, key, resolved, error))
+            idx += 1
+    return points
+
+
+def _seeds_list(
+    seeds: int | Sequence[int], text: str, overrides: list[str], resolve: Resolver
+) -> list[int]:
+    if isinstance(seeds, int):
+        if seeds < 1:
+            raise UsageError(f"--seeds must be at least 1, got {seeds}")
+        base = scenario_seed(resolve(text, overrides, None))
+        start = base if base is not None else 1
+        return list(range(start, start + seeds))
+    out = [int(s) for s in seeds]
+    if not out:
+        raise UsageError("no seeds given")
+    if len(set(out)) != len(out):
+        raise UsageError("seeds must be distinct")
+    return out
+
+
+# --- running -------------------------------------------------------------------------------
+
+
+def run_sweep(
+    scenario: ScenarioInput,
+    grid: GridInput = None,
+    seeds: int | Sequence[int] = 1,
+    *,
+    overrides: Sequence[str] | Mapping[str, Any] | None = None,
+    executor: str | Executor = "local",
+    jobs: int | None = None,
+    store: str | Path | ResultsStore | None = None,
+    table: str = "vms",
+    force: bool = False,
+    progress: bool | None = False,
+    backend: Backend | None = None,
+    source: str | None = None,
+) -> SweepOutcome:
+    """Plan, run (skipping what the store holds) and collect a sweep."""
+    backend = backend or Backend()
+    text = load_scenario(scenario)
+    if source is None and isinstance(scenario, str | Path) and not isinstance(scenario, Mapping):
+        s = str(scenario)
+        source = s if "\n" not in s and "=" not in s else "<text>"
+    base = normalize_overrides(overrides)
+    grid_items = normalize_grid(grid)
+    # Resolving the base scenario first reports a bad scenario as one clear error.
+    base_resolved = backend.resolve(text, base, None)
+    seeds_list = _seeds_list(seeds, text, base, backend.resolve)
+    plan = plan_sweep(text, base, grid_items, seeds_list, backend.resolve)
+    unresolved = [p for p in plan if p.resolved is None]
+    if plan and len(unresolved) == len(plan):
+        # Nothing can run (e.g. a typo in a grid key): that is bad input, not data.
+        raise ScenarioError(str(unresolved[0].error).removeprefix("ScenarioError: "))
+
+    sweep_id = sweep_identity(text, base, grid_items, seeds_list, table)
+    own_store = not isinstance(store, ResultsStore)
+    db = store if isinstance(store, ResultsStore) else ResultsStore(store or ":memory:")
+    try:
+        name = _scenario_name(base_resolved)
+        db.register_sweep(
+            sweep_id,
+            name=name,
+            source=source,
+            scenario=text,
+            overrides=base,
+            grid=grid_items,
+            seeds=seeds_list,
+            table=table,
+            points=[(p.idx, p.key, p.params, p.seed) for p in plan],
+        )
+        version = backend.core_version()
+        done = set() if force else db.finished_keys(p.key for p in plan)
+        for p in unresolved:
+            db.record(p.key, seed=p.seed, resolved=text, status="failed", scenario=name,
+                      error=p.error, core_version=version)
+        tasks: dict[str, PointTask] = {}
+        for p in plan:
+            if p.resolved is not None and p.key not in done and p.key not in tasks:
+                tasks[p.key] = PointTask(p.key, p.resolved, p.seed, backend.run)
+        by_key = {p.key: p for p in plan}
+        skipped = len({p.key for p in plan if p.key in done})
+        total_unique = len({p.key for p in plan})
+        bar = Progress(
+            total_unique,
+            initial=skipped + len({p.key for p in unresolved}),
+            label="points",
+            enabled=progress,
+        )
+        computed = 0
+        ex = make_executor(executor, jobs) if isinstance(executor, str) else executor
+        try:
+            results = ex.map_unordered(execute_point, list(tasks.values()))
+            for result in results:
+                _record(db, result, by_key[result.key], name, version)
+                computed += 1
+                bar.update(failed=not result.ok)
+        except BaseException:
+            abort = getattr(ex, "abort", None)
+            if callable(abort):
+                abort()
+            raise
+        finally:
+            bar.close()
+            if isinstance(executor, str):
+                ex.close()
+        outcome = SweepOutcome(
+            sweep_id=sweep_id,
+            store_path=db.path,
+            table=table,
+            grid_columns=[k for k, _ in grid_items],
+            planned=len(plan),
+            computed=computed,
+            skipped=skipped,
+        )
+        outcome.frame, outcome.failed = collect(db, sweep_id, table)
+        return outcome
+    finally:
+        if own_store:
+            db.close()
+
+
+def _record(
+    db: ResultsStore, result: PointResult, point: PlannedPoint, name: str | None,
+    version: str | None,
+) -> None:
+    assert point.resolved is not None
+    db.record(
+        result.key,
+        seed=point.seed,
+        resolved=point.resolved,
+        status="ok" if result.ok else "failed",
+        scenario=name,
+        report=result.report,
+        error=result.error,
+        core_version=version,
+        wall_s=result.wall_s,
+    )
+
+
+def _scenario_name(resolved: str) -> str | None:
+    try:
+        data = tomllib.loads(resolved)
+    except tomllib.TOMLDecodeError:
+        return None
+    for table in (data, data.get("scenario", {}), data.get("run", {})):
+        if isinstance(table, dict) and isinstance(table.get("name"), str):
+            return str(table["name"])
+    return None
+
+
+# --- collecting ----------------------------------------------------------------------------
+
+
+def collect(
+    db: ResultsStore, sweep_id: str, table: str = "vms"
+) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    """The sweep's DataFrame (one row per point x table row) and its failed points."""
+    import pandas as pd
+
+    sweep = db.find_sweep(sweep_id)
+    grid_keys = [k for k, _ in sweep["grid"]]
+    records: list[dict[str, Any]] = []
+    failed: list[dict[str, Any]] = []
+    seen: set[int] = set()
+    for p in db.sweep_points(sweep["id"]):
+        if p["idx"] in seen:
+            continue
+        seen.add(p["idx"])
+        if p["status"] != "ok":
+            failed.append(
+                {"params": p["params"], "seed": p["seed"], "point": p["key"][:12],
+                 "error": p["error"] or "not run"}
+            )
+            continue
+        report = json.loads(p["report"])
+        head: dict[str, Any] = {k: parse_value(p["params"][k]) for k in grid_keys}
+        head["seed"] = p["seed"]
+        head["point"] = p["key"][:12]
+        rows = report.get(table)
+        if not is_table(rows):
+            raise UsageError(f"reports have no table {table!r}")
+        extra = {
+            k: v for k, v in flatten_scalars(report).items()
+            if k != "schema" and not k.startswith("scenario.")
+        }
+        for row in rows:
+            rec = dict(head)
+            rec.update({k: v for k, v in extra.items() if k not in row})
+            rec.update(row)
+            records.append(rec)
+    frame = pd.DataFrame.from_records(records)
+    frame.attrs["sweep_id"] = sweep["id"]
+    frame.attrs["grid_columns"] = grid_keys
+    frame.attrs["table"] = table
+    frame.attrs["failed"] = failed
+    return frame, failed
+
+
+def id_columns(frame: pd.DataFrame) -> list[str]:
+    return [c for c in ID_COLUMNS if c in frame.columns]
+
+
+def summarize(
+    frame: pd.DataFrame,
+    grid_columns: Sequence[str] | None = None,
+    *,
+    metrics: Sequence[str] | None = None,
+    table: str | None = None,
+    confidence: float = 0.95,
+) -> pd.DataFrame:
+    """Mean and confidence-interval half-width over seeds for every grid point x entity."""
+    import pandas as pd
+
+    if grid_columns is None:
+        grid_columns = list(frame.attrs.get("grid_columns", []))
+    table = table or frame.attrs.get("table", "vms")
+    if frame.empty:
+        return pd.DataFrame()
+    keys = [*grid_columns, *id_columns(frame)]
+    if metrics is None:
+        wanted = DEFAULT_METRICS.get(str(table))
+        if wanted is None:
+            skip = {*keys, "seed", "point"}
+            wanted = tuple(
+                c for c in frame.columns
+                if c not in skip and pd.api.types.is_numeric_dtype(frame[c])
+                and not pd.api.types.is_bool_dtype(frame[c])
+            )
+        metrics = [m for m in wanted if m in frame.columns]
+    else:
+        missing = [m for m in metrics if m not in frame.columns]
+        if missing:
+            raise UsageError(f"unknown metric(s): {', '.join(missing)}")
+    out: list[dict[str, Any]] = []
+    groups = frame.groupby(keys, sort=False, dropna=False) if keys else [((), frame)]
+    for key, group in groups:
+        key_t = key if isinstance(key, tuple) else (key,)
+        rec: dict[str, Any] = dict(zip(keys, key_t, strict=True))
+        rec["n"] = int(group["seed"].nunique()) if "seed" in group else len(group)
+        for m in metrics:
+            values = pd.to_numeric(group[m], errors="coerce").astype(float).tolist()
+            mean, half, _ = mean_ci(values, confidence)
+            rec[f"{m}_mean"] = mean
+            rec[f"{m}_ci95"] = half
+        out.append(rec)
+    result = pd.DataFrame.from_records(out)
+    result.attrs["metrics"] = list(metrics)
+    result.attrs["keys"] = keys
+    return result
+
+
+def format_summary(summary: pd.DataFrame) -> str:
+    """Human table: one row per grid point x entity, `mean ± ci` per metric."""
+    from vcpulab.format import fmt_ns, fmt_num, render_table
+
+    if summary.empty:
+        return "(no results)"
+    keys = list(summary.attrs.get("keys", []))
+    metrics = list(summary.attrs.get("metrics", []))
+
+    def cell(metric: str, mean: float, half: float) -> str:
+        if math.isnan(mean):
+            return "-"
+        if metric.endswith("_ns"):
+            text = fmt_ns(mean)
+            return text if math.isnan(half) else f"{text} ± {fmt_ns(half)}"
+        text = fmt_num(float(mean))
+        return text if math.isnan(half) else f"{text} ± {fmt_num(float(half))}"
+
+    headers = [*keys, "n", *metrics]
+    rows = []
+    for _, r in summary.iterrows():
+        rows.append(
+            [*(fmt_num(r[k]) if isinstance(r[k], float) else r[k] for k in keys), r["n"],
+             *(cell(m, r[f"{m}_mean"], r[f"{m}_ci95"]) for m in metrics)]
+        )
+    align = "l" * len(keys) + "r" * (1 + len(metrics))
+    return render_table(headers, rows, align)
