@@ -25,7 +25,6 @@ needs_core = pytest.mark.skipif(not core_available(), reason="vcpulab._core is n
 @pytest.fixture
 def fake_backend():
     import fakecore
-
     from vcpulab.sweep import Backend
 
     return Backend(run=fakecore.run, resolve=fakecore.resolve, version=fakecore.version)

@@ -49,31 +49,76 @@ def run(text: str, overrides: list[str], seed: int | None) -> str:
         share = w / 4 + rng.uniform(-0.01, 0.01)
         vms.append(
             {
-                "vm": f"vm{i}", "vcpus": 2, "weight": w, "cap_pct": None,
-                "user_ns": int(share * 1e9), "kernel_ns": 0, "spin_ns": 0, "idle_poll_ns": 0,
-                "halted_ns": 0, "runnable_ns": int((1 - share) * 1e9), "overhead_ns": 1000,
-                "cpu_ns": int(share * 1e9), "cpu_share": share, "entitlement": w / 4,
-                "share_ratio": share / (w / 4), "finished": True, "completion_ns": 10**9,
-                "work_units": 100, "throughput_per_s": 100.0, "vcpu_switches": 10,
-                "halts": 0, "wakes": 5, "idle_transitions_per_s": 0.0,
-                "wake_latency_mean_ns": slice_ms * 5e5, "wake_latency_p50_ns": int(slice_ms * 4e5),
+                "vm": f"vm{i}",
+                "vcpus": 2,
+                "weight": w,
+                "cap_pct": None,
+                "user_ns": int(share * 1e9),
+                "kernel_ns": 0,
+                "spin_ns": 0,
+                "idle_poll_ns": 0,
+                "halted_ns": 0,
+                "runnable_ns": int((1 - share) * 1e9),
+                "overhead_ns": 1000,
+                "cpu_ns": int(share * 1e9),
+                "cpu_share": share,
+                "entitlement": w / 4,
+                "share_ratio": share / (w / 4),
+                "finished": True,
+                "completion_ns": 10**9,
+                "work_units": 100,
+                "throughput_per_s": 100.0,
+                "vcpu_switches": 10,
+                "halts": 0,
+                "wakes": 5,
+                "idle_transitions_per_s": 0.0,
+                "wake_latency_mean_ns": slice_ms * 5e5,
+                "wake_latency_p50_ns": int(slice_ms * 4e5),
                 "wake_latency_p99_ns": int(slice_ms * 1e6),
             }
         )
     report = {
         "schema": 1,
-        "scenario": {"name": "fake", "seed": seed, "preset": None, "scheduler": "credit",
-                     "pcpus": 1, "duration_ns": 10**9},
-        "end_ns": 10**9, "stop_reason": "duration", "events": 1234,
+        "scenario": {
+            "name": "fake",
+            "seed": seed,
+            "preset": None,
+            "scheduler": "credit",
+            "pcpus": 1,
+            "duration_ns": 10**9,
+        },
+        "end_ns": 10**9,
+        "stop_reason": "duration",
+        "events": 1234,
         "vms": vms,
-        "vcpus": [{"vm": v["vm"], "vcpu": j, "user_ns": 1, "switches": 3, "migrations": 0,
-                   "halts": 0, "wakes": 0} for v in vms for j in range(2)],
-        "pcpus": [{"pcpu": 0, "guest_ns": 10**9 - 2000, "overhead_ns": 2000, "idle_ns": 0,
-                   "poll_ns": 0}],
+        "vcpus": [
+            {
+                "vm": v["vm"],
+                "vcpu": j,
+                "user_ns": 1,
+                "switches": 3,
+                "migrations": 0,
+                "halts": 0,
+                "wakes": 0,
+            }
+            for v in vms
+            for j in range(2)
+        ],
+        "pcpus": [
+            {"pcpu": 0, "guest_ns": 10**9 - 2000, "overhead_ns": 2000, "idle_ns": 0, "poll_ns": 0}
+        ],
         "fairness": {"jain_index": 0.99},
-        "histograms": {"wake_latency": {"count": 10, "mean_ns": 5.0, "p50_ns": 4, "p90_ns": 8,
-                                        "p99_ns": 9, "max_ns": 10,
-                                        "buckets": [[0, 4, 5], [4, 16, 5]]}},
+        "histograms": {
+            "wake_latency": {
+                "count": 10,
+                "mean_ns": 5.0,
+                "p50_ns": 4,
+                "p90_ns": 8,
+                "p99_ns": 9,
+                "max_ns": 10,
+                "buckets": [[0, 4, 5], [4, 16, 5]],
+            }
+        },
     }
     return json.dumps(report)
 

@@ -75,7 +75,9 @@ def trace(
     return Report.from_json(raw)
 
 
-def resolve(scenario: ScenarioInput, *, seed: int | None = None, overrides: Overrides = None) -> str:
+def resolve(
+    scenario: ScenarioInput, *, seed: int | None = None, overrides: Overrides = None
+) -> str:
     """The fully resolved scenario (preset applied, defaults filled) as TOML text."""
     text = load_scenario(scenario)
     return _native.core_resolve(text, normalize_overrides(overrides), seed)

@@ -35,7 +35,7 @@ def execute_point(task: PointTask) -> PointResult:
     start = time.perf_counter()
     try:
         report = task.runner(task.scenario, [], task.seed)
-    except Exception as exc:  # a failed point is data, not a crash of the sweep
+    except Exception as exc:  # noqa: BLE001 - a failed point is data, not a crash
         message = str(exc).strip() or type(exc).__name__
         return PointResult(
             task.key, False, None, f"{type(exc).__name__}: {message}", time.perf_counter() - start

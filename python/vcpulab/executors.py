@@ -6,13 +6,14 @@ it does not know whether they ran in this process, a local process pool or on Ra
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import signal
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 from vcpulab.errors import UsageError
 
@@ -46,13 +47,13 @@ class Executor(ABC):
     @abstractmethod
     def map_unordered(self, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[R]: ...
 
-    def close(self) -> None:  # noqa: B027 - optional hook
+    def close(self) -> None:
         """Release workers; the executor may not be used afterwards."""
 
     def describe(self) -> str:
         return self.name
 
-    def __enter__(self) -> Executor:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -177,10 +178,9 @@ class RayExecutor(Executor):
                     yield ray.get(ref)
         finally:
             for ref in pending:
-                try:
+                # Best effort: the cluster may already be gone.
+                with contextlib.suppress(Exception):
                     ray.cancel(ref, force=True)
-                except Exception:  # best effort: the cluster may already be gone
-                    pass
 
     def describe(self) -> str:
         where = self.address or "local Ray"

@@ -17,7 +17,7 @@ TIME_FIELDS: tuple[tuple[str, str], ...] = (
 )
 
 
-def fmt_ns(ns: float | int | None) -> str:
+def fmt_ns(ns: float | None) -> str:
     """A duration in nanoseconds with a readable unit."""
     if ns is None or (isinstance(ns, float) and math.isnan(ns)):
         return "-"
@@ -116,8 +116,20 @@ def format_report(data: Mapping[str, Any]) -> str:
 
         out.append("")
         out.append("CPU share of the host vs entitlement; completion and wake-up latency")
-        headers = ["vm", "share", "entitled", "ratio", "cap%", "completion", "units/s",
-                   "switches", "halts", "wake mean", "wake p50", "wake p99"]
+        headers = [
+            "vm",
+            "share",
+            "entitled",
+            "ratio",
+            "cap%",
+            "completion",
+            "units/s",
+            "switches",
+            "halts",
+            "wake mean",
+            "wake p50",
+            "wake p99",
+        ]
         rows = []
         for vm in vms:
             finished = vm.get("finished")

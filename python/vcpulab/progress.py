@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import TextIO
+from typing import Self, TextIO
 
 
 def _clock(seconds: float) -> str:
-    seconds = max(0, int(round(seconds)))
+    seconds = max(0, round(seconds))
     h, rem = divmod(seconds, 3600)
     m, s = divmod(rem, 60)
     return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
@@ -48,7 +48,7 @@ class Progress:
 
     def line(self) -> str:
         frac = self.done / self.total if self.total else 1.0
-        filled = int(round(frac * self.width))
+        filled = round(frac * self.width)
         bar = "#" * filled + "-" * (self.width - filled)
         elapsed = time.monotonic() - self._start
         computed = self.done - self.initial
@@ -85,7 +85,7 @@ class Progress:
             self.stream.write("\n")
             self.stream.flush()
 
-    def __enter__(self) -> Progress:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

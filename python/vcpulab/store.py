@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 DEFAULT_STORE = "vcpulab-results.sqlite"
 STORE_VERSION = 1
@@ -137,7 +137,7 @@ class ResultsStore:
     def close(self) -> None:
         self._db.close()
 
-    def __enter__(self) -> ResultsStore:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -309,11 +309,11 @@ class ResultsStore:
 
 
 def _point(row: sqlite3.Row) -> StoredPoint:
-    return StoredPoint(**{k: row[k] for k in row.keys()})
+    return StoredPoint(**{k: row[k] for k in row.keys()})  # noqa: SIM118 - sqlite3.Row
 
 
 def _sweep(row: sqlite3.Row) -> dict[str, Any]:
-    out = {k: row[k] for k in row.keys()}
+    out = {k: row[k] for k in row.keys()}  # noqa: SIM118 - sqlite3.Row
     out["overrides"] = json.loads(out["overrides"])
     out["grid"] = [(k, list(v)) for k, v in json.loads(out["grid"])]
     out["seeds"] = json.loads(out["seeds"])

@@ -151,8 +151,11 @@ def scenario_seed(resolved: str) -> int | None:
 
 
 def sweep_identity(
-    text: str, overrides: Sequence[str], grid: Sequence[tuple[str, Sequence[str]]],
-    seeds: Sequence[int], table: str,
+    text: str,
+    overrides: Sequence[str],
+    grid: Sequence[tuple[str, Sequence[str]]],
+    seeds: Sequence[int],
+    table: str,
 ) -> str:
     blob = json.dumps(
         {
@@ -264,8 +267,15 @@ def run_sweep(
         version = backend.core_version()
         done = set() if force else db.finished_keys(p.key for p in plan)
         for p in unresolved:
-            db.record(p.key, seed=p.seed, resolved=text, status="failed", scenario=name,
-                      error=p.error, core_version=version)
+            db.record(
+                p.key,
+                seed=p.seed,
+                resolved=text,
+                status="failed",
+                scenario=name,
+                error=p.error,
+                core_version=version,
+            )
         tasks: dict[str, PointTask] = {}
         for p in plan:
             if p.resolved is not None and p.key not in done and p.key not in tasks:
@@ -313,7 +323,10 @@ def run_sweep(
 
 
 def _record(
-    db: ResultsStore, result: PointResult, point: PlannedPoint, name: str | None,
+    db: ResultsStore,
+    result: PointResult,
+    point: PlannedPoint,
+    name: str | None,
     version: str | None,
 ) -> None:
     assert point.resolved is not None
@@ -361,8 +374,12 @@ def collect(
         seen.add(p["idx"])
         if p["status"] != "ok":
             failed.append(
-                {"params": p["params"], "seed": p["seed"], "point": p["key"][:12],
-                 "error": p["error"] or "not run"}
+                {
+                    "params": p["params"],
+                    "seed": p["seed"],
+                    "point": p["key"][:12],
+                    "error": p["error"] or "not run",
+                }
             )
             continue
         report = json.loads(p["report"])
@@ -373,8 +390,7 @@ def collect(
         if not is_table(rows):
             raise UsageError(f"reports have no table {table!r}")
         extra = {
-            k: v for k, v in flatten_scalars(report).items()
-            if k != "schema" and not k.startswith("scenario.")
+            k: v for k, v in flatten_scalars(report).items() if k not in ("schema", "scenario.seed")
         }
         for row in rows:
             rec = dict(head)
@@ -415,8 +431,10 @@ def summarize(
         if wanted is None:
             skip = {*keys, "seed", "point"}
             wanted = tuple(
-                c for c in frame.columns
-                if c not in skip and pd.api.types.is_numeric_dtype(frame[c])
+                c
+                for c in frame.columns
+                if c not in skip
+                and pd.api.types.is_numeric_dtype(frame[c])
                 and not pd.api.types.is_bool_dtype(frame[c])
             )
         metrics = [m for m in wanted if m in frame.columns]
@@ -464,8 +482,11 @@ def format_summary(summary: pd.DataFrame) -> str:
     rows = []
     for _, r in summary.iterrows():
         rows.append(
-            [*(fmt_num(r[k]) if isinstance(r[k], float) else r[k] for k in keys), r["n"],
-             *(cell(m, r[f"{m}_mean"], r[f"{m}_ci95"]) for m in metrics)]
+            [
+                *(fmt_num(r[k]) if isinstance(r[k], float) else r[k] for k in keys),
+                r["n"],
+                *(cell(m, r[f"{m}_mean"], r[f"{m}_ci95"]) for m in metrics),
+            ]
         )
     align = "l" * len(keys) + "r" * (1 + len(metrics))
     return render_table(headers, rows, align)

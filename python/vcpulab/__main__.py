@@ -1,0 +1,3 @@
+from vcpulab.cli import entry
+
+entry()

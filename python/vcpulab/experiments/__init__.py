@@ -1,0 +1,357 @@
+"""Reproductions: each published figure is one `Experiment` entry.
+
+An entry names its scenario(s) under `scenarios/<system>/`, its sweep, the published
+trend as data, and a function computing the simulated counterpart from the sweep's
+DataFrame. `run_experiment` runs the sweep, writes a CSV, a PNG (published beside
+simulated) and a verdict line: agrees / partly / disagrees, with the numbers.
+
+Add a system by writing `experiments/<system>.py` with a module-level `EXPERIMENTS`
+list and naming the module in `_MODULES` below.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vcpulab.errors import UsageError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from vcpulab.executors import Executor
+    from vcpulab.store import ResultsStore
+    from vcpulab.sweep import Backend
+
+_MODULES = ("examples",)
+
+VERDICTS = ("agrees", "partly", "disagrees")
+
+# published(sim) -> DataFrame[x, published]; simulate(sweep frame) -> DataFrame[x, simulated,
+# simulated_ci95, (label)]
+PublishedFn = Callable[["pd.DataFrame"], "pd.DataFrame"]
+SimulateFn = Callable[["pd.DataFrame"], "pd.DataFrame"]
+
+
+@dataclass(frozen=True)
+class Experiment:
+    id: str
+    system: str
+    title: str
+    scenarios: tuple[str, ...]
+    """Scenario files, relative to the `scenarios/` folder (the sweep runs the first)."""
+    published: Sequence[dict[str, Any]] | PublishedFn
+    """The published trend: rows of {x, published}, or a function of the simulated frame
+    for closed-form trends that depend on the scenario (e.g. the number of vCPUs)."""
+    simulate: SimulateFn
+    source: str
+    """Where the published trend comes from (paper, figure, or the closed form)."""
+    x: str = "x"
+    x_label: str = "x"
+    y_label: str = "value"
+    grid: dict[str, Sequence[Any]] = field(default_factory=dict)
+    seeds: int = 3
+    quick_seeds: int = 2
+    overrides: tuple[str, ...] = ()
+    quick_overrides: tuple[str, ...] = ()
+    table: str = "vms"
+    tolerance: tuple[float, float] = (0.05, 0.20)
+    """Relative error for 'agrees' (every point) and for 'partly' (most points)."""
+    kind: str = "line"  # "line" or "bar"
+    log_x: bool = False
+    log_y: bool = False
+    notes: str = ""
+
+
+@dataclass
+class ExperimentResult:
+    id: str
+    title: str
+    verdict: str
+    detail: str
+    published: str
+    simulated: str
+    csv: Path | None
+    png: Path | None
+    text: Path | None
+    wall_s: float
+    frame: pd.DataFrame | None = None
+    error: str | None = None
+
+    def line(self) -> str:
+        return f"{self.id}: {self.verdict} — {self.detail}"
+
+
+# --- registry --------------------------------------------------------------------------------
+
+
+def registry() -> dict[str, Experiment]:
+    out: dict[str, Experiment] = {}
+    for mod_name in _MODULES:
+        mod = importlib.import_module(f"vcpulab.experiments.{mod_name}")
+        for exp in getattr(mod, "EXPERIMENTS", []):
+            if exp.id in out:
+                raise RuntimeError(f"experiment id {exp.id!r} registered twice")
+            out[exp.id] = exp
+    return out
+
+
+def get(exp_id: str) -> Experiment:
+    reg = registry()
+    if exp_id not in reg:
+        raise UsageError(
+            f"unknown experiment {exp_id!r}: allowed values are {', '.join(sorted(reg))} or 'all'"
+        )
+    return reg[exp_id]
+
+
+def scenarios_dir() -> Path:
+    """The `scenarios/` folder: $VCPULAB_SCENARIOS, else up from the working directory,
+    else beside the source tree of this package."""
+    env = os.environ.get("VCPULAB_SCENARIOS")
+    if env:
+        return Path(env)
+    here = Path.cwd().resolve()
+    for base in (here, *here.parents):
+        cand = base / "scenarios"
+        if (cand / "examples").is_dir():
+            return cand
+    return Path(__file__).resolve().parents[3] / "scenarios"
+
+
+def scenario_path(rel: str) -> Path:
+    path = scenarios_dir() / rel
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"no such scenario file: {path} (run from the repository, or set VCPULAB_SCENARIOS)"
+        )
+    return path
+
+
+# --- comparing ---------------------------------------------------------------------------------
+
+
+def compare(merged: pd.DataFrame, tolerance: tuple[float, float]) -> tuple[str, str]:
+    """Verdict and detail from rows with `published` and `simulated` columns."""
+    agree_tol, partly_tol = tolerance
+    rows = merged.dropna(subset=["published", "simulated"])
+    if rows.empty:
+        return "disagrees", "no simulated values to compare"
+    errs: list[float] = []
+    for _, r in rows.iterrows():
+        pub, sim = float(r["published"]), float(r["simulated"])
+        errs.append(abs(sim - pub) / abs(pub) if pub != 0 else abs(sim))
+    worst = max(range(len(errs)), key=lambda i: errs[i])
+    w = rows.iloc[worst]
+    label = w.get("label", w["x"]) if "label" in rows.columns else w["x"]
+    within_partly = sum(e <= partly_tol for e in errs)
+    same_trend = _same_trend(
+        [float(v) for v in rows["published"]], [float(v) for v in rows["simulated"]]
+    )
+    if all(e <= agree_tol for e in errs):
+        verdict = "agrees"
+    elif within_partly * 2 >= len(errs) or (same_trend and len(errs) > 1):
+        verdict = "partly"
+    else:
+        verdict = "disagrees"
+    mean_err = sum(errs) / len(errs)
+    detail = (
+        f"max relative error {100 * errs[worst]:.1f}% at {label} "
+        f"(published {_g(w['published'])}, simulated {_g(w['simulated'])}), "
+        f"mean {100 * mean_err:.1f}% over {len(errs)} points; "
+        f"tolerance {100 * agree_tol:.0f}%/{100 * partly_tol:.0f}%"
+    )
+    if verdict != "agrees":
+        detail += "; trend order " + ("matches" if same_trend else "differs")
+    return verdict, detail
+
+
+def _same_trend(pub: list[float], sim: list[float]) -> bool:
+    """Every pair that differs in the published data differs the same way in the simulation."""
+    for i in range(len(pub)):
+        for j in range(i + 1, len(pub)):
+            dp = pub[j] - pub[i]
+            if abs(dp) <= 1e-12 * max(abs(pub[i]), abs(pub[j]), 1e-300):
+                continue
+            if (sim[j] - sim[i]) * dp <= 0:
+                return False
+    return True
+
+
+def _g(value: Any) -> str:
+    v = float(value)
+    if math.isnan(v):
+        return "nan"
+    return f"{v:.4g}"
+
+
+# --- running -------------------------------------------------------------------------------------
+
+
+def run_experiment(
+    exp: Experiment,
+    *,
+    quick: bool = False,
+    out_dir: str | Path = "out/reproduce",
+    executor: str | Executor = "local",
+    jobs: int | None = None,
+    store: str | Path | ResultsStore | None = None,
+    progress: bool = False,
+    backend: Backend | None = None,
+) -> ExperimentResult:
+    """Run one reproduction and write `<id>.csv`, `<id>.png`, `<id>.txt`, `<id>.json`."""
+    import pandas as pd
+
+    from vcpulab.sweep import run_sweep
+
+    start = time.monotonic()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = scenario_path(exp.scenarios[0])
+    overrides = [*exp.overrides, *(exp.quick_overrides if quick else ())]
+    outcome = run_sweep(
+        path,
+        exp.grid or None,
+        exp.quick_seeds if quick else exp.seeds,
+        overrides=overrides,
+        executor=executor,
+        jobs=jobs,
+        store=store,
+        table=exp.table,
+        progress=progress,
+        backend=backend,
+    )
+    frame = outcome.frame
+    if frame is None or frame.empty:
+        reasons = "; ".join(f["error"] for f in outcome.failed[:3]) or "no results"
+        raise RuntimeError(f"{exp.id}: every point failed: {reasons}")
+    sim = exp.simulate(frame).reset_index(drop=True)
+    pub = (
+        exp.published(frame) if callable(exp.published) else pd.DataFrame(list(exp.published))
+    ).reset_index(drop=True)
+    merged = pub.merge(sim, on="x", how="outer", sort=False)
+    if "simulated_ci95" not in merged.columns:
+        merged["simulated_ci95"] = math.nan
+    verdict, detail = compare(merged, exp.tolerance)
+    if outcome.failed:
+        detail += f"; {len(outcome.failed)} point(s) failed"
+    merged = merged.rename(columns={"x": exp.x})
+    csv_path = out / f"{exp.id}.csv"
+    merged.to_csv(csv_path, index=False)
+    png_path = out / f"{exp.id}.png"
+    plot(exp, merged, verdict, png_path)
+    result = ExperimentResult(
+        id=exp.id,
+        title=exp.title,
+        verdict=verdict,
+        detail=detail,
+        published=_series_text(merged, exp.x, "published"),
+        simulated=_series_text(merged, exp.x, "simulated", "simulated_ci95"),
+        csv=csv_path,
+        png=png_path,
+        text=out / f"{exp.id}.txt",
+        wall_s=time.monotonic() - start,
+        frame=merged,
+    )
+    assert result.text is not None
+    result.text.write_text(result.line() + "\n", encoding="utf-8")
+    (out / f"{exp.id}.json").write_text(
+        json.dumps(
+            {
+                "id": exp.id,
+                "title": exp.title,
+                "verdict": verdict,
+                "detail": detail,
+                "quick": quick,
+                "source": exp.source,
+                "sweep_id": outcome.sweep_id,
+                "points": outcome.planned,
+                "failed": outcome.failed,
+                "rows": json.loads(merged.to_json(orient="records")),
+            },
+            indent=2,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    return result
+
+
+def _series_text(frame: pd.DataFrame, x: str, col: str, ci: str | None = None) -> str:
+    parts = []
+    for _, r in frame.iterrows():
+        label = r["label"] if "label" in frame.columns and isinstance(r["label"], str) else r[x]
+        v = r[col]
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            parts.append(f"{label}: -")
+            continue
+        text = f"{label}: {_g(v)}"
+        if ci and ci in frame.columns and not math.isnan(float(r[ci])):
+            text += f" ± {_g(r[ci])}"
+        parts.append(text)
+    return "; ".join(parts)
+
+
+def plot(exp: Experiment, merged: pd.DataFrame, verdict: str, path: Path) -> None:
+    """Published beside simulated, as a PNG (Agg backend: no display needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=100)
+    xs = merged[exp.x].tolist()
+    pub = merged["published"].astype(float).tolist()
+    sim = merged["simulated"].astype(float).tolist()
+    err = [0.0 if math.isnan(e) else e for e in merged["simulated_ci95"].astype(float).tolist()]
+    if exp.kind == "bar":
+        labels = (
+            merged["label"].astype(str).tolist()
+            if "label" in merged.columns
+            else [str(x) for x in xs]
+        )
+        pos = list(range(len(xs)))
+        width = 0.38
+        ax.bar([p - width / 2 for p in pos], pub, width, label="published", color="#9aa7b8")
+        ax.bar(
+            [p + width / 2 for p in pos],
+            sim,
+            width,
+            yerr=err,
+            capsize=3,
+            label="simulated (95% CI)",
+            color="#2f6db5",
+        )
+        ax.set_xticks(pos, labels)
+    else:
+        order = sorted(range(len(xs)), key=lambda i: float(xs[i]))
+        xo = [float(xs[i]) for i in order]
+        ax.plot(xo, [pub[i] for i in order], "o--", color="#7b8794", label="published")
+        ax.errorbar(
+            xo,
+            [sim[i] for i in order],
+            yerr=[err[i] for i in order],
+            fmt="s-",
+            color="#2f6db5",
+            capsize=3,
+            label="simulated (95% CI)",
+        )
+        if exp.log_x:
+            ax.set_xscale("log")
+        if exp.log_y:
+            ax.set_yscale("log")
+    ax.set_xlabel(exp.x_label)
+    ax.set_ylabel(exp.y_label)
+    ax.set_title(f"{exp.id}: {exp.title}\nverdict: {verdict}", fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
