@@ -25,6 +25,6 @@ needs_core = pytest.mark.skipif(not core_available(), reason="vcpulab._core is n
 @pytest.fixture
 def fake_backend():
     import fakecore
-    from vcpulab.sweep import Backend
+    from vcpulab.sweeps import Backend
 
     return Backend(run=fakecore.run, resolve=fakecore.resolve, version=fakecore.version)

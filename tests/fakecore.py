@@ -17,8 +17,8 @@ from vcpulab.errors import ScenarioError, SimulationError
 
 def resolve(text: str, overrides: list[str], seed: int | None) -> str:
     for item in overrides:
-        if item.startswith("bad."):
-            key, value = item.split("=", 1)
+        key, value = item.split("=", 1)
+        if key.startswith("bad.") or value == "invalid":
             raise ScenarioError(f"unknown key {key!r} (value {value!r}); allowed: host, vm, run")
     lines = [f"seed = {seed if seed is not None else 7}", text.strip(), "# overrides"]
     lines += [f"# {o}" for o in sorted(overrides)]
@@ -125,3 +125,18 @@ def run(text: str, overrides: list[str], seed: int | None) -> str:
 
 def version() -> str:
     return "fake-0"
+
+
+def trace(text: str, out_path: str, overrides: list[str], seed: int | None) -> str:
+    report = run(text, overrides, seed)
+    with open(out_path, "w", encoding="utf-8") as fh:
+        json.dump({"traceEvents": []}, fh)
+    return report
+
+
+def presets() -> list[tuple[str, str]]:
+    return [("fake-preset", "a preset of the fake core")]
+
+
+def workloads() -> list[tuple[str, str]]:
+    return [("fake-bomb", "a CPU bomb of the fake core")]

@@ -20,7 +20,7 @@ from vcpulab.errors import CoreUnavailableError, ScenarioError, SimulationError,
 from vcpulab.report import Report
 from vcpulab.scenario import ScenarioInput, dumps_toml, load_scenario, normalize_overrides
 from vcpulab.store import ResultsStore
-from vcpulab.sweep import Backend, GridInput, run_sweep, summarize
+from vcpulab.sweeps import Backend, GridInput, run_sweep, summarize
 
 if TYPE_CHECKING:
     import pandas as pd

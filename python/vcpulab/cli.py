@@ -130,12 +130,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from vcpulab.executors import make_executor
-    from vcpulab.sweep import format_summary, run_sweep, summarize
+    from vcpulab.sweeps import format_summary, run_sweep, summarize
 
-    if not args.grid and args.seeds == 1:
-        print(
-            f"{PROG}: note: no --grid and one seed: this sweep has a single point", file=sys.stderr
-        )
     store = ":memory:" if args.no_store else args.store
     executor = make_executor(args.executor, args.jobs)
     progress = (not args.no_progress) and _is_tty(sys.stderr)
@@ -219,7 +215,7 @@ def _write_frame(frame: Any, out: Path) -> None:
 def cmd_results(args: argparse.Namespace) -> int:
     from vcpulab.format import fmt_ns, render_table
     from vcpulab.store import ResultsStore
-    from vcpulab.sweep import collect, format_summary, summarize
+    from vcpulab.sweeps import collect, format_summary, summarize
 
     path = Path(args.store)
     if not path.exists():

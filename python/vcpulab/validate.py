@@ -14,7 +14,7 @@ from vcpulab.experiments import Experiment, ExperimentResult, registry, run_expe
 
 if TYPE_CHECKING:
     from vcpulab.executors import Executor
-    from vcpulab.sweep import Backend
+    from vcpulab.sweeps import Backend
 
 
 def run_all(

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from vcpulab.executors import Executor
     from vcpulab.store import ResultsStore
-    from vcpulab.sweep import Backend
+    from vcpulab.sweeps import Backend
 
 _MODULES = ("examples",)
 
@@ -209,7 +209,7 @@ def run_experiment(
     """Run one reproduction and write `<id>.csv`, `<id>.png`, `<id>.txt`, `<id>.json`."""
     import pandas as pd
 
-    from vcpulab.sweep import run_sweep
+    from vcpulab.sweeps import run_sweep
 
     start = time.monotonic()
     out = Path(out_dir)

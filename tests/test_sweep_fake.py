@@ -1,0 +1,89 @@
+"""Sweep plumbing against the injected fake core (no simulation)."""
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import vcpulab
+from vcpulab.executors import LocalExecutor, SerialExecutor
+from vcpulab.sweeps import normalize_grid, parse_grid_arg, run_sweep, summarize
+
+SCENARIO = 'name = "fake"\n'
+GRID = {"host.scheduler.slice_ms": [30, 1], "vm.1.weight": ["256", "512"]}
+
+
+def test_grid_parsing() -> None:
+    assert parse_grid_arg("a.b=1, 2,3") == ("a.b", ["1", "2", "3"])
+    assert normalize_grid({"a": [0.1, 30]}) == [("a", ["0.1", "30"])]
+    assert normalize_grid(["a=1,2", "b=x"]) == [("a", ["1", "2"]), ("b", ["x"])]
+    with pytest.raises(vcpulab.UsageError):
+        normalize_grid(["a=1", "a=2"])
+    with pytest.raises(vcpulab.UsageError):
+        parse_grid_arg("a=1,,2")
+
+
+def test_frame_shape_and_columns(fake_backend) -> None:
+    df = vcpulab.sweep(SCENARIO, GRID, 3, backend=fake_backend, jobs=1)
+    # 2 x 2 grid points x 3 seeds x 2 VMs
+    assert len(df) == 24
+    assert {"host.scheduler.slice_ms", "vm.1.weight", "seed", "vm", "cpu_share"} <= set(df.columns)
+    assert sorted(df["seed"].unique()) == [7, 8, 9]  # from the scenario's seed (fake: 7)
+    assert df["host.scheduler.slice_ms"].dtype.kind in "if"
+    assert df.attrs["computed"] == 12
+    summ = summarize(df)
+    assert len(summ) == 8 and (summ["n"] == 3).all()
+    assert {"cpu_share_mean", "cpu_share_ci95"} <= set(summ.columns)
+
+
+def test_explicit_seeds_and_overrides(fake_backend) -> None:
+    df = vcpulab.sweep(SCENARIO, None, [11, 3], overrides={"run.duration": "1s"},
+                       backend=fake_backend, jobs=1)
+    assert sorted(df["seed"].unique()) == [3, 11]
+
+
+def test_resume_skips_finished_points(tmp_path: Path, fake_backend) -> None:
+    store = tmp_path / "r.sqlite"
+    first = run_sweep(SCENARIO, GRID, 2, store=store, backend=fake_backend, executor="serial")
+    assert (first.computed, first.skipped) == (8, 0)
+    again = run_sweep(SCENARIO, GRID, 2, store=store, backend=fake_backend, executor="serial")
+    assert (again.computed, again.skipped) == (0, 8)
+    pd.testing.assert_frame_equal(first.frame, again.frame)
+    # A bigger sweep reuses the points it shares with the first one.
+    bigger = run_sweep(SCENARIO, GRID, 3, store=store, backend=fake_backend, executor="serial")
+    assert (bigger.computed, bigger.skipped) == (4, 8)
+    forced = run_sweep(SCENARIO, GRID, 2, store=store, backend=fake_backend, executor="serial",
+                       force=True)
+    assert forced.computed == 8
+
+
+def test_failed_points_are_recorded_and_sweep_goes_on(tmp_path: Path, fake_backend) -> None:
+    store = tmp_path / "r.sqlite"
+    grid = {"fake.fail": ["1"], "x.y": ["1", "2"]}
+    out = run_sweep(SCENARIO, {"x.y": ["1", "2"]}, 1, store=store, backend=fake_backend,
+                    executor="serial")
+    assert not out.failed
+    out = run_sweep(SCENARIO, grid, 2, store=store, backend=fake_backend, executor="serial")
+    assert len(out.failed) == 4 and out.frame.empty
+    assert "fake failure requested" in out.failed[0]["error"]
+
+
+def test_unresolvable_grid_is_scenario_error(fake_backend) -> None:
+    with pytest.raises(vcpulab.ScenarioError, match="bad.key"):
+        vcpulab.sweep(SCENARIO, {"bad.key": [1, 2]}, 1, backend=fake_backend, jobs=1)
+
+
+def test_partly_unresolvable_grid_records_failures(fake_backend) -> None:
+    # Only some values are rejected: those points fail with the message, the others run.
+    df = vcpulab.sweep(SCENARIO, ["x.y=1,invalid,2"], 1, backend=fake_backend, jobs=1)
+    assert len(df) == 4
+    [failed] = df.attrs["failed"]
+    assert failed["params"] == {"x.y": "invalid"}
+    assert failed["error"].startswith("ScenarioError: ")
+
+
+def test_process_pool_equals_serial(fake_backend) -> None:
+    serial = run_sweep(SCENARIO, GRID, 2, backend=fake_backend, executor=SerialExecutor())
+    with LocalExecutor(2) as ex:
+        pool = run_sweep(SCENARIO, GRID, 2, backend=fake_backend, executor=ex)
+    pd.testing.assert_frame_equal(serial.frame, pool.frame)
