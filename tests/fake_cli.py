@@ -7,12 +7,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import fakecore  # noqa: E402
+import functools
 
-import functools  # noqa: E402
-
-from vcpulab import _native, sweeps  # noqa: E402
-from vcpulab.cli import main  # noqa: E402
+import fakecore
+from vcpulab import _native, sweeps
+from vcpulab.cli import main
 
 _native._CORE = fakecore  # type: ignore[assignment]
 # Worker processes do not share the patched module: hand them the fake functions.

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import fakecore
 import pandas as pd
 import pytest
 
+import fakecore
 from vcpulab import _native, sweeps
 from vcpulab.cli import main
 
@@ -19,9 +19,11 @@ def fake_core(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(_native, "_CORE", fakecore)
     monkeypatch.setattr(
-        sweeps, "Backend",
-        functools.partial(sweeps.Backend, run=fakecore.run, resolve=fakecore.resolve,
-                          version=fakecore.version),
+        sweeps,
+        "Backend",
+        functools.partial(
+            sweeps.Backend, run=fakecore.run, resolve=fakecore.resolve, version=fakecore.version
+        ),
     )
 
 
@@ -87,8 +89,20 @@ def test_explain_list_trace(scenario, tmp_path, capsys) -> None:
 def test_sweep_results_and_export(scenario, tmp_path, capsys) -> None:
     store = str(tmp_path / "r.sqlite")
     out = tmp_path / "rows.parquet"
-    argv = ["sweep", str(scenario), "--grid", "host.scheduler.slice_ms=30,1", "--seeds", "2",
-            "--store", store, "-j", "1", "--out", str(out)]
+    argv = [
+        "sweep",
+        str(scenario),
+        "--grid",
+        "host.scheduler.slice_ms=30,1",
+        "--seeds",
+        "2",
+        "--store",
+        store,
+        "-j",
+        "1",
+        "--out",
+        str(out),
+    ]
     assert main(argv) == 0
     text = capsys.readouterr().out
     assert "4 computed" in text and "±" in text
@@ -104,14 +118,25 @@ def test_sweep_results_and_export(scenario, tmp_path, capsys) -> None:
     csv = tmp_path / "x.csv"
     assert main(["results", "export", sweep_id, "--store", store, "-o", str(csv)]) == 0
     assert len(pd.read_csv(csv)) == 8
-    assert main(["results", "export", sweep_id, "--store", store, "--table", "vcpus",
-                 "-o", str(csv)]) == 0
+    assert (
+        main(["results", "export", sweep_id, "--store", store, "--table", "vcpus", "-o", str(csv)])
+        == 0
+    )
     assert len(pd.read_csv(csv)) == 16
 
 
 def test_sweep_with_failures_exits_1(scenario, tmp_path, capsys) -> None:
-    argv = ["sweep", str(scenario), "--grid", "fake.fail=1", "--grid", "x=1,2", "--no-store",
-            "-j", "1"]
+    argv = [
+        "sweep",
+        str(scenario),
+        "--grid",
+        "fake.fail=1",
+        "--grid",
+        "x=1,2",
+        "--no-store",
+        "-j",
+        "1",
+    ]
     assert main(argv) == 1
     assert "failed" in capsys.readouterr().err
 

@@ -1,8 +1,8 @@
 import json
 
-import fakecore
 import pytest
 
+import fakecore
 from vcpulab.report import Report, is_table
 
 

@@ -15,8 +15,14 @@ def test_record_and_read(tmp_path: Path) -> None:
     path = tmp_path / "r.sqlite"
     with ResultsStore(path) as db:
         db.register_sweep(
-            "abc123", name="n", source="f.toml", scenario="text", overrides=["a=1"],
-            grid=[("k", ["1", "2"])], seeds=[1], table="vms",
+            "abc123",
+            name="n",
+            source="f.toml",
+            scenario="text",
+            overrides=["a=1"],
+            grid=[("k", ["1", "2"])],
+            seeds=[1],
+            table="vms",
             points=[(0, "k1", {"k": "1"}, 1), (1, "k2", {"k": "2"}, 1)],
         )
         db.record("k1", seed=1, resolved="r1", status="ok", report='{"schema": 1}')

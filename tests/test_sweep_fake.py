@@ -37,8 +37,9 @@ def test_frame_shape_and_columns(fake_backend) -> None:
 
 
 def test_explicit_seeds_and_overrides(fake_backend) -> None:
-    df = vcpulab.sweep(SCENARIO, None, [11, 3], overrides={"run.duration": "1s"},
-                       backend=fake_backend, jobs=1)
+    df = vcpulab.sweep(
+        SCENARIO, None, [11, 3], overrides={"run.duration": "1s"}, backend=fake_backend, jobs=1
+    )
     assert sorted(df["seed"].unique()) == [3, 11]
 
 
@@ -52,16 +53,18 @@ def test_resume_skips_finished_points(tmp_path: Path, fake_backend) -> None:
     # A bigger sweep reuses the points it shares with the first one.
     bigger = run_sweep(SCENARIO, GRID, 3, store=store, backend=fake_backend, executor="serial")
     assert (bigger.computed, bigger.skipped) == (4, 8)
-    forced = run_sweep(SCENARIO, GRID, 2, store=store, backend=fake_backend, executor="serial",
-                       force=True)
+    forced = run_sweep(
+        SCENARIO, GRID, 2, store=store, backend=fake_backend, executor="serial", force=True
+    )
     assert forced.computed == 8
 
 
 def test_failed_points_are_recorded_and_sweep_goes_on(tmp_path: Path, fake_backend) -> None:
     store = tmp_path / "r.sqlite"
     grid = {"fake.fail": ["1"], "x.y": ["1", "2"]}
-    out = run_sweep(SCENARIO, {"x.y": ["1", "2"]}, 1, store=store, backend=fake_backend,
-                    executor="serial")
+    out = run_sweep(
+        SCENARIO, {"x.y": ["1", "2"]}, 1, store=store, backend=fake_backend, executor="serial"
+    )
     assert not out.failed
     out = run_sweep(SCENARIO, grid, 2, store=store, backend=fake_backend, executor="serial")
     assert len(out.failed) == 4 and out.frame.empty
@@ -69,7 +72,7 @@ def test_failed_points_are_recorded_and_sweep_goes_on(tmp_path: Path, fake_backe
 
 
 def test_unresolvable_grid_is_scenario_error(fake_backend) -> None:
-    with pytest.raises(vcpulab.ScenarioError, match="bad.key"):
+    with pytest.raises(vcpulab.ScenarioError, match=r"bad\.key"):
         vcpulab.sweep(SCENARIO, {"bad.key": [1, 2]}, 1, backend=fake_backend, jobs=1)
 
 

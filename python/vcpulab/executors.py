@@ -47,7 +47,7 @@ class Executor(ABC):
     @abstractmethod
     def map_unordered(self, fn: Callable[[T], R], items: Sequence[T]) -> Iterator[R]: ...
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - an optional hook, not abstract
         """Release workers; the executor may not be used afterwards."""
 
     def describe(self) -> str:
