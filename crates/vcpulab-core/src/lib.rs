@@ -1,14 +1,15 @@
-pub fn add(left: u64, right: u64) -> u64 {
-    left + right
-}
+//! vcpulab-core: a deterministic discrete-event simulator of consolidated virtualized
+//! multicore hosts — pCPUs, VMs and vCPUs, host schedulers, guest kernels, workloads.
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+pub mod api;
+pub mod guest;
+pub mod host;
+pub mod hv;
+pub mod metrics;
+pub mod scenario;
+pub mod sim;
+pub mod workload;
 
-    #[test]
-    fn it_works() {
-        let result = add(2, 2);
-        assert_eq!(result, 4);
-    }
-}
+pub use api::{presets, resolve, run, run_traced, workloads};
+pub use metrics::report::Report;
+pub use scenario::{Scenario, ScenarioError};

@@ -1,0 +1,5 @@
+//! The host machine: pCPUs, the cost table and the cache model.
+
+pub mod cache;
+pub mod cpumask;
+pub mod pcpu;

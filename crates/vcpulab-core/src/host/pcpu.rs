@@ -1,0 +1,38 @@
+//! Physical CPUs.
+
+use crate::sim::{Nanos, VcpuId};
+
+#[derive(Clone, Debug, Default)]
+pub struct Pcpu {
+    pub cur: Option<VcpuId>,
+    /// When `cur` was dispatched, and when its switch-in overhead ends.
+    pub run_start: Nanos,
+    pub entry_until: Nanos,
+    /// Generation of the slice timer.
+    pub timer_gen: u32,
+    /// Earliest pending reschedule request (Nanos::MAX: none).
+    pub resched_at: Nanos,
+    pub last_vcpu: Option<VcpuId>,
+    /// KiB brought into this pCPU's cache by all contexts so far (footprint model).
+    pub cache_loaded_kib: u64,
+    pub guest_ns: u64,
+    pub overhead_ns: u64,
+}
+
+impl Pcpu {
+    pub fn new() -> Pcpu {
+        Pcpu {
+            resched_at: Nanos::MAX,
+            ..Pcpu::default()
+        }
+    }
+
+    /// Books a finished (or, at the end, ongoing) run of `cur` up to `now`.
+    pub fn book_run(&mut self, now: Nanos) {
+        let o_end = self.entry_until.min(now).max(self.run_start);
+        self.overhead_ns += (o_end - self.run_start).0;
+        self.guest_ns += (now - o_end).0;
+        self.run_start = now;
+        self.entry_until = self.entry_until.max(now);
+    }
+}

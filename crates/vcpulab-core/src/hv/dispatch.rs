@@ -1,0 +1,157 @@
+//! Dispatch mechanics: putting vCPUs on pCPUs and taking them off, with the costs of
+//! VM exits and entries, vCPU switches and cache refill; halting and waking vCPUs.
+
+use crate::hv::sched::StopReason;
+use crate::hv::vcpu::{Act, HvState, VCat};
+use crate::sim::world::{Ev, World};
+use crate::sim::{Nanos, PcpuId, VcpuId};
+
+impl World {
+    /// Asks `p` to pick again at `at` (the earliest request wins).
+    pub(crate) fn request_resched(&mut self, p: PcpuId, at: Nanos) {
+        let pc = &mut self.pcpus[p.idx()];
+        if at < pc.resched_at {
+            pc.resched_at = at;
+            self.q.push(at, Ev::Resched(p));
+        }
+    }
+
+    /// Preempts whatever runs on `p` and lets the scheduler pick again.
+    pub(crate) fn resched(&mut self, p: PcpuId) {
+        if let Some(v) = self.pcpus[p.idx()].cur {
+            self.deschedule(p, v, StopReason::Preempted);
+        }
+        self.schedule(p);
+    }
+
+    pub(crate) fn schedule(&mut self, p: PcpuId) {
+        if let Some((v, slice)) = self.sched.pick_next(p, self.now) {
+            self.dispatch(p, v, slice);
+        }
+    }
+
+    /// Takes the running `v` off `p`.
+    pub(crate) fn deschedule(&mut self, p: PcpuId, v: VcpuId, why: StopReason) {
+        let now = self.now;
+        self.sync_progress(v);
+        self.trace_thread_end(v);
+        let pc = &mut self.pcpus[p.idx()];
+        let (start, entry) = (pc.run_start, pc.entry_until);
+        pc.book_run(now);
+        pc.cur = None;
+        pc.timer_gen = pc.timer_gen.wrapping_add(1);
+        let mark = pc.cache_loaded_kib;
+        let vc = &mut self.vcpus[v.idx()];
+        vc.gen = vc.gen.wrapping_add(1);
+        vc.act = Act::Off;
+        vc.last_pcpu = Some(p);
+        vc.cache_mark_out = mark;
+        if why == StopReason::Blocked {
+            vc.hv = HvState::Halted;
+            vc.set_cat(now, VCat::Halted);
+        } else {
+            vc.hv = HvState::Runnable;
+            vc.set_cat(now, VCat::Runnable);
+        }
+        vc.overhead_until = now;
+        self.trace_vcpu_run(p, v, start, entry, now);
+        self.sched.put_prev(p, v, why, now);
+    }
+
+    /// Puts `v` on `p`: entry and switch overhead, cache refill, then the guest runs.
+    fn dispatch(&mut self, p: PcpuId, v: VcpuId, slice: Option<Nanos>) {
+        let now = self.now;
+        let vm = self.vcpus[v.idx()].vm;
+        let pc = &self.pcpus[p.idx()];
+        let c = &self.costs;
+        let switch = match pc.last_vcpu {
+            Some(l) if l == v => 0,
+            Some(l) if self.vcpus[l.idx()].vm == vm => c.vcpu_switch_same_vm_ns,
+            Some(_) => c.vcpu_switch_cross_vm_ns,
+            None => c.vcpu_switch_cross_vm_ns,
+        };
+        let overhead = c.vmexit_ns + switch;
+        let vc = &self.vcpus[v.idx()];
+        let evicting = match vc.last_pcpu {
+            Some(lp) if lp == p => Some(pc.cache_loaded_kib - vc.cache_mark_out),
+            _ => None,
+        };
+        let fp = self.vms[vm.idx()].footprint_kib;
+        let kib = self.cache.refetch_kib(fp, evicting);
+        let refill = self.cache.refill_ns(kib);
+        let migrated = vc.last_pcpu.is_some_and(|lp| lp != p);
+        let switched = pc.last_vcpu != Some(v);
+
+        let pc = &mut self.pcpus[p.idx()];
+        pc.cur = Some(v);
+        pc.run_start = now;
+        pc.entry_until = now + Nanos(overhead);
+        pc.last_vcpu = Some(v);
+        pc.cache_loaded_kib += kib;
+        pc.timer_gen = pc.timer_gen.wrapping_add(1);
+        let tgen = pc.timer_gen;
+        if let Some(s) = slice {
+            self.q.push(now + s, Ev::SliceEnd(p, tgen));
+        }
+
+        let vc = &mut self.vcpus[v.idx()];
+        vc.charge(now);
+        vc.hv = HvState::Running(p);
+        vc.overhead_until = now + Nanos(overhead);
+        vc.resume_at = vc.overhead_until + Nanos(refill);
+        vc.refill_ns += refill;
+        vc.switches += switched as u64;
+        vc.migrations += migrated as u64;
+        // The category is set by the guest below; until then it is overhead anyway.
+        vc.cat = VCat::Overhead;
+        self.trace_thread_begin(v);
+        self.vcpu_continue(v);
+    }
+
+    /// A halted vCPU becomes runnable (an interrupt or IPI arrived for it).
+    pub(crate) fn hv_wake_vcpu(&mut self, v: VcpuId, count: bool) {
+        let now = self.now;
+        let vc = &mut self.vcpus[v.idx()];
+        debug_assert_eq!(vc.hv, HvState::Halted);
+        vc.hv = HvState::Runnable;
+        vc.set_cat(now, VCat::Runnable);
+        vc.wakes += count as u64;
+        let wp = self.sched.enqueue_wake(v, now);
+        if wp.preempt {
+            let delay = if count { self.costs.wake_halted_ns } else { 0 };
+            self.request_resched(wp.pcpu, now + Nanos(delay));
+        }
+    }
+
+    /// The vCPU's HLT exit completed: it blocks and its pCPU picks again.
+    pub(crate) fn vcpu_halt(&mut self, v: VcpuId) {
+        let HvState::Running(p) = self.vcpus[v.idx()].hv else {
+            return;
+        };
+        self.vcpus[v.idx()].halts += 1;
+        self.deschedule(p, v, StopReason::Blocked);
+        self.schedule(p);
+    }
+
+    pub(crate) fn trace_vcpu_run(
+        &mut self,
+        p: PcpuId,
+        v: VcpuId,
+        start: Nanos,
+        entry: Nanos,
+        end: Nanos,
+    ) {
+        if self.trace.is_none() {
+            return;
+        }
+        let label = self.vcpu_label(v);
+        let t = self.trace.as_mut().expect("checked above");
+        let o_end = entry.min(end).max(start);
+        if o_end > start {
+            t.pcpu_slice(p, "vm-entry/switch", start, o_end);
+        }
+        if end > o_end {
+            t.pcpu_slice(p, &label, o_end, end);
+        }
+    }
+}

@@ -1,0 +1,466 @@
+//! Linux CFS as KVM's host scheduler (pre-6.6 semantics): per-pCPU runqueues ordered by
+//! weighted vruntime, a bounded scheduling period, tick-driven preemption
+//! (check_preempt_tick), wake-up preemption with a wake-up granularity, sleeper
+//! placement, next/skip buddies, idle and periodic load balancing with a cache-hot
+//! migration cost, and CFS bandwidth control for caps.
+
+use super::{HostScheduler, SchedSetup, StopReason, WakePlacement};
+use crate::scenario::CfsParams;
+use crate::sim::{Nanos, PcpuId, VcpuId};
+
+const NICE_0_LOAD: u64 = 1024;
+/// vruntimes start here so that relative placement never underflows.
+const VR_BASE: u64 = 1 << 50;
+
+#[derive(Clone, Debug)]
+struct Ent {
+    vruntime: u64,
+    load: u64,
+    /// vruntime relative to its runqueue's min_vruntime, saved when it blocks.
+    rel_vr: i64,
+    rq: u32,
+    queued: bool,
+    /// When it last stopped running (for cache-hotness).
+    last_ran: Nanos,
+    /// Has run at least once (else it is placed like a new task).
+    ran: bool,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Rq {
+    queue: Vec<VcpuId>,
+    curr: Option<VcpuId>,
+    exec_start: Nanos,
+    picked_at: Nanos,
+    min_vr: u64,
+    next_buddy: Option<VcpuId>,
+    skip_buddy: Option<VcpuId>,
+    last_balance: Nanos,
+}
+
+pub struct Cfs {
+    latency: u64,
+    min_gran: u64,
+    wakeup_gran: u64,
+    migration_cost: u64,
+    balance_interval: u64,
+    tick: Nanos,
+    bw_period: Nanos,
+    setup: SchedSetup,
+    ent: Vec<Ent>,
+    rqs: Vec<Rq>,
+    /// Per VM: quota per bandwidth period (ns), runtime used, throttled.
+    quota: Vec<Option<u64>>,
+    used: Vec<u64>,
+    throttled: Vec<bool>,
+    running_per_vm: Vec<u32>,
+}
+
+fn ms(x: f64) -> u64 {
+    (x * 1e6).round() as u64
+}
+
+impl Cfs {
+    pub fn new(p: &CfsParams, setup: SchedSetup) -> Cfs {
+        let nv = setup.vcpu_vm.len();
+        let nvm = setup.vm_weight.len();
+        let bw_period = Nanos(ms(p.bandwidth_period_ms));
+        let ent = (0..nv)
+            .map(|i| Ent {
+                vruntime: VR_BASE,
+                load: setup.vm_weight[setup.vcpu_vm[i].idx()] as u64 * 4,
+                rel_vr: 0,
+                rq: setup.vcpu_mask[i].iter().next().unwrap_or(0),
+                queued: false,
+                last_ran: Nanos::ZERO,
+                ran: false,
+            })
+            .collect();
+        let quota = setup
+            .vm_cap
+            .iter()
+            .map(|c| c.map(|pct| (pct / 100.0 * bw_period.0 as f64).round() as u64))
+            .collect();
+        Cfs {
+            latency: ms(p.latency_ms),
+            min_gran: ms(p.min_granularity_ms),
+            wakeup_gran: ms(p.wakeup_granularity_ms),
+            migration_cost: (p.migration_cost_us * 1e3).round() as u64,
+            balance_interval: ms(p.balance_interval_ms),
+            tick: Nanos((1e9 / p.tick_hz as f64).round() as u64),
+            bw_period,
+            rqs: vec![
+                Rq {
+                    min_vr: VR_BASE,
+                    ..Rq::default()
+                };
+                setup.pcpus as usize
+            ],
+            ent,
+            quota,
+            used: vec![0; nvm],
+            throttled: vec![false; nvm],
+            running_per_vm: vec![0; nvm],
+            setup,
+        }
+    }
+
+    fn vm_of(&self, v: VcpuId) -> usize {
+        self.setup.vcpu_vm[v.idx()].idx()
+    }
+
+    fn throttled(&self, v: VcpuId) -> bool {
+        self.throttled[self.vm_of(v)]
+    }
+
+    fn update_curr(&mut self, p: usize, now: Nanos) {
+        let Some(c) = self.rqs[p].curr else { return };
+        let delta = now.0.saturating_sub(self.rqs[p].exec_start.0);
+        self.rqs[p].exec_start = now;
+        let e = &mut self.ent[c.idx()];
+        e.vruntime += delta * NICE_0_LOAD / e.load;
+        let vm = self.setup.vcpu_vm[c.idx()].idx();
+        self.used[vm] += delta;
+        if let Some(q) = self.quota[vm] {
+            if self.used[vm] >= q {
+                self.throttled[vm] = true;
+            }
+        }
+        self.update_min_vr(p);
+    }
+
+    fn leftmost(&self, p: usize) -> Option<(usize, VcpuId)> {
+        let mut best: Option<(usize, VcpuId)> = None;
+        for (i, &v) in self.rqs[p].queue.iter().enumerate() {
+            if self.throttled(v) {
+                continue;
+            }
+            match best {
+                Some((_, b)) if self.ent[b.idx()].vruntime <= self.ent[v.idx()].vruntime => {}
+                _ => best = Some((i, v)),
+            }
+        }
+        best
+    }
+
+    fn update_min_vr(&mut self, p: usize) {
+        let rq = &self.rqs[p];
+        let mut m = rq.curr.map(|c| self.ent[c.idx()].vruntime);
+        if let Some((_, l)) = self.leftmost(p) {
+            let lv = self.ent[l.idx()].vruntime;
+            m = Some(m.map_or(lv, |c| c.min(lv)));
+        }
+        if let Some(m) = m {
+            let rq = &mut self.rqs[p];
+            rq.min_vr = rq.min_vr.max(m);
+        }
+    }
+
+    /// Weighted load of a runqueue (running + queued, throttled excluded).
+    fn load(&self, p: usize) -> u64 {
+        let rq = &self.rqs[p];
+        let q: u64 = rq
+            .queue
+            .iter()
+            .filter(|v| !self.throttled(**v))
+            .map(|v| self.ent[v.idx()].load)
+            .sum();
+        q + rq.curr.map_or(0, |c| self.ent[c.idx()].load)
+    }
+
+    fn nr_running(&self, p: usize) -> u64 {
+        let rq = &self.rqs[p];
+        rq.queue.iter().filter(|v| !self.throttled(**v)).count() as u64 + rq.curr.is_some() as u64
+    }
+
+    /// sched_slice(): the share of the period this entity gets on its runqueue.
+    fn sched_slice(&self, p: usize, v: VcpuId) -> u64 {
+        let rq = &self.rqs[p];
+        let nr = self.nr_running(p).max(1);
+        let period = self.latency.max(nr * self.min_gran);
+        let mut total: u64 = rq
+            .queue
+            .iter()
+            .filter(|v| !self.throttled(**v))
+            .map(|v| self.ent[v.idx()].load)
+            .sum();
+        if let Some(c) = rq.curr {
+            total += self.ent[c.idx()].load;
+        }
+        if !rq.queue.contains(&v) && rq.curr != Some(v) {
+            total += self.ent[v.idx()].load;
+        }
+        period * self.ent[v.idx()].load / total.max(1)
+    }
+
+    fn gran_for(&self, v: VcpuId) -> i64 {
+        (self.wakeup_gran * NICE_0_LOAD / self.ent[v.idx()].load) as i64
+    }
+
+    fn rq_idle(&self, p: usize) -> bool {
+        self.rqs[p].curr.is_none() && self.rqs[p].queue.is_empty()
+    }
+
+    fn select_rq(&self, v: VcpuId) -> usize {
+        let mask = self.setup.vcpu_mask[v.idx()];
+        let prev = self.ent[v.idx()].rq as usize;
+        if mask.contains(prev as u32) && self.rq_idle(prev) {
+            return prev;
+        }
+        let n = self.rqs.len();
+        for k in 1..=n {
+            let q = (prev + k) % n;
+            if mask.contains(q as u32) && self.rq_idle(q) {
+                return q;
+            }
+        }
+        if mask.contains(prev as u32) && self.ent[v.idx()].ran {
+            return prev;
+        }
+        // First placement (fork/exec balancing) or a pCPU outside the mask: the least
+        // loaded allowed pCPU.
+        mask.iter()
+            .map(|q| q as usize)
+            .min_by_key(|&q| (self.load(q), q))
+            .unwrap_or(prev)
+    }
+
+    fn migrate(&mut self, v: VcpuId, from: usize, to: usize) {
+        let e = &mut self.ent[v.idx()];
+        let rel = e.vruntime as i64 - self.rqs[from].min_vr as i64;
+        e.vruntime = (self.rqs[to].min_vr as i64 + rel).max(0) as u64;
+        e.rq = to as u32;
+        self.rqs[from].queue.retain(|x| *x != v);
+        self.rqs[to].queue.push(v);
+    }
+
+    /// Pulls one queued vCPU allowed on `p` from the most loaded runqueue when that
+    /// reduces the weighted-load imbalance (Linux balances load, not task counts).
+    /// `only_cold` leaves cache-hot vCPUs (ran within migration_cost) where they are.
+    fn pull_one(&mut self, p: usize, now: Nanos, only_cold: bool) -> bool {
+        let mine = self.load(p);
+        let mut best: Option<(usize, u64)> = None;
+        for q in 0..self.rqs.len() {
+            if q == p || self.rqs[q].queue.is_empty() {
+                continue;
+            }
+            let l = self.load(q);
+            if l > mine && best.is_none_or(|(_, bl)| l > bl) {
+                best = Some((q, l));
+            }
+        }
+        let Some((src, src_load)) = best else {
+            return false;
+        };
+        let diff = src_load - mine;
+        // Moving load w changes the gap to |diff - 2w|: it helps iff 0 < w < diff.
+        // Take the queued vCPU whose load is closest to half the gap.
+        let cand = self.rqs[src]
+            .queue
+            .iter()
+            .copied()
+            .filter(|&v| {
+                let w = self.ent[v.idx()].load;
+                w < diff
+                    && self.setup.vcpu_mask[v.idx()].contains(p as u32)
+                    && !self.throttled(v)
+                    && (!only_cold
+                        || now.0.saturating_sub(self.ent[v.idx()].last_ran.0)
+                            >= self.migration_cost)
+            })
+            .min_by_key(|&v| (self.ent[v.idx()].load as i64 - (diff / 2) as i64).unsigned_abs());
+        match cand {
+            Some(v) => {
+                self.migrate(v, src, p);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+impl HostScheduler for Cfs {
+    fn name(&self) -> &'static str {
+        "cfs"
+    }
+
+    fn tick_period(&self) -> Option<Nanos> {
+        Some(self.tick)
+    }
+
+    fn global_period(&self) -> Option<Nanos> {
+        self.quota
+            .iter()
+            .any(Option::is_some)
+            .then_some(self.bw_period)
+    }
+
+    fn enqueue_wake(&mut self, v: VcpuId, now: Nanos) -> WakePlacement {
+        let p = self.select_rq(v);
+        self.update_curr(p, now);
+        let min_vr = self.rqs[p].min_vr;
+        let e = &mut self.ent[v.idx()];
+        let placed = (min_vr as i64 + e.rel_vr).max(0) as u64;
+        // GENTLE_FAIR_SLEEPERS: a sleeper gets at most half a latency of credit.
+        e.vruntime = placed.max(min_vr.saturating_sub(self.latency / 2));
+        e.rq = p as u32;
+        e.queued = true;
+        self.rqs[p].queue.push(v);
+        let preempt = match self.rqs[p].curr {
+            None => true,
+            Some(c) => {
+                if self.throttled(c) {
+                    true
+                } else {
+                    let vdiff =
+                        self.ent[c.idx()].vruntime as i64 - self.ent[v.idx()].vruntime as i64;
+                    vdiff > self.gran_for(v)
+                }
+            }
+        };
+        if preempt && self.rqs[p].curr.is_some() {
+            self.rqs[p].next_buddy = Some(v);
+        }
+        WakePlacement {
+            pcpu: PcpuId(p as u32),
+            preempt,
+        }
+    }
+
+    fn put_prev(&mut self, p: PcpuId, v: VcpuId, why: StopReason, now: Nanos) {
+        let pi = p.idx();
+        self.update_curr(pi, now);
+        self.rqs[pi].curr = None;
+        let vm = self.vm_of(v);
+        self.running_per_vm[vm] = self.running_per_vm[vm].saturating_sub(1);
+        let min_vr = self.rqs[pi].min_vr;
+        let e = &mut self.ent[v.idx()];
+        e.last_ran = now;
+        match why {
+            StopReason::Preempted | StopReason::Yielded => {
+                e.queued = true;
+                self.rqs[pi].queue.push(v);
+                if why == StopReason::Yielded {
+                    self.rqs[pi].skip_buddy = Some(v);
+                }
+            }
+            StopReason::Blocked => {
+                e.queued = false;
+                e.rel_vr = e.vruntime as i64 - min_vr as i64;
+            }
+        }
+    }
+
+    fn pick_next(&mut self, p: PcpuId, now: Nanos) -> Option<(VcpuId, Option<Nanos>)> {
+        let pi = p.idx();
+        if self.leftmost(pi).is_none() {
+            // newidle balance: an idle pCPU pulls work, cache-hot or not.
+            self.pull_one(pi, now, false);
+        }
+        let (li, lv) = self.leftmost(pi)?;
+        let l_vr = self.ent[lv.idx()].vruntime as i64;
+        let mut pick = (li, lv);
+        let rq = &self.rqs[pi];
+        if let Some(b) = rq.next_buddy {
+            if let Some(bi) = rq.queue.iter().position(|x| *x == b) {
+                if !self.throttled(b) && self.ent[b.idx()].vruntime as i64 - l_vr < self.gran_for(b)
+                {
+                    pick = (bi, b);
+                }
+            }
+        } else if rq.skip_buddy == Some(lv) {
+            // Take the second-leftmost when it is close enough (yield semantics).
+            let second = rq
+                .queue
+                .iter()
+                .enumerate()
+                .filter(|(_, x)| **x != lv && !self.throttled(**x))
+                .min_by_key(|(_, x)| self.ent[x.idx()].vruntime);
+            if let Some((si, &s)) = second {
+                if self.ent[s.idx()].vruntime as i64 - l_vr < self.gran_for(s) {
+                    pick = (si, s);
+                }
+            }
+        }
+        let rq = &mut self.rqs[pi];
+        rq.next_buddy = None;
+        rq.skip_buddy = None;
+        rq.queue.swap_remove(pick.0);
+        let v = pick.1;
+        rq.curr = Some(v);
+        rq.exec_start = now;
+        rq.picked_at = now;
+        let e = &mut self.ent[v.idx()];
+        e.queued = false;
+        e.ran = true;
+        e.rq = pi as u32;
+        let vm = self.vm_of(v);
+        self.running_per_vm[vm] += 1;
+        self.update_min_vr(pi);
+        // With a cap, stop exactly when the VM's remaining quota (shared among its
+        // running vCPUs) runs out; otherwise preemption is decided at ticks.
+        let limit = self.quota[vm].map(|q| {
+            let left = q.saturating_sub(self.used[vm]);
+            Nanos((left / self.running_per_vm[vm].max(1) as u64).max(1_000))
+        });
+        Some((v, limit))
+    }
+
+    fn tick(&mut self, p: PcpuId, now: Nanos) -> bool {
+        let pi = p.idx();
+        self.update_curr(pi, now);
+        let mut resched = false;
+        if let Some(c) = self.rqs[pi].curr {
+            if self.throttled(c) {
+                return true;
+            }
+            // check_preempt_tick
+            let ideal = self.sched_slice(pi, c);
+            let ran = now.0.saturating_sub(self.rqs[pi].picked_at.0);
+            if ran > ideal {
+                resched = true;
+            } else if ran >= self.min_gran {
+                if let Some((_, l)) = self.leftmost(pi) {
+                    let d = self.ent[c.idx()].vruntime as i64 - self.ent[l.idx()].vruntime as i64;
+                    if d > ideal as i64 {
+                        resched = true;
+                    }
+                }
+            }
+        }
+        if now.0.saturating_sub(self.rqs[pi].last_balance.0) >= self.balance_interval {
+            self.rqs[pi].last_balance = now;
+            let idle = self.rqs[pi].curr.is_none();
+            if self.pull_one(pi, now, !idle) && idle {
+                resched = true;
+            }
+        }
+        if self.rqs[pi].curr.is_none() && self.leftmost(pi).is_some() {
+            resched = true;
+        }
+        resched
+    }
+
+    fn global_tick(&mut self, _now: Nanos, resched: &mut Vec<PcpuId>) {
+        let was: Vec<bool> = self.throttled.clone();
+        for vm in 0..self.used.len() {
+            self.used[vm] = 0;
+            self.throttled[vm] = false;
+        }
+        if was.iter().any(|t| *t) {
+            for p in 0..self.rqs.len() {
+                if self.rqs[p].curr.is_none() && !self.rqs[p].queue.is_empty() {
+                    resched.push(PcpuId(p as u32));
+                }
+            }
+        }
+    }
+
+    fn queued_on(&self, p: PcpuId) -> usize {
+        self.rqs[p.idx()].queue.len()
+    }
+
+    fn home_of(&self, v: VcpuId) -> PcpuId {
+        PcpuId(self.ent[v.idx()].rq)
+    }
+}

@@ -1,0 +1,366 @@
+//! Xen's credit scheduler (xen/common/sched/credit.c): per-pCPU runqueues ordered by
+//! priority (BOOST > UNDER > OVER), FIFO within a priority; credits burnt by running
+//! and handed out by domain weight every accounting period (one slice, three ticks);
+//! BOOST on wake for a vCPU with credit left; BOOST ends at the next tick; a rate limit
+//! keeps a just-scheduled vCPU running; caps park a domain's vCPUs; an idle or
+//! OVER-only pCPU steals higher-priority work from its peers. Credits are kept in
+//! nanoseconds of run time (Xen: 10 credits per ms).
+
+use super::{HostScheduler, SchedSetup, StopReason, WakePlacement};
+use crate::scenario::CreditParams;
+use crate::sim::{Nanos, PcpuId, VcpuId};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Pri {
+    Over = 0,
+    Under = 1,
+    Boost = 2,
+}
+
+#[derive(Clone, Debug)]
+struct Svc {
+    credit: i64,
+    pri: Pri,
+    active: bool,
+    parked: bool,
+    /// Blocked (halted): not queued, not running.
+    blocked: bool,
+    cpu: u32,
+    start: Nanos,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Pcpu {
+    runq: Vec<VcpuId>,
+    curr: Option<VcpuId>,
+    /// The vCPU preempted at the last put_prev and how long it had run (rate limit).
+    last_preempted: Option<(VcpuId, Nanos)>,
+}
+
+pub struct Credit {
+    slice: Nanos,
+    tick: Nanos,
+    ratelimit: Nanos,
+    boost: bool,
+    setup: SchedSetup,
+    svc: Vec<Svc>,
+    pcpus: Vec<Pcpu>,
+    credit_balance: i64,
+}
+
+impl Credit {
+    pub fn new(p: &CreditParams, setup: SchedSetup) -> Credit {
+        let slice = Nanos((p.slice_ms * 1e6).round() as u64);
+        let tick = Nanos(slice.0 / p.ticks_per_slice as u64);
+        // Xen refuses a rate limit longer than the slice.
+        let ratelimit = Nanos(((p.ratelimit_us * 1e3).round() as u64).min(slice.0));
+        let svc = (0..setup.vcpu_vm.len())
+            .map(|i| Svc {
+                credit: 0,
+                pri: Pri::Under,
+                active: false,
+                parked: false,
+                blocked: true,
+                cpu: setup.vcpu_mask[i].iter().next().unwrap_or(0),
+                start: Nanos::ZERO,
+            })
+            .collect();
+        Credit {
+            slice,
+            tick,
+            ratelimit,
+            boost: p.boost,
+            pcpus: vec![Pcpu::default(); setup.pcpus as usize],
+            svc,
+            setup,
+            credit_balance: 0,
+        }
+    }
+
+    /// __runq_insert: after every vCPU of equal or higher priority.
+    fn runq_insert(&mut self, p: usize, v: VcpuId) {
+        let pri = self.svc[v.idx()].pri;
+        let q = &self.pcpus[p].runq;
+        let pos = q
+            .iter()
+            .position(|x| self.svc[x.idx()].pri < pri)
+            .unwrap_or(q.len());
+        self.pcpus[p].runq.insert(pos, v);
+        self.svc[v.idx()].cpu = p as u32;
+    }
+
+    fn burn(&mut self, v: VcpuId, now: Nanos) {
+        let s = &mut self.svc[v.idx()];
+        let ran = now.0.saturating_sub(s.start.0);
+        s.credit -= ran as i64;
+        s.start = now;
+    }
+
+    fn runnable_head(&self, p: usize) -> Option<(usize, VcpuId)> {
+        self.pcpus[p]
+            .runq
+            .iter()
+            .enumerate()
+            .find(|(_, v)| !self.svc[v.idx()].parked)
+            .map(|(i, v)| (i, *v))
+    }
+
+    fn is_idle(&self, p: usize) -> bool {
+        self.pcpus[p].curr.is_none() && self.runnable_head(p).is_none()
+    }
+
+    /// csched_cpu_pick: the previous pCPU if idle, else an idle one, else the previous.
+    fn pick_cpu(&self, v: VcpuId) -> usize {
+        let mask = self.setup.vcpu_mask[v.idx()];
+        let prev = self.svc[v.idx()].cpu as usize;
+        if mask.contains(prev as u32) && self.is_idle(prev) {
+            return prev;
+        }
+        let n = self.pcpus.len();
+        for k in 1..=n {
+            let q = (prev + k) % n;
+            if mask.contains(q as u32) && self.is_idle(q) {
+                return q;
+            }
+        }
+        if mask.contains(prev as u32) {
+            prev
+        } else {
+            mask.iter().next().map(|q| q as usize).unwrap_or(prev)
+        }
+    }
+
+    /// csched_load_balance: steal the first vCPU of strictly higher priority than
+    /// `pri` from a busy peer, starting with the next pCPU.
+    fn steal(&mut self, p: usize, pri: Option<Pri>) -> Option<VcpuId> {
+        let n = self.pcpus.len();
+        for k in 1..n {
+            let q = (p + k) % n;
+            if self.pcpus[q].curr.is_none() {
+                continue; // an idle peer picks up its own work
+            }
+            let found = self.pcpus[q].runq.iter().position(|v| {
+                let s = &self.svc[v.idx()];
+                Some(s.pri) > pri && !s.parked && self.setup.vcpu_mask[v.idx()].contains(p as u32)
+            });
+            if let Some(i) = found {
+                let v = self.pcpus[q].runq.remove(i);
+                return Some(v);
+            }
+        }
+        None
+    }
+
+    /// csched_acct: hand out one period's credit by domain weight.
+    fn acct(&mut self) {
+        let nvm = self.setup.vm_weight.len();
+        let period = self.slice.0 as i64;
+        let mut active_count = vec![0i64; nvm];
+        for (i, s) in self.svc.iter().enumerate() {
+            if s.active {
+                active_count[self.setup.vcpu_vm[i].idx()] += 1;
+            }
+        }
+        let weight_total: i64 = (0..nvm)
+            .filter(|&d| active_count[d] > 0)
+            .map(|d| self.setup.vm_weight[d] as i64)
+            .sum();
+        if weight_total == 0 {
+            self.credit_balance = 0;
+            return;
+        }
+        let mut credit_total = period * self.pcpus.len() as i64;
+        if self.credit_balance < 0 {
+            credit_total -= self.credit_balance;
+        }
+        let mut weight_left = weight_total;
+        let mut balance = 0i64;
+        for d in 0..nvm {
+            if active_count[d] == 0 {
+                continue;
+            }
+            let w = self.setup.vm_weight[d] as i64;
+            weight_left -= w;
+            let mut peak = active_count[d] * period;
+            if self.credit_balance < 0 {
+                peak += (-self.credit_balance * w + weight_total - 1) / weight_total;
+            }
+            let mut cap_per_vcpu = i64::MAX;
+            if let Some(cap) = self.setup.vm_cap[d] {
+                let c = (cap / 100.0 * period as f64).round() as i64;
+                peak = peak.min(c);
+                cap_per_vcpu = (c + active_count[d] - 1) / active_count[d];
+            }
+            let mut fair = (credit_total * w + weight_total - 1) / weight_total;
+            if fair >= peak {
+                if weight_left != 0 {
+                    credit_total += ((fair - peak) * weight_total + weight_left - 1) / weight_left;
+                }
+                fair = peak;
+            }
+            let per_vcpu = (fair + active_count[d] - 1) / active_count[d];
+            for i in 0..self.svc.len() {
+                if self.setup.vcpu_vm[i].idx() != d || !self.svc[i].active {
+                    continue;
+                }
+                let s = &mut self.svc[i];
+                s.credit += per_vcpu;
+                if s.credit < 0 {
+                    s.pri = Pri::Over;
+                    if cap_per_vcpu != i64::MAX && s.credit < -cap_per_vcpu {
+                        s.parked = true;
+                    }
+                    s.credit = s.credit.max(-period);
+                } else {
+                    if s.pri != Pri::Boost {
+                        s.pri = Pri::Under;
+                    }
+                    s.parked = false;
+                    if s.credit > period {
+                        // Upper bound: stops earning, credit halved.
+                        s.active = false;
+                        s.credit /= 2;
+                    }
+                }
+                balance += s.credit;
+            }
+        }
+        self.credit_balance = balance;
+        // csched_runq_sort: stable re-sort of every runqueue by priority.
+        for p in 0..self.pcpus.len() {
+            let mut q = std::mem::take(&mut self.pcpus[p].runq);
+            q.sort_by_key(|v| std::cmp::Reverse(self.svc[v.idx()].pri));
+            self.pcpus[p].runq = q;
+        }
+    }
+}
+
+impl HostScheduler for Credit {
+    fn name(&self) -> &'static str {
+        "credit"
+    }
+
+    fn tick_period(&self) -> Option<Nanos> {
+        Some(self.tick)
+    }
+
+    fn global_period(&self) -> Option<Nanos> {
+        Some(self.slice)
+    }
+
+    fn enqueue_wake(&mut self, v: VcpuId, now: Nanos) -> WakePlacement {
+        let p = self.pick_cpu(v);
+        let s = &mut self.svc[v.idx()];
+        s.blocked = false;
+        if self.boost && s.pri == Pri::Under && !s.parked {
+            s.pri = Pri::Boost;
+        }
+        let pri = s.pri;
+        self.runq_insert(p, v);
+        let preempt = match self.pcpus[p].curr {
+            None => true,
+            Some(c) => {
+                let _ = now;
+                pri > self.svc[c.idx()].pri
+            }
+        };
+        WakePlacement {
+            pcpu: PcpuId(p as u32),
+            preempt,
+        }
+    }
+
+    fn put_prev(&mut self, p: PcpuId, v: VcpuId, why: StopReason, now: Nanos) {
+        let pi = p.idx();
+        let ran = now.0.saturating_sub(self.svc[v.idx()].start.0);
+        self.burn(v, now);
+        self.pcpus[pi].curr = None;
+        self.pcpus[pi].last_preempted = None;
+        match why {
+            StopReason::Preempted => {
+                self.pcpus[pi].last_preempted = Some((v, Nanos(ran)));
+                self.runq_insert(pi, v);
+            }
+            StopReason::Yielded => {
+                // Behind all vCPUs of its priority (yield-to-tail).
+                self.runq_insert(pi, v);
+            }
+            StopReason::Blocked => {
+                self.svc[v.idx()].blocked = true;
+            }
+        }
+    }
+
+    fn pick_next(&mut self, p: PcpuId, now: Nanos) -> Option<(VcpuId, Option<Nanos>)> {
+        let pi = p.idx();
+        // Rate limit: a runnable vCPU that ran less than the limit keeps the pCPU.
+        if let Some((prev, ran)) = self.pcpus[pi].last_preempted.take() {
+            if ran < self.ratelimit && !self.svc[prev.idx()].parked {
+                if let Some(i) = self.pcpus[pi].runq.iter().position(|x| *x == prev) {
+                    self.pcpus[pi].runq.remove(i);
+                    self.pcpus[pi].curr = Some(prev);
+                    self.svc[prev.idx()].start = now;
+                    return Some((prev, Some(Nanos(self.ratelimit.0 - ran.0))));
+                }
+            }
+        }
+        let head = self.runnable_head(pi);
+        let head_pri = head.map(|(_, v)| self.svc[v.idx()].pri);
+        let v = if head_pri > Some(Pri::Over) {
+            let (i, v) = head?;
+            self.pcpus[pi].runq.remove(i);
+            v
+        } else {
+            match self.steal(pi, head_pri) {
+                Some(v) => v,
+                None => {
+                    let (i, v) = head?;
+                    self.pcpus[pi].runq.remove(i);
+                    v
+                }
+            }
+        };
+        let s = &mut self.svc[v.idx()];
+        s.cpu = pi as u32;
+        s.start = now;
+        self.pcpus[pi].curr = Some(v);
+        Some((v, Some(self.slice)))
+    }
+
+    fn tick(&mut self, p: PcpuId, now: Nanos) -> bool {
+        let pi = p.idx();
+        if let Some(c) = self.pcpus[pi].curr {
+            self.burn(c, now);
+            let s = &mut self.svc[c.idx()];
+            if s.pri == Pri::Boost {
+                s.pri = Pri::Under;
+            }
+            if !s.active {
+                s.active = true;
+            }
+            // A parked (capped-out) vCPU stops at once.
+            return s.parked;
+        }
+        // An idle pCPU with queued work (e.g. unparked vCPUs) reschedules.
+        self.runnable_head(pi).is_some()
+    }
+
+    fn global_tick(&mut self, _now: Nanos, resched: &mut Vec<PcpuId>) {
+        self.acct();
+        for p in 0..self.pcpus.len() {
+            match self.pcpus[p].curr {
+                Some(c) if self.svc[c.idx()].parked => resched.push(PcpuId(p as u32)),
+                None if self.runnable_head(p).is_some() => resched.push(PcpuId(p as u32)),
+                _ => {}
+            }
+        }
+    }
+
+    fn queued_on(&self, p: PcpuId) -> usize {
+        self.pcpus[p.idx()].runq.len()
+    }
+
+    fn home_of(&self, v: VcpuId) -> PcpuId {
+        PcpuId(self.svc[v.idx()].cpu)
+    }
+}

@@ -1,0 +1,79 @@
+//! Host vCPU schedulers behind one trait. The simulator core does the mechanics
+//! (switching, accounting, timers); a scheduler only decides: where a waking vCPU is
+//! queued and whether it preempts, which vCPU a pCPU runs next and for how long, and
+//! what its periodic ticks change.
+
+pub mod cfs;
+pub mod credit;
+
+use crate::host::cpumask::CpuMask;
+use crate::sim::{Nanos, PcpuId, VcpuId, VmId};
+
+/// Why a running vCPU stops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// Preempted while runnable: requeue it.
+    Preempted,
+    /// Gave up the pCPU voluntarily while runnable (sched_yield / PLE yield).
+    Yielded,
+    /// Blocked (halted): do not requeue.
+    Blocked,
+}
+
+/// Where a waking vCPU was queued, and whether that pCPU must reschedule now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WakePlacement {
+    pub pcpu: PcpuId,
+    pub preempt: bool,
+}
+
+/// Static facts a scheduler is built from.
+#[derive(Clone, Debug)]
+pub struct SchedSetup {
+    pub pcpus: u32,
+    /// Per vCPU: its VM and its allowed pCPUs.
+    pub vcpu_vm: Vec<VmId>,
+    pub vcpu_mask: Vec<CpuMask>,
+    /// Per VM: weight (Xen units, default 256) and cap (percent of one pCPU).
+    pub vm_weight: Vec<u32>,
+    pub vm_cap: Vec<Option<f64>>,
+}
+
+pub trait HostScheduler {
+    fn name(&self) -> &'static str;
+
+    /// Period of the per-pCPU tick, if the scheduler has one.
+    fn tick_period(&self) -> Option<Nanos>;
+
+    /// Period of the scheduler-wide accounting, if any.
+    fn global_period(&self) -> Option<Nanos>;
+
+    /// `v` becomes runnable (initially, or woken from halt): queue it.
+    fn enqueue_wake(&mut self, v: VcpuId, now: Nanos) -> WakePlacement;
+
+    /// The running `v` on `p` stops.
+    fn put_prev(&mut self, p: PcpuId, v: VcpuId, why: StopReason, now: Nanos);
+
+    /// The vCPU `p` runs next (taken off its queue) and how long before the core must
+    /// ask again (None: until a tick or a wake-up decides).
+    fn pick_next(&mut self, p: PcpuId, now: Nanos) -> Option<(VcpuId, Option<Nanos>)>;
+
+    /// Periodic tick on `p`; true when `p` must reschedule.
+    fn tick(&mut self, p: PcpuId, now: Nanos) -> bool;
+
+    /// Scheduler-wide accounting; pushes the pCPUs that must reschedule.
+    fn global_tick(&mut self, now: Nanos, resched: &mut Vec<PcpuId>);
+
+    /// Queued (runnable, not running) vCPUs on `p`.
+    fn queued_on(&self, p: PcpuId) -> usize;
+
+    /// Where `v` is queued or last ran (its runqueue).
+    fn home_of(&self, v: VcpuId) -> PcpuId;
+}
+
+pub fn build(cfg: &crate::scenario::SchedulerConfig, setup: SchedSetup) -> Box<dyn HostScheduler> {
+    match cfg {
+        crate::scenario::SchedulerConfig::Cfs(p) => Box::new(cfs::Cfs::new(p, setup)),
+        crate::scenario::SchedulerConfig::Credit(p) => Box::new(credit::Credit::new(p, setup)),
+    }
+}

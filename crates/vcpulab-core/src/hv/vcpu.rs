@@ -1,0 +1,160 @@
+//! vCPUs as the hypervisor sees them, and their exact time accounting.
+
+use crate::host::cpumask::CpuMask;
+use crate::sim::{Nanos, PcpuId, ThreadId, VmId};
+
+/// Where a vCPU's time goes. Every nanosecond of the run lands in exactly one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VCat {
+    User = 0,
+    Kernel = 1,
+    Spin = 2,
+    IdlePoll = 3,
+    /// VM exits and entries: switch-in, HLT exit, interrupt injection.
+    Overhead = 4,
+    /// Runnable but waiting for a pCPU (steal time).
+    Runnable = 5,
+    Halted = 6,
+}
+pub const NCAT: usize = 7;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HvState {
+    Running(PcpuId),
+    Runnable,
+    Halted,
+}
+
+/// What the running vCPU is doing, which decides what its next step event means.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Act {
+    /// Executing its current thread.
+    Thread,
+    /// Executing HLT: the exit completes at the step, then the vCPU blocks.
+    Halting,
+    /// idle=poll: spinning in the guest idle loop (no step armed).
+    IdlePoll,
+    /// Not running.
+    Off,
+}
+
+#[derive(Clone, Debug)]
+pub struct Vcpu {
+    pub vm: VmId,
+    /// Index within its VM.
+    pub index: u32,
+    pub mask: CpuMask,
+    pub hv: HvState,
+    pub act: Act,
+    /// Generation of the step event; bumped to cancel.
+    pub gen: u32,
+    /// Guest progress resumes here after a dispatch (entry overhead + cache refill).
+    pub resume_at: Nanos,
+    /// Start of the current progress segment.
+    pub seg_start: Nanos,
+
+    // guest-side state
+    pub cur: Option<ThreadId>,
+    pub rq: Vec<ThreadId>,
+    pub min_vr: u64,
+    pub last_thread: Option<ThreadId>,
+
+    // accounting
+    pub cat: VCat,
+    pub cat_since: Nanos,
+    /// Time before this instant, in the current accounting interval, is overhead.
+    pub overhead_until: Nanos,
+    pub time: [u64; NCAT],
+
+    // cache footprint
+    pub last_pcpu: Option<PcpuId>,
+    pub cache_mark_out: u64,
+    pub refill_ns: u64,
+
+    // counters
+    pub switches: u64,
+    pub migrations: u64,
+    pub halts: u64,
+    pub wakes: u64,
+    pub thread_seg_start: Nanos,
+}
+
+impl Vcpu {
+    pub fn new(vm: VmId, index: u32, mask: CpuMask) -> Vcpu {
+        Vcpu {
+            vm,
+            index,
+            mask,
+            hv: HvState::Halted,
+            act: Act::Off,
+            gen: 0,
+            resume_at: Nanos::ZERO,
+            seg_start: Nanos::ZERO,
+            cur: None,
+            rq: Vec::new(),
+            min_vr: 0,
+            last_thread: None,
+            cat: VCat::Halted,
+            cat_since: Nanos::ZERO,
+            overhead_until: Nanos::ZERO,
+            time: [0; NCAT],
+            last_pcpu: None,
+            cache_mark_out: 0,
+            refill_ns: 0,
+            switches: 0,
+            migrations: 0,
+            halts: 0,
+            wakes: 0,
+            thread_seg_start: Nanos::ZERO,
+        }
+    }
+
+    /// Books the time since the last change into the current category (the part
+    /// before `overhead_until` into Overhead).
+    #[inline]
+    pub fn charge(&mut self, now: Nanos) {
+        let since = self.cat_since;
+        if now <= since {
+            return;
+        }
+        let mut from = since;
+        if self.overhead_until > from {
+            let o_end = self.overhead_until.min(now);
+            self.time[VCat::Overhead as usize] += (o_end - from).0;
+            from = o_end;
+        }
+        self.time[self.cat as usize] += (now - from).0;
+        self.cat_since = now;
+    }
+
+    #[inline]
+    pub fn set_cat(&mut self, now: Nanos, cat: VCat) {
+        self.charge(now);
+        self.cat = cat;
+    }
+
+    /// Time on a pCPU (all running categories).
+    pub fn cpu_ns(&self) -> u64 {
+        self.time[..=VCat::Overhead as usize].iter().sum()
+    }
+
+    pub fn is_running(&self) -> bool {
+        matches!(self.hv, HvState::Running(_))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn charge_splits_overhead() {
+        let mut v = Vcpu::new(VmId(0), 0, CpuMask::all(1));
+        v.set_cat(Nanos(100), VCat::User); // 100 ns halted
+        v.overhead_until = Nanos(150);
+        v.charge(Nanos(120));
+        v.charge(Nanos(400));
+        assert_eq!(v.time[VCat::Halted as usize], 100);
+        assert_eq!(v.time[VCat::Overhead as usize], 50);
+        assert_eq!(v.time[VCat::User as usize], 250);
+    }
+}

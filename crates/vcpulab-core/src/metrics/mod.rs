@@ -1,0 +1,7 @@
+//! Counters, histograms, the report and trace sinks.
+
+pub mod hist;
+pub mod report;
+pub mod trace;
+
+pub use hist::Hist;

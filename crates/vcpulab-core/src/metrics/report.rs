@@ -1,0 +1,322 @@
+//! The report of a run: per-VM, per-vCPU and per-pCPU tables, fairness, histograms.
+//! Every top-level list of flat records is a table for the Python side.
+
+use crate::hv::vcpu::{VCat, Vcpu};
+use crate::metrics::hist::HistSummary;
+use crate::metrics::Hist;
+use crate::scenario::Scenario;
+use crate::sim::world::{StopCause, World};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ScenarioInfo {
+    pub name: String,
+    pub seed: u64,
+    pub preset: Option<String>,
+    pub scheduler: String,
+    pub pcpus: u32,
+    pub duration_ns: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct TimeBreakdown {
+    pub user_ns: u64,
+    pub kernel_ns: u64,
+    pub spin_ns: u64,
+    pub idle_poll_ns: u64,
+    pub overhead_ns: u64,
+    pub runnable_ns: u64,
+    pub halted_ns: u64,
+    /// Time on a pCPU: user + kernel + spin + idle_poll + overhead.
+    pub cpu_ns: u64,
+}
+
+impl TimeBreakdown {
+    fn of(v: &Vcpu) -> TimeBreakdown {
+        let t = &v.time;
+        TimeBreakdown {
+            user_ns: t[VCat::User as usize],
+            kernel_ns: t[VCat::Kernel as usize],
+            spin_ns: t[VCat::Spin as usize],
+            idle_poll_ns: t[VCat::IdlePoll as usize],
+            overhead_ns: t[VCat::Overhead as usize],
+            runnable_ns: t[VCat::Runnable as usize],
+            halted_ns: t[VCat::Halted as usize],
+            cpu_ns: v.cpu_ns(),
+        }
+    }
+    fn add(&mut self, o: &TimeBreakdown) {
+        self.user_ns += o.user_ns;
+        self.kernel_ns += o.kernel_ns;
+        self.spin_ns += o.spin_ns;
+        self.idle_poll_ns += o.idle_poll_ns;
+        self.overhead_ns += o.overhead_ns;
+        self.runnable_ns += o.runnable_ns;
+        self.halted_ns += o.halted_ns;
+        self.cpu_ns += o.cpu_ns;
+    }
+    pub fn total(&self) -> u64 {
+        self.cpu_ns + self.runnable_ns + self.halted_ns
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct VmRow {
+    pub vm: String,
+    pub model: String,
+    pub vcpus: u32,
+    pub weight: u32,
+    pub cap_pct: Option<f64>,
+    #[serde(flatten)]
+    pub time: TimeBreakdown,
+    /// Fraction of all pCPU time used by this VM.
+    pub cpu_share: f64,
+    /// Weighted max-min fair share of all pCPU time (limited by vCPUs and cap).
+    pub entitlement: f64,
+    pub share_ratio: f64,
+    pub finished: bool,
+    pub completion_ns: Option<u64>,
+    pub work_units: u64,
+    pub throughput_per_s: f64,
+    pub vcpu_switches: u64,
+    pub migrations: u64,
+    pub halts: u64,
+    pub wakes: u64,
+    pub idle_transitions_per_s: f64,
+    pub cache_refill_ns: u64,
+    pub wake_latency_count: u64,
+    pub wake_latency_mean_ns: f64,
+    pub wake_latency_p50_ns: u64,
+    pub wake_latency_p99_ns: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct VcpuRow {
+    pub vm: String,
+    pub vcpu: u32,
+    #[serde(flatten)]
+    pub time: TimeBreakdown,
+    pub switches: u64,
+    pub migrations: u64,
+    pub halts: u64,
+    pub wakes: u64,
+    pub cache_refill_ns: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct PcpuRow {
+    pub pcpu: u32,
+    pub guest_ns: u64,
+    pub overhead_ns: u64,
+    pub idle_ns: u64,
+    pub poll_ns: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Fairness {
+    pub jain_index: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub schema: u32,
+    pub scenario: ScenarioInfo,
+    pub end_ns: u64,
+    pub stop_reason: &'static str,
+    pub events: u64,
+    pub vms: Vec<VmRow>,
+    pub vcpus: Vec<VcpuRow>,
+    pub pcpus: Vec<PcpuRow>,
+    pub fairness: Fairness,
+    pub histograms: BTreeMap<String, HistSummary>,
+}
+
+/// Weighted max-min fair allocation of `capacity` among claimants with (weight, max).
+pub fn water_fill(capacity: f64, claims: &[(f64, f64)]) -> Vec<f64> {
+    let mut alloc = vec![0.0; claims.len()];
+    let mut open: Vec<usize> = (0..claims.len()).filter(|&i| claims[i].0 > 0.0).collect();
+    let mut left = capacity;
+    while !open.is_empty() && left > 1e-12 {
+        let wsum: f64 = open.iter().map(|&i| claims[i].0).sum();
+        let mut saturated = Vec::new();
+        for &i in &open {
+            let give = left * claims[i].0 / wsum;
+            if alloc[i] + give >= claims[i].1 - 1e-12 {
+                saturated.push(i);
+            }
+        }
+        if saturated.is_empty() {
+            for &i in &open {
+                alloc[i] += left * claims[i].0 / wsum;
+            }
+            break;
+        }
+        for &i in &saturated {
+            left -= claims[i].1 - alloc[i];
+            alloc[i] = claims[i].1;
+        }
+        open.retain(|i| !saturated.contains(i));
+    }
+    alloc
+}
+
+pub fn jain(xs: &[f64]) -> f64 {
+    let n = xs.len() as f64;
+    let s: f64 = xs.iter().sum();
+    let s2: f64 = xs.iter().map(|x| x * x).sum();
+    if s2 == 0.0 {
+        1.0
+    } else {
+        s * s / (n * s2)
+    }
+}
+
+impl Report {
+    pub fn build(sc: &Scenario, w: &World, cause: StopCause) -> Report {
+        let end = w.now.0;
+        let npc = w.pcpus.len() as f64;
+        let total_cpu = npc * end as f64;
+        let claims: Vec<(f64, f64)> = w
+            .vms
+            .iter()
+            .map(|m| {
+                let max = m
+                    .cap
+                    .map_or(m.nvcpus as f64, |c| (c / 100.0).min(m.nvcpus as f64));
+                (m.weight as f64, max)
+            })
+            .collect();
+        let ent = water_fill(npc, &claims);
+        let secs = (end as f64 / 1e9).max(1e-12);
+        let mut vms = Vec::new();
+        let mut all_wake = Hist::default();
+        for (i, m) in w.vms.iter().enumerate() {
+            let vs = &w.vcpus[m.first_vcpu as usize..(m.first_vcpu + m.nvcpus) as usize];
+            let mut t = TimeBreakdown::default();
+            for v in vs {
+                t.add(&TimeBreakdown::of(v));
+            }
+            let share = if total_cpu > 0.0 {
+                t.cpu_ns as f64 / total_cpu
+            } else {
+                0.0
+            };
+            let entitlement = ent[i] / npc;
+            let halts: u64 = vs.iter().map(|v| v.halts).sum();
+            let finished = m.finite_threads > 0 && m.finished_threads == m.finite_threads;
+            let run_s = match m.completion {
+                Some(c) => (c.0 as f64 / 1e9).max(1e-12),
+                None => secs,
+            };
+            all_wake.merge(&m.wake_latency);
+            vms.push(VmRow {
+                vm: m.name.clone(),
+                model: m.model.clone(),
+                vcpus: m.nvcpus,
+                weight: m.weight,
+                cap_pct: m.cap,
+                time: t,
+                cpu_share: share,
+                entitlement,
+                share_ratio: if entitlement > 0.0 {
+                    share / entitlement
+                } else {
+                    0.0
+                },
+                finished,
+                completion_ns: m.completion.map(|c| c.0),
+                work_units: m.units,
+                throughput_per_s: m.units as f64 / run_s,
+                vcpu_switches: vs.iter().map(|v| v.switches).sum(),
+                migrations: vs.iter().map(|v| v.migrations).sum(),
+                halts,
+                wakes: vs.iter().map(|v| v.wakes).sum(),
+                idle_transitions_per_s: halts as f64 / secs,
+                cache_refill_ns: vs.iter().map(|v| v.refill_ns).sum(),
+                wake_latency_count: m.wake_latency.count(),
+                wake_latency_mean_ns: m.wake_latency.mean(),
+                wake_latency_p50_ns: m.wake_latency.quantile(0.5),
+                wake_latency_p99_ns: m.wake_latency.quantile(0.99),
+            });
+        }
+        let vcpus = w
+            .vcpus
+            .iter()
+            .map(|v| VcpuRow {
+                vm: w.vms[v.vm.idx()].name.clone(),
+                vcpu: v.index,
+                time: TimeBreakdown::of(v),
+                switches: v.switches,
+                migrations: v.migrations,
+                halts: v.halts,
+                wakes: v.wakes,
+                cache_refill_ns: v.refill_ns,
+            })
+            .collect();
+        let pcpus = w
+            .pcpus
+            .iter()
+            .enumerate()
+            .map(|(i, p)| PcpuRow {
+                pcpu: i as u32,
+                guest_ns: p.guest_ns,
+                overhead_ns: p.overhead_ns,
+                idle_ns: end.saturating_sub(p.guest_ns + p.overhead_ns),
+                poll_ns: 0,
+            })
+            .collect();
+        let ratios: Vec<f64> = vms
+            .iter()
+            .filter(|r| r.entitlement > 0.0)
+            .map(|r| r.share_ratio)
+            .collect();
+        let mut histograms = BTreeMap::new();
+        histograms.insert("wake_latency".to_string(), all_wake.summary());
+        for m in &w.vms {
+            histograms.insert(format!("wake_latency/{}", m.name), m.wake_latency.summary());
+        }
+        Report {
+            schema: 1,
+            scenario: ScenarioInfo {
+                name: sc.name.clone(),
+                seed: sc.seed,
+                preset: sc.preset.clone(),
+                scheduler: sc.host.scheduler.name().to_string(),
+                pcpus: sc.host.pcpus,
+                duration_ns: sc.run.duration.0 .0,
+            },
+            end_ns: end,
+            stop_reason: match cause {
+                StopCause::AllFinished => "all-finished",
+                StopCause::Duration => "duration",
+            },
+            events: w.events,
+            vms,
+            vcpus,
+            pcpus,
+            fairness: Fairness {
+                jain_index: jain(&ratios),
+            },
+            histograms,
+        }
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn water_fill_respects_weights_and_caps() {
+        let a = water_fill(4.0, &[(1.0, 4.0), (1.0, 4.0), (2.0, 4.0), (4.0, 4.0)]);
+        assert!((a[0] - 0.5).abs() < 1e-9 && (a[3] - 2.0).abs() < 1e-9);
+        let b = water_fill(2.0, &[(1.0, 0.5), (1.0, 4.0)]);
+        assert!((b[0] - 0.5).abs() < 1e-9 && (b[1] - 1.5).abs() < 1e-9);
+        assert!((jain(&[1.0, 1.0, 1.0]) - 1.0).abs() < 1e-12);
+        assert!(jain(&[1.0, 0.0]) < 0.51);
+    }
+}

@@ -1,0 +1,265 @@
+//! From text to a validated `Scenario`: parse, apply `--set` overrides, merge over the
+//! preset, expand replicated VMs, deserialize (unknown keys are errors that name their
+//! path), validate values.
+
+use super::{presets, Scenario};
+use std::fmt;
+use toml::{Table, Value};
+
+/// A bad scenario: names the key, the value and what is allowed, on one line.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScenarioError {
+    pub key: String,
+    pub message: String,
+}
+
+impl ScenarioError {
+    pub fn new(key: impl Into<String>, message: impl Into<String>) -> Self {
+        ScenarioError {
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let msg = self.message.replace('\n', " ");
+        if self.key.is_empty() {
+            write!(f, "{msg}")
+        } else {
+            write!(f, "{}: {msg}", self.key)
+        }
+    }
+}
+impl std::error::Error for ScenarioError {}
+
+fn line_col(text: &str, pos: usize) -> (usize, usize) {
+    let before = &text[..pos.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.len() - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
+    (line, col)
+}
+
+/// Parses scenario text, applies overrides ("a.b.0.c=value") and the seed, and resolves
+/// it into a validated scenario.
+pub fn resolve(
+    text: &str,
+    overrides: &[String],
+    seed: Option<u64>,
+) -> Result<Scenario, ScenarioError> {
+    let mut table: Table = text.parse().map_err(|e: toml::de::Error| {
+        let where_ = e
+            .span()
+            .map(|s| {
+                let (l, c) = line_col(text, s.start);
+                format!(" at line {l}, column {c}")
+            })
+            .unwrap_or_default();
+        ScenarioError::new("", format!("invalid TOML{where_}: {}", e.message().trim()))
+    })?;
+    for o in overrides {
+        apply_override(&mut table, o)?;
+    }
+    if let Some(s) = seed {
+        table.insert("seed".into(), Value::Integer(s as i64));
+    }
+    let mut merged = match table.get("preset") {
+        None => table,
+        Some(Value::String(name)) => {
+            let p = presets::find(name).ok_or_else(|| {
+                ScenarioError::new(
+                    "preset",
+                    format!(
+                        "unknown preset {name:?}; allowed: {}",
+                        presets::preset_names().join(", ")
+                    ),
+                )
+            })?;
+            let mut base: Table = p.toml.parse().map_err(|e: toml::de::Error| {
+                ScenarioError::new("preset", format!("preset {name} is broken: {e}"))
+            })?;
+            deep_merge(&mut base, table);
+            base
+        }
+        Some(v) => {
+            return Err(ScenarioError::new(
+                "preset",
+                format!(
+                    "{v} is not a preset name; allowed: {}",
+                    presets::preset_names().join(", ")
+                ),
+            ));
+        }
+    };
+    normalize(&mut merged)?;
+    let sc: Scenario = serde_path_to_error::deserialize(Value::Table(merged)).map_err(|e| {
+        let path = e.path().to_string();
+        let key = if path == "." { String::new() } else { path };
+        ScenarioError::new(key, e.into_inner().to_string())
+    })?;
+    super::validate::validate(&sc)?;
+    Ok(sc)
+}
+
+/// Fills what serde cannot default (the scheduler kind), copies the scenario-wide guest
+/// table into every VM under the VM's own, and expands `count`.
+fn normalize(t: &mut Table) -> Result<(), ScenarioError> {
+    if let Some(Value::Table(host)) = t.get_mut("host") {
+        if let Some(Value::Table(s)) = host.get_mut("scheduler") {
+            s.entry("kind")
+                .or_insert_with(|| Value::String("cfs".into()));
+        }
+    }
+    let global_guest = match t.get("guest") {
+        None => Table::new(),
+        Some(Value::Table(g)) => g.clone(),
+        Some(v) => return Err(ScenarioError::new("guest", format!("{v} is not a table"))),
+    };
+    let vms = match t.get_mut("vm") {
+        None => return Ok(()),
+        Some(Value::Array(a)) => std::mem::take(a),
+        Some(v) => {
+            return Err(ScenarioError::new(
+                "vm",
+                format!("{v} is not an array of tables; write [[vm]] sections"),
+            ));
+        }
+    };
+    let mut out = Vec::with_capacity(vms.len());
+    for (i, vm) in vms.into_iter().enumerate() {
+        let Value::Table(mut vm) = vm else {
+            return Err(ScenarioError::new(format!("vm.{i}"), "is not a table"));
+        };
+        let mut guest = global_guest.clone();
+        match vm.remove("guest") {
+            None => {}
+            Some(Value::Table(own)) => deep_merge(&mut guest, own),
+            Some(v) => {
+                return Err(ScenarioError::new(
+                    format!("vm.{i}.guest"),
+                    format!("{v} is not a table"),
+                ))
+            }
+        }
+        vm.insert("guest".into(), Value::Table(guest));
+        let count = match vm.remove("count") {
+            None => 1,
+            Some(Value::Integer(n)) if (1..=1024).contains(&n) => n as usize,
+            Some(v) => {
+                return Err(ScenarioError::new(
+                    format!("vm.{i}.count"),
+                    format!("{v} is not allowed; expected a whole number from 1 to 1024"),
+                ));
+            }
+        };
+        let base_name = match vm.get("name") {
+            Some(Value::String(s)) => s.clone(),
+            _ => format!("vm{i}"),
+        };
+        for c in 0..count {
+            let mut copy = vm.clone();
+            let name = if count == 1 {
+                base_name.clone()
+            } else {
+                format!("{base_name}-{c}")
+            };
+            copy.insert("name".into(), Value::String(name));
+            out.push(Value::Table(copy));
+        }
+    }
+    t.insert("vm".into(), Value::Array(out));
+    Ok(())
+}
+
+/// Merges `over` into `base`: tables recursively, everything else replaced.
+fn deep_merge(base: &mut Table, over: Table) {
+    for (k, v) in over {
+        match (base.get_mut(&k), v) {
+            (Some(Value::Table(b)), Value::Table(o)) => deep_merge(b, o),
+            (_, v) => {
+                base.insert(k, v);
+            }
+        }
+    }
+}
+
+fn parse_value(raw: &str) -> Value {
+    let raw = raw.trim();
+    match format!("v = {raw}").parse::<Table>() {
+        Ok(mut t) => t
+            .remove("v")
+            .unwrap_or_else(|| Value::String(raw.to_string())),
+        Err(_) => Value::String(raw.to_string()),
+    }
+}
+
+/// Applies one `key=value` override. Keys are dotted; numeric segments index arrays
+/// (`vm.1.weight=512`, also written `vm[1].weight`); missing tables are created.
+pub fn apply_override(t: &mut Table, spec: &str) -> Result<(), ScenarioError> {
+    let Some((key, raw)) = spec.split_once('=') else {
+        return Err(ScenarioError::new(
+            spec,
+            "an override must look like key=value (e.g. host.scheduler.slice_ms=10)",
+        ));
+    };
+    let key = key.trim();
+    let norm = key.replace('[', ".").replace(']', "");
+    let segs: Vec<&str> = norm.split('.').collect();
+    if segs.iter().any(|s| s.is_empty()) {
+        return Err(ScenarioError::new(key, "empty segment in override key"));
+    }
+    let value = parse_value(raw);
+    set_path(t, &segs, 0, value)
+}
+
+fn set_path(t: &mut Table, segs: &[&str], depth: usize, value: Value) -> Result<(), ScenarioError> {
+    let seg = segs[depth];
+    if depth + 1 == segs.len() {
+        t.insert(seg.to_string(), value);
+        return Ok(());
+    }
+    let child = t
+        .entry(seg.to_string())
+        .or_insert_with(|| Value::Table(Table::new()));
+    set_in_value(child, segs, depth + 1, value)
+}
+
+fn set_in_value(
+    v: &mut Value,
+    segs: &[&str],
+    depth: usize,
+    value: Value,
+) -> Result<(), ScenarioError> {
+    let here = segs[..depth].join(".");
+    match v {
+        Value::Table(tab) => set_path(tab, segs, depth, value),
+        Value::Array(arr) => {
+            let seg = segs[depth];
+            let key = segs[..=depth].join(".");
+            let idx: usize = seg
+                .parse()
+                .map_err(|_| ScenarioError::new(&key, format!("{seg:?} is not an array index")))?;
+            let n = arr.len();
+            let slot = arr.get_mut(idx).ok_or_else(|| {
+                ScenarioError::new(
+                    &key,
+                    format!("index {idx} is out of range: {here} has {n} entries"),
+                )
+            })?;
+            if depth + 1 == segs.len() {
+                *slot = value;
+                Ok(())
+            } else {
+                set_in_value(slot, segs, depth + 1, value)
+            }
+        }
+        other => Err(ScenarioError::new(
+            &here,
+            format!(
+                "cannot set {} inside {other}, which is not a table",
+                segs[depth]
+            ),
+        )),
+    }
+}

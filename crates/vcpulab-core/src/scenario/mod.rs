@@ -1,0 +1,335 @@
+//! The scenario: everything a run depends on besides the seed. Parsed from TOML with
+//! every unknown key rejected, merged over a preset, with `--set` overrides applied,
+//! then validated. Defaults live here, in the `Default` impls, and nowhere else.
+
+mod load;
+mod presets;
+mod validate;
+
+pub use load::{apply_override, resolve, ScenarioError};
+pub use presets::{preset_names, PRESETS};
+pub use validate::vcpu_masks;
+
+use crate::sim::Nanos;
+use crate::workload::program::OpSpec;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A duration written as a string ("10s", "500us").
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Dur(pub Nanos);
+
+impl Serialize for Dur {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0.to_string())
+    }
+}
+impl<'de> Deserialize<'de> for Dur {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Dur, D::Error> {
+        let s = String::deserialize(d)?;
+        crate::sim::time::parse_duration(&s).map(Dur).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "{s:?} is not a duration; expected a number with a unit ns, us, ms or s (e.g. \"10ms\")"
+            ))
+        })
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    #[serde(default = "default_name")]
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// The preset the scenario was built on (informational once resolved).
+    #[serde(default)]
+    pub preset: Option<String>,
+    #[serde(default)]
+    pub run: RunConfig,
+    #[serde(default)]
+    pub host: HostConfig,
+    /// Guest defaults for every VM (a VM's own `guest` table overrides them).
+    #[serde(default)]
+    pub guest: GuestConfig,
+    #[serde(default)]
+    pub vm: Vec<VmConfig>,
+}
+
+fn default_name() -> String {
+    "unnamed".into()
+}
+fn default_seed() -> u64 {
+    1
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RunConfig {
+    /// Upper bound on simulated time. The run ends earlier when every fixed-work
+    /// workload has finished.
+    pub duration: Dur,
+}
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            duration: Dur(Nanos::from_ms(10_000)),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HostConfig {
+    pub pcpus: u32,
+    pub clock_ghz: f64,
+    pub scheduler: SchedulerConfig,
+    pub costs: CostTable,
+    pub cache: CacheConfig,
+}
+impl Default for HostConfig {
+    fn default() -> Self {
+        HostConfig {
+            pcpus: 4,
+            clock_ghz: 3.0,
+            scheduler: SchedulerConfig::Cfs(CfsParams::default()),
+            costs: CostTable::default(),
+            cache: CacheConfig::default(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SchedulerConfig {
+    /// Linux CFS as KVM's host scheduler.
+    Cfs(CfsParams),
+    /// Xen's credit scheduler.
+    Credit(CreditParams),
+}
+impl SchedulerConfig {
+    pub fn name(&self) -> &'static str {
+        match self {
+            SchedulerConfig::Cfs(_) => "cfs",
+            SchedulerConfig::Credit(_) => "credit",
+        }
+    }
+}
+
+/// Pre-6.6 CFS, scaled as Linux scales it for 8+ CPUs (factor 1 + log2(8) = 4).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CfsParams {
+    pub latency_ms: f64,
+    pub min_granularity_ms: f64,
+    pub wakeup_granularity_ms: f64,
+    /// A vCPU that ran this recently is cache-hot: load balancing leaves it alone.
+    pub migration_cost_us: f64,
+    pub balance_interval_ms: f64,
+    pub tick_hz: u32,
+    /// CFS bandwidth control period used to enforce caps.
+    pub bandwidth_period_ms: f64,
+}
+impl Default for CfsParams {
+    fn default() -> Self {
+        CfsParams {
+            latency_ms: 24.0,
+            min_granularity_ms: 3.0,
+            wakeup_granularity_ms: 4.0,
+            migration_cost_us: 500.0,
+            balance_interval_ms: 4.0,
+            tick_hz: 250,
+            bandwidth_period_ms: 100.0,
+        }
+    }
+}
+
+/// Xen credit (xen/common/sched/credit.c defaults).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CreditParams {
+    pub slice_ms: f64,
+    /// Ticks per slice (credit burn and BOOST expiry happen on ticks).
+    pub ticks_per_slice: u32,
+    pub ratelimit_us: f64,
+    pub boost: bool,
+}
+impl Default for CreditParams {
+    fn default() -> Self {
+        CreditParams {
+            slice_ms: 30.0,
+            ticks_per_slice: 3,
+            ratelimit_us: 1000.0,
+            boost: true,
+        }
+    }
+}
+
+/// Costs of hypervisor and guest mechanisms, in nanoseconds. Sources in docs/model.md.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CostTable {
+    /// A VM exit + entry round trip (null hypercall).
+    pub vmexit_ns: u64,
+    /// Host switch between two vCPU threads of the same VM (beyond the exit/entry).
+    pub vcpu_switch_same_vm_ns: u64,
+    /// Host switch between vCPUs of different VMs (adds EPT/VPID and state switching).
+    pub vcpu_switch_cross_vm_ns: u64,
+    /// Host work to wake a halted vCPU thread and make it runnable.
+    pub wake_halted_ns: u64,
+    /// Sending a virtual IPI (APIC ICR write exit).
+    pub ipi_send_ns: u64,
+    /// Injecting an interrupt into a running vCPU (exit + injection).
+    pub ipi_deliver_ns: u64,
+    /// A guest thread context switch.
+    pub guest_switch_ns: u64,
+    /// A guest system call's entry and exit.
+    pub syscall_ns: u64,
+}
+impl Default for CostTable {
+    fn default() -> Self {
+        CostTable {
+            vmexit_ns: 500,
+            vcpu_switch_same_vm_ns: 1_000,
+            vcpu_switch_cross_vm_ns: 2_000,
+            wake_halted_ns: 2_000,
+            ipi_send_ns: 700,
+            ipi_deliver_ns: 800,
+            guest_switch_ns: 1_500,
+            syscall_ns: 200,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CacheModel {
+    None,
+    Footprint,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CacheConfig {
+    pub model: CacheModel,
+    /// Cache capacity a pCPU's running context can hold (its L2 plus its share of the LLC).
+    pub kib_per_pcpu: u64,
+    /// Time to refetch one KiB of evicted working set on switch-in.
+    pub refill_ns_per_kib: f64,
+}
+impl Default for CacheConfig {
+    fn default() -> Self {
+        CacheConfig {
+            model: CacheModel::Footprint,
+            kib_per_pcpu: 2_560,
+            refill_ns_per_kib: 150.0,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IdleMode {
+    /// Execute HLT: exit to the hypervisor, which deschedules the vCPU.
+    Hlt,
+    /// idle=poll: spin in the guest idle loop, never halt.
+    Poll,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GuestConfig {
+    pub idle: IdleMode,
+    /// Guest CFS: latency and minimum granularity of thread time slices.
+    pub latency_ms: f64,
+    pub min_granularity_ms: f64,
+    pub wakeup_granularity_ms: f64,
+    /// Added to every nanosleep (Linux default 50 us).
+    pub timer_slack_us: f64,
+}
+impl Default for GuestConfig {
+    fn default() -> Self {
+        GuestConfig {
+            idle: IdleMode::Hlt,
+            latency_ms: 6.0,
+            min_granularity_ms: 0.75,
+            wakeup_granularity_ms: 1.0,
+            timer_slack_us: 50.0,
+        }
+    }
+}
+
+/// Pinning: a CPU list for all vCPUs ("0-3", "0,2,4"), or one list per vCPU.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum PinSpec {
+    All(String),
+    PerVcpu(Vec<String>),
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VmConfig {
+    #[serde(default)]
+    pub name: Option<String>,
+    pub vcpus: u32,
+    /// Relative CPU weight (Xen credit's unit: default 256).
+    #[serde(default = "default_weight")]
+    pub weight: u32,
+    /// Cap in percent of one pCPU (Xen semantics); absent means uncapped.
+    #[serde(default)]
+    pub cap: Option<f64>,
+    #[serde(default)]
+    pub pin: Option<PinSpec>,
+    /// Instantiate this VM `count` times (names get a suffix).
+    #[serde(default = "default_count")]
+    pub count: u32,
+    /// This VM's guest kernel settings (the scenario's `guest` table, then the VM's own).
+    #[serde(default)]
+    pub guest: GuestConfig,
+    pub workload: WorkloadSpec,
+}
+fn default_weight() -> u32 {
+    256
+}
+fn default_count() -> u32 {
+    1
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSpec {
+    /// A catalog model name, or "program" for explicit thread groups.
+    pub model: String,
+    /// Threads for catalog models (default: one per vCPU).
+    #[serde(default)]
+    pub threads: Option<u32>,
+    /// Model parameters (each model lists its own; unknown ones are rejected).
+    #[serde(default)]
+    pub params: toml::Table,
+    /// Cache-resident working set per thread, KiB (model default if absent).
+    #[serde(default)]
+    pub footprint_kib: Option<u64>,
+    /// Explicit thread groups, for model = "program".
+    #[serde(default)]
+    pub group: Vec<GroupSpec>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupSpec {
+    #[serde(default = "default_count")]
+    pub threads: u32,
+    #[serde(default)]
+    pub name: Option<String>,
+    pub ops: Vec<OpSpec>,
+}
+
+impl Scenario {
+    /// The resolved scenario as TOML text: deterministic, complete (every default
+    /// filled), and accepted back by `resolve`.
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).unwrap_or_else(|e| format!("# cannot serialize: {e}\n"))
+    }
+}

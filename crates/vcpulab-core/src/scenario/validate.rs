@@ -1,0 +1,182 @@
+//! Value checks that serde's types cannot express. Every error names the key, the value
+//! and what is allowed.
+
+use super::{PinSpec, Scenario, ScenarioError, SchedulerConfig};
+use crate::host::cpumask::{CpuMask, MAX_PCPUS};
+
+fn range_f(key: &str, v: f64, lo: f64, hi: f64, unit: &str) -> Result<(), ScenarioError> {
+    if v.is_finite() && v >= lo && v <= hi {
+        Ok(())
+    } else {
+        Err(ScenarioError::new(
+            key,
+            format!("{v} is not allowed; expected {lo} to {hi}{unit}"),
+        ))
+    }
+}
+
+fn range_u(key: &str, v: u64, lo: u64, hi: u64) -> Result<(), ScenarioError> {
+    if v >= lo && v <= hi {
+        Ok(())
+    } else {
+        Err(ScenarioError::new(
+            key,
+            format!("{v} is not allowed; expected {lo} to {hi}"),
+        ))
+    }
+}
+
+/// The pCPU set of each vCPU of a VM.
+pub fn vcpu_masks(pin: &Option<PinSpec>, vcpus: u32, pcpus: u32) -> Result<Vec<CpuMask>, String> {
+    match pin {
+        None => Ok(vec![CpuMask::all(pcpus); vcpus as usize]),
+        Some(PinSpec::All(s)) => Ok(vec![CpuMask::parse(s, pcpus)?; vcpus as usize]),
+        Some(PinSpec::PerVcpu(list)) => {
+            if list.len() != vcpus as usize {
+                return Err(format!(
+                    "has {} entries but the VM has {vcpus} vCPUs: give one CPU list per vCPU",
+                    list.len()
+                ));
+            }
+            list.iter().map(|s| CpuMask::parse(s, pcpus)).collect()
+        }
+    }
+}
+
+pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
+    let h = &sc.host;
+    range_u("host.pcpus", h.pcpus as u64, 1, MAX_PCPUS as u64)?;
+    range_f("host.clock_ghz", h.clock_ghz, 0.1, 10.0, " GHz")?;
+    if sc.run.duration.0 .0 == 0 {
+        return Err(ScenarioError::new(
+            "run.duration",
+            "0 is not allowed; expected a positive duration",
+        ));
+    }
+    match &h.scheduler {
+        SchedulerConfig::Cfs(c) => {
+            range_f(
+                "host.scheduler.latency_ms",
+                c.latency_ms,
+                0.01,
+                10_000.0,
+                " ms",
+            )?;
+            range_f(
+                "host.scheduler.min_granularity_ms",
+                c.min_granularity_ms,
+                0.01,
+                10_000.0,
+                " ms",
+            )?;
+            range_f(
+                "host.scheduler.wakeup_granularity_ms",
+                c.wakeup_granularity_ms,
+                0.0,
+                10_000.0,
+                " ms",
+            )?;
+            range_f(
+                "host.scheduler.migration_cost_us",
+                c.migration_cost_us,
+                0.0,
+                1e7,
+                " us",
+            )?;
+            range_f(
+                "host.scheduler.balance_interval_ms",
+                c.balance_interval_ms,
+                0.1,
+                10_000.0,
+                " ms",
+            )?;
+            range_u("host.scheduler.tick_hz", c.tick_hz as u64, 10, 10_000)?;
+            range_f(
+                "host.scheduler.bandwidth_period_ms",
+                c.bandwidth_period_ms,
+                1.0,
+                1_000.0,
+                " ms",
+            )?;
+        }
+        SchedulerConfig::Credit(c) => {
+            range_f("host.scheduler.slice_ms", c.slice_ms, 0.1, 1_000.0, " ms")?;
+            range_u(
+                "host.scheduler.ticks_per_slice",
+                c.ticks_per_slice as u64,
+                1,
+                100,
+            )?;
+            range_f(
+                "host.scheduler.ratelimit_us",
+                c.ratelimit_us,
+                0.0,
+                500_000.0,
+                " us",
+            )?;
+        }
+    }
+    range_u("host.cache.kib_per_pcpu", h.cache.kib_per_pcpu, 1, 1 << 30)?;
+    range_f(
+        "host.cache.refill_ns_per_kib",
+        h.cache.refill_ns_per_kib,
+        0.0,
+        1e6,
+        " ns",
+    )?;
+    if sc.vm.is_empty() {
+        return Err(ScenarioError::new(
+            "vm",
+            "the scenario has no VM; add at least one [[vm]] section",
+        ));
+    }
+    let mut names = std::collections::HashSet::new();
+    for (i, vm) in sc.vm.iter().enumerate() {
+        let k = |f: &str| format!("vm.{i}.{f}");
+        range_u(&k("vcpus"), vm.vcpus as u64, 1, 1024)?;
+        range_u(&k("weight"), vm.weight as u64, 1, 65_535)?;
+        if let Some(c) = vm.cap {
+            range_f(
+                &k("cap"),
+                c,
+                0.1,
+                100.0 * vm.vcpus as f64,
+                " percent of one pCPU",
+            )?;
+        }
+        let name = vm.name.clone().unwrap_or_default();
+        if !names.insert(name.clone()) {
+            return Err(ScenarioError::new(
+                k("name"),
+                format!("{name:?} is used by two VMs; names must be unique"),
+            ));
+        }
+        vcpu_masks(&vm.pin, vm.vcpus, h.pcpus).map_err(|m| ScenarioError::new(k("pin"), m))?;
+        let g = &vm.guest;
+        range_f(&k("guest.latency_ms"), g.latency_ms, 0.01, 10_000.0, " ms")?;
+        range_f(
+            &k("guest.min_granularity_ms"),
+            g.min_granularity_ms,
+            0.01,
+            10_000.0,
+            " ms",
+        )?;
+        range_f(
+            &k("guest.wakeup_granularity_ms"),
+            g.wakeup_granularity_ms,
+            0.0,
+            10_000.0,
+            " ms",
+        )?;
+        range_f(
+            &k("guest.timer_slack_us"),
+            g.timer_slack_us,
+            0.0,
+            1e6,
+            " us",
+        )?;
+        crate::workload::build(&vm.workload, vm.vcpus)
+            .map_err(|e| ScenarioError::new(k(&format!("workload.{}", e.key)), e.message))?;
+    }
+    Ok(())
+}

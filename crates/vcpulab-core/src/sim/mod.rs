@@ -1,0 +1,12 @@
+//! The discrete-event engine: time, typed ids, the event queue and seeded RNG streams.
+
+pub mod ids;
+pub mod queue;
+pub mod rng;
+pub mod time;
+pub mod world;
+
+pub use ids::{LockId, PcpuId, ThreadId, VcpuId, VmId};
+pub use queue::EventQueue;
+pub use rng::Rng;
+pub use time::Nanos;

@@ -1,0 +1,107 @@
+//! Workloads: the operation language, duration distributions and the catalog of app
+//! models. A workload turns into thread groups, each a count of threads running one
+//! compiled program.
+
+pub mod catalog;
+pub mod dist;
+pub mod program;
+
+use crate::scenario::WorkloadSpec;
+use program::Program;
+use std::sync::Arc;
+
+#[derive(Clone, Debug)]
+pub struct ThreadGroup {
+    pub name: String,
+    pub threads: u32,
+    pub program: Arc<Program>,
+}
+
+#[derive(Clone, Debug)]
+pub struct BuiltWorkload {
+    pub model: String,
+    pub groups: Vec<ThreadGroup>,
+    pub footprint_kib: u64,
+    /// True when no thread ever finishes: the VM is measured by throughput.
+    pub forever: bool,
+}
+
+/// An error inside a workload spec: `key` is relative to the `workload` table.
+#[derive(Clone, Debug)]
+pub struct WorkloadError {
+    pub key: String,
+    pub message: String,
+}
+
+impl WorkloadError {
+    pub fn new(key: impl Into<String>, message: impl Into<String>) -> Self {
+        WorkloadError {
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// Builds a VM's workload from its spec.
+pub fn build(spec: &WorkloadSpec, vcpus: u32) -> Result<BuiltWorkload, WorkloadError> {
+    let threads = spec.threads.unwrap_or(vcpus);
+    if threads == 0 || threads > 100_000 {
+        return Err(WorkloadError::new(
+            "threads",
+            format!("{threads} is not allowed; expected 1 to 100000"),
+        ));
+    }
+    let mut w = if spec.model == "program" {
+        if spec.group.is_empty() {
+            return Err(WorkloadError::new(
+                "group",
+                "model \"program\" needs at least one [[vm.workload.group]] with ops",
+            ));
+        }
+        if !spec.params.is_empty() {
+            return Err(WorkloadError::new(
+                "params",
+                "model \"program\" takes no params",
+            ));
+        }
+        let mut groups = Vec::new();
+        let mut forever = false;
+        for (i, g) in spec.group.iter().enumerate() {
+            let p = Program::compile(&g.ops)
+                .map_err(|m| WorkloadError::new(format!("group.{i}.ops"), m))?;
+            if g.threads == 0 {
+                return Err(WorkloadError::new(
+                    format!("group.{i}.threads"),
+                    "must be at least 1",
+                ));
+            }
+            forever |= p.forever;
+            groups.push(ThreadGroup {
+                name: g.name.clone().unwrap_or_else(|| format!("g{i}")),
+                threads: g.threads,
+                program: Arc::new(p),
+            });
+        }
+        BuiltWorkload {
+            model: "program".into(),
+            groups,
+            footprint_kib: 256,
+            forever,
+        }
+    } else {
+        if !spec.group.is_empty() {
+            return Err(WorkloadError::new(
+                "group",
+                format!(
+                    "thread groups are only for model = \"program\", not {:?}",
+                    spec.model
+                ),
+            ));
+        }
+        catalog::build(&spec.model, &spec.params, threads)?
+    };
+    if let Some(f) = spec.footprint_kib {
+        w.footprint_kib = f;
+    }
+    Ok(w)
+}
