@@ -24,7 +24,10 @@ test: test-rust test-python
 test-rust:
 	$(CARGO) test --workspace --release --quiet
 
+# Ray is an optional extra for users; the tests exercise it for real, so install it here
+# (about 20 s from wheels). Its tests skip where Ray is missing.
 test-python: install
+	$(VPIP) install -q 'ray[default]>=2.9'
 	$(VPY) -m pytest -q tests
 
 bench:
