@@ -133,7 +133,7 @@ def format_report(data: Mapping[str, Any]) -> str:
         rows = []
         for vm in vms:
             finished = vm.get("finished")
-            completion = fmt_ns(vm.get("completion_ns")) if finished else "not finished"
+            completion = fmt_ns(vm.get("completion_ns")) if finished else "-"
             rows.append(
                 [
                     vm.get("vm", "?"),
