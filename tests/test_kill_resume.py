@@ -43,11 +43,30 @@ def sweep_args(mode: str, tmp: Path) -> list[str]:
     if mode == "fake":
         scenario = tmp / "slow.toml"
         scenario.write_text(FAKE_SCENARIO)
-        return [str(scenario), "--set", "fake.sleep_s=0.25", "--grid", "x=1,2,3,4,5,6",
-                "--seeds", "2", "-j", "2"]
-    scenario = ROOT / "scenarios" / "examples" / "xen-slice-sweep.toml"
-    return [str(scenario), "--grid", "host.scheduler.slice_ms=30,10,5,1,0.5,0.1",
-            "--set", "run.duration=3s", "--seeds", "2", "-j", "2"]
+        return [
+            str(scenario),
+            "--set",
+            "fake.sleep_s=0.25",
+            "--grid",
+            "x=1,2,3,4,5,6",
+            "--seeds",
+            "2",
+            "-j",
+            "2",
+        ]
+    # Long simulated runs so that each point takes a noticeable fraction of a second.
+    scenario = ROOT / "scenarios" / "examples" / "weights-1-1-2-4.toml"
+    return [
+        str(scenario),
+        "--grid",
+        "run.duration=1500s,1600s,1700s,1800s",
+        "--seeds",
+        "2",
+        "-j",
+        "2",
+        "--metric",
+        "cpu_share",
+    ]
 
 
 def ok_points(store: Path) -> dict[str, tuple[float, int]]:
@@ -68,7 +87,10 @@ def ok_points(store: Path) -> dict[str, tuple[float, int]]:
 def start(mode: str, tmp: Path, store: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [*cli(mode), "sweep", *sweep_args(mode, tmp), "--store", str(store), "--json"],
-        env=env(), cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env=env(),
+        cwd=tmp,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         start_new_session=True,
     )
 
@@ -87,7 +109,10 @@ def wait_for_points(proc: subprocess.Popen[bytes], store: Path, n: int, limit: f
 def finish(mode: str, tmp: Path, store: Path) -> dict:
     out = subprocess.run(
         [*cli(mode), "sweep", *sweep_args(mode, tmp), "--store", str(store), "--json"],
-        env=env(), cwd=tmp, capture_output=True, timeout=300,
+        env=env(),
+        cwd=tmp,
+        capture_output=True,
+        timeout=300,
     )
     assert out.returncode == 0, out.stderr.decode()
     return json.loads(out.stdout)

@@ -50,5 +50,11 @@ def test_ray_equals_local_fake(ray_executor, fake_backend) -> None:
 @pytest.mark.skipif(not core_available(), reason="vcpulab._core is not built")
 def test_ray_equals_local_real_core(ray_executor) -> None:
     scenario = ROOT / "scenarios" / "examples" / "xen-slice-sweep.toml"
-    _compare(scenario, {"host.scheduler.slice_ms": [30, 1]}, 2, Backend(), ray_executor,
-             overrides=["run.duration=500ms"])
+    _compare(
+        scenario,
+        {"host.scheduler.slice_ms": [30, 1]},
+        2,
+        Backend(),
+        ray_executor,
+        overrides=["run.duration=500ms"],
+    )

@@ -1,0 +1,219 @@
+"""Integration tests against the compiled core (skipped when it is not built)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, needs_core
+
+import vcpulab
+
+pytestmark = needs_core
+
+EXAMPLES = ROOT / "scenarios" / "examples"
+WEIGHTS = EXAMPLES / "weights-1-1-2-4.toml"
+XEN = EXAMPLES / "xen-slice-sweep.toml"
+TWO = EXAMPLES / "two-vms-one-pcpu.toml"
+
+SMALL = """
+name = "small"
+seed = 3
+[run]
+duration = "200ms"
+[host]
+pcpus = 1
+[[vm]]
+name = "a"
+vcpus = 1
+workload = { model = "cpu-bomb" }
+[[vm]]
+name = "b"
+vcpus = 1
+workload = { model = "cpu-bomb" }
+"""
+
+
+def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(ROOT / "python"), env.get("PYTHONPATH")) if p
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "vcpulab", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=300,
+    )
+
+
+def test_exceptions_are_the_core_classes() -> None:
+    from vcpulab import _core
+
+    assert vcpulab.ScenarioError is _core.ScenarioError
+    assert issubclass(vcpulab.ScenarioError, ValueError)
+    assert issubclass(vcpulab.SimulationError, RuntimeError)
+
+
+def test_run_returns_report_with_tables() -> None:
+    report = vcpulab.run(WEIGHTS, overrides=["run.duration=1s"])
+    assert {"vms", "vcpus", "pcpus"} <= set(report.tables)
+    vms = report.to_pandas()
+    assert list(vms["vm"]) == ["w1a", "w1b", "w2", "w4"]
+    assert report.vcpus.shape[0] == 16
+    shares = vms["cpu_share"].tolist()
+    for got, want in zip(shares, (1 / 8, 1 / 8, 2 / 8, 4 / 8), strict=True):
+        assert got == pytest.approx(want, rel=0.02)
+    assert "w4" in report.summary()
+    assert report.to_dict()["schema"] == 1
+
+
+def test_api_accepts_text_and_dict() -> None:
+    a = vcpulab.run(SMALL)
+    b = vcpulab.run(tomllib.loads(SMALL))
+    assert a.to_dict() == b.to_dict()
+    assert a.seed == 3
+
+
+def test_api_raises_scenario_error_naming_the_key() -> None:
+    with pytest.raises(vcpulab.ScenarioError, match="slcie_ms"):
+        vcpulab.run(XEN, overrides=["host.scheduler.slcie_ms=10"])
+    bad = SMALL.replace('name = "a"', 'name = "a"\nvcpuz = 2')
+    with pytest.raises(vcpulab.ScenarioError, match="vcpuz"):
+        vcpulab.run(bad)
+    with pytest.raises(vcpulab.ScenarioError):
+        vcpulab.resolve(SMALL, overrides={"host.pcpus": -1})
+    with pytest.raises(FileNotFoundError):
+        vcpulab.run(EXAMPLES / "no-such.toml")
+
+
+def test_same_scenario_and_seed_give_identical_json() -> None:
+    a = vcpulab.run(XEN, seed=5, overrides=["run.duration=1s"]).to_json()
+    b = vcpulab.run(XEN, seed=5, overrides=["run.duration=1s"]).to_json()
+    assert a == b
+
+
+def test_resolve_is_deterministic_and_runnable() -> None:
+    over = ["run.duration=500ms", "host.scheduler.slice_ms=30"]
+    r1 = vcpulab.resolve(XEN, seed=9, overrides=over)
+    assert r1 == vcpulab.resolve(XEN, seed=9, overrides=over)
+    assert tomllib.loads(r1)["seed"] == 9
+    # A sweep runs the resolved text: it must give the same report as the original input.
+    direct = vcpulab.run(XEN, seed=9, overrides=over)
+    via_resolved = vcpulab.run(r1, seed=9)
+    assert direct.to_json() == via_resolved.to_json()
+
+
+def test_trace_writes_perfetto_json(tmp_path: Path) -> None:
+    out = tmp_path / "t.json"
+    report = vcpulab.trace(SMALL, out)
+    data = json.loads(out.read_text())
+    assert data["traceEvents"]
+    assert report.end_ns > 0
+
+
+def test_cli_typo_exits_2_with_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "typo.toml"
+    bad.write_text(SMALL.replace("[run]", '[run]\nduraton = "1s"'))
+    for args in (
+        ("run", str(bad)),
+        ("explain", str(bad)),
+        ("sweep", str(bad), "--no-store"),
+        ("run", str(XEN), "--set", "host.scheduler.slcie_ms=1"),
+        ("run", str(XEN), "--set", "host.scheduler.slice_ms"),
+        ("run", str(tmp_path / "missing.toml")),
+    ):
+        res = cli(*args)
+        assert res.returncode == 2, (args, res.stderr)
+        lines = res.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("vcpulab: error: "), res.stderr
+    assert "duraton" in cli("run", str(bad)).stderr
+    assert "slcie_ms" in cli("run", str(XEN), "--set", "host.scheduler.slcie_ms=1").stderr
+
+
+def test_cli_run_explain_list(tmp_path: Path) -> None:
+    res = cli("run", str(TWO), "--set", "run.duration=500ms")
+    assert res.returncode == 0, res.stderr
+    assert "time breakdown" in res.stdout and "Jain" in res.stdout
+    res = cli("run", str(TWO), "--json", "--seed", "4", "--set", "run.duration=500ms")
+    assert json.loads(res.stdout)["scenario"]["seed"] == 4
+    res = cli("explain", str(TWO))
+    assert tomllib.loads(res.stdout)["name"] == "two-vms-one-pcpu"
+    res = cli("list")
+    assert "kvm-default" in res.stdout and "cpu-bomb" in res.stdout
+    assert "examples-weights" in res.stdout
+
+
+def test_sweep_on_the_local_pool(tmp_path: Path) -> None:
+    df = vcpulab.sweep(
+        XEN, {"host.scheduler.slice_ms": [30, 1]}, 2, overrides=["run.duration=300ms"], jobs=2
+    )
+    assert len(df) == 2 * 2 * 3
+    assert set(df["host.scheduler.slice_ms"]) == {30, 1}
+    summary = vcpulab.summarize(df)
+    assert len(summary) == 2 * 3 and (summary["n"] == 2).all()
+
+
+def test_cli_sweep_json_and_results(tmp_path: Path) -> None:
+    store = tmp_path / "r.sqlite"
+    res = cli(
+        "sweep",
+        str(XEN),
+        "--grid",
+        "host.scheduler.slice_ms=30,10",
+        "--seeds",
+        "2",
+        "--set",
+        "run.duration=300ms",
+        "--store",
+        str(store),
+        "--json",
+        "-j",
+        "2",
+    )
+    assert res.returncode == 0, res.stderr
+    data = json.loads(res.stdout)
+    assert data["points"] == 4 and data["computed"] == 4
+    assert all("cpu_share_ci95" in row for row in data["summary"])
+    res = cli("results", "show", data["sweep_id"], "--store", str(store))
+    assert res.returncode == 0 and "±" in res.stdout
+    res = cli(
+        "results",
+        "export",
+        data["sweep_id"],
+        "--store",
+        str(store),
+        "-o",
+        str(tmp_path / "x.parquet"),
+    )
+    assert res.returncode == 0, res.stderr
+
+
+def test_reproduce_quick_smoke(tmp_path: Path) -> None:
+    res = cli("reproduce", "all", "--quick", "--out", str(tmp_path / "rep"))
+    assert res.returncode == 0, res.stderr
+    for exp in ("examples-weights", "examples-xen-slice"):
+        assert f"{exp}: " in res.stdout
+        for ext in ("csv", "png", "txt", "json"):
+            assert (tmp_path / "rep" / f"{exp}.{ext}").is_file()
+        line = (tmp_path / "rep" / f"{exp}.txt").read_text()
+        assert any(v in line for v in ("agrees", "partly", "disagrees"))
+    assert "examples-weights: agrees" in res.stdout
+
+
+def test_validate_quick_writes_both_reports(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    res = cli("validate", "--quick", "--docs", str(docs))
+    assert res.returncode == 0, res.stderr
+    md = (docs / "validation.md").read_text()
+    assert "| figure | published | simulated | verdict |" in md
+    assert "examples-weights" in md and "(validation/examples-weights.png)" in md
+    html = (docs / "validation.html").read_text()
+    assert html.count("data:image/png;base64,") == 2
