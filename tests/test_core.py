@@ -10,9 +10,9 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, needs_core
 
 import vcpulab
+from conftest import ROOT, needs_core
 
 pytestmark = needs_core
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ROOT, TESTS, core_available
 
+from conftest import ROOT, TESTS, core_available
 from vcpulab.store import ResultsStore
 from vcpulab.sweeps import collect
 

@@ -6,8 +6,8 @@ import os
 
 import pandas as pd
 import pytest
-from conftest import ROOT, TESTS, core_available
 
+from conftest import ROOT, TESTS, core_available
 from vcpulab.executors import RayExecutor, SerialExecutor
 from vcpulab.sweeps import Backend, run_sweep
 
