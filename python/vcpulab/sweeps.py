@@ -426,6 +426,7 @@ def summarize(
     if frame.empty:
         return pd.DataFrame()
     keys = [*grid_columns, *id_columns(frame)]
+    explicit = metrics
     if metrics is None:
         wanted = DEFAULT_METRICS.get(str(table))
         if wanted is None:
@@ -449,12 +450,19 @@ def summarize(
         rec: dict[str, Any] = dict(zip(keys, key_t, strict=True))
         rec["n"] = int(group["seed"].nunique()) if "seed" in group else len(group)
         for m in metrics:
-            values = pd.to_numeric(group[m], errors="coerce").astype(float).tolist()
-            mean, half, _ = mean_ci(values, confidence)
+            column = pd.to_numeric(group[m], errors="coerce").astype(float)
+            if m.startswith("wake_latency") and "wakes" in group:
+                # A latency over no wake-ups is undefined, not zero.
+                column = column.where(group["wakes"] > 0)
+            mean, half, _ = mean_ci(column.tolist(), confidence)
             rec[f"{m}_mean"] = mean
             rec[f"{m}_ci95"] = half
         out.append(rec)
     result = pd.DataFrame.from_records(out)
+    if explicit is None:
+        # Leave out default metrics that no row has (e.g. completion of endless workloads).
+        metrics = [m for m in metrics if result[f"{m}_mean"].notna().any()]
+        result = result[[*keys, "n", *(f"{m}_{s}" for m in metrics for s in ("mean", "ci95"))]]
     result.attrs["metrics"] = list(metrics)
     result.attrs["keys"] = keys
     return result
