@@ -150,7 +150,10 @@ def compare(merged: pd.DataFrame, tolerance: tuple[float, float]) -> tuple[str, 
         errs.append(abs(sim - pub) / abs(pub) if pub != 0 else abs(sim))
     worst = max(range(len(errs)), key=lambda i: errs[i])
     w = rows.iloc[worst]
-    label = w.get("label", w["x"]) if "label" in rows.columns else w["x"]
+    if "label" in rows.columns and isinstance(w["label"], str):
+        label = w["label"]
+    else:
+        label = _g(w["x"]) if isinstance(w["x"], int | float) else str(w["x"])
     within_partly = sum(e <= partly_tol for e in errs)
     same_trend = _same_trend(
         [float(v) for v in rows["published"]], [float(v) for v in rows["simulated"]]
@@ -287,14 +290,19 @@ def run_experiment(
 def _series_text(frame: pd.DataFrame, x: str, col: str, ci: str | None = None) -> str:
     parts = []
     for _, r in frame.iterrows():
-        label = r["label"] if "label" in frame.columns and isinstance(r["label"], str) else r[x]
+        if "label" in frame.columns and isinstance(r["label"], str):
+            label = r["label"]
+        else:
+            label = _g(r[x]) if isinstance(r[x], int | float) else str(r[x])
         v = r[col]
         if v is None or (isinstance(v, float) and math.isnan(v)):
             parts.append(f"{label}: -")
             continue
         text = f"{label}: {_g(v)}"
         if ci and ci in frame.columns and not math.isnan(float(r[ci])):
-            text += f" ± {_g(r[ci])}"
+            half = float(r[ci])
+            # Rounding noise of identical runs is no uncertainty.
+            text += f" ± {_g(0.0 if abs(half) <= 1e-9 * abs(float(v)) else half)}"
         parts.append(text)
     return "; ".join(parts)
 
