@@ -52,6 +52,7 @@ impl World {
         } else {
             vc.hv = HvState::Runnable;
             vc.set_cat(now, VCat::Runnable);
+            vc.runnable_since = now;
         }
         vc.overhead_until = now;
         self.trace_vcpu_run(p, v, start, entry, now);
@@ -95,6 +96,11 @@ impl World {
         }
 
         let vc = &mut self.vcpus[v.idx()];
+        let waited = now - vc.runnable_since;
+        if vc.hv == HvState::Runnable {
+            self.vms[vm.idx()].dispatch_wait.record(waited.0);
+        }
+        let vc = &mut self.vcpus[v.idx()];
         vc.charge(now);
         vc.hv = HvState::Running(p);
         vc.overhead_until = now + Nanos(overhead);
@@ -115,6 +121,7 @@ impl World {
         debug_assert_eq!(vc.hv, HvState::Halted);
         vc.hv = HvState::Runnable;
         vc.set_cat(now, VCat::Runnable);
+        vc.runnable_since = now;
         vc.wakes += count as u64;
         let wp = self.sched.enqueue_wake(v, now);
         if wp.preempt {

@@ -77,6 +77,8 @@ pub struct Vcpu {
     pub halts: u64,
     pub wakes: u64,
     pub thread_seg_start: Nanos,
+    /// When it last became runnable (for the scheduling-latency histogram).
+    pub runnable_since: Nanos,
 }
 
 impl Vcpu {
@@ -106,6 +108,7 @@ impl Vcpu {
             halts: 0,
             wakes: 0,
             thread_seg_start: Nanos::ZERO,
+            runnable_since: Nanos::ZERO,
         }
     }
 

@@ -29,4 +29,6 @@ pub struct Vm {
     pub completion: Option<Nanos>,
     pub units: u64,
     pub wake_latency: Hist,
+    /// Scheduling latency: from runnable to dispatched, per dispatch.
+    pub dispatch_wait: Hist,
 }

@@ -89,6 +89,9 @@ pub struct VmRow {
     pub wake_latency_mean_ns: f64,
     pub wake_latency_p50_ns: u64,
     pub wake_latency_p99_ns: u64,
+    pub dispatch_wait_count: u64,
+    pub dispatch_wait_mean_ns: f64,
+    pub dispatch_wait_p99_ns: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -238,6 +241,9 @@ impl Report {
                 wake_latency_mean_ns: m.wake_latency.mean(),
                 wake_latency_p50_ns: m.wake_latency.quantile(0.5),
                 wake_latency_p99_ns: m.wake_latency.quantile(0.99),
+                dispatch_wait_count: m.dispatch_wait.count(),
+                dispatch_wait_mean_ns: m.dispatch_wait.mean(),
+                dispatch_wait_p99_ns: m.dispatch_wait.quantile(0.99),
             });
         }
         let vcpus = w
@@ -275,6 +281,10 @@ impl Report {
         histograms.insert("wake_latency".to_string(), all_wake.summary());
         for m in &w.vms {
             histograms.insert(format!("wake_latency/{}", m.name), m.wake_latency.summary());
+            histograms.insert(
+                format!("dispatch_wait/{}", m.name),
+                m.dispatch_wait.summary(),
+            );
         }
         Report {
             schema: 1,

@@ -126,6 +126,7 @@ impl World {
                 completion: None,
                 units: 0,
                 wake_latency: Default::default(),
+                dispatch_wait: Default::default(),
             });
         }
         let setup = SchedSetup {

@@ -16,12 +16,15 @@ pub struct ParamInfo {
     pub help: &'static str,
 }
 
+/// Thread groups a model builds: (name, threads, ops).
+pub type Groups = Vec<(String, u32, Vec<OpSpec>)>;
+
 pub struct ModelInfo {
     pub name: &'static str,
     pub description: &'static str,
     pub params: &'static [ParamInfo],
     pub footprint_kib: u64,
-    build: fn(&Params, u32) -> Result<Vec<(String, u32, Vec<OpSpec>)>, WorkloadError>,
+    build: fn(&Params, u32) -> Result<Groups, WorkloadError>,
 }
 
 /// Model parameters with defaults filled in.

@@ -33,6 +33,8 @@ struct Svc {
 struct Pcpu {
     runq: Vec<VcpuId>,
     curr: Option<VcpuId>,
+    /// When `curr` was picked (the rate limit measures from here).
+    picked_at: Nanos,
     /// The vCPU preempted at the last put_prev and how long it had run (rate limit).
     last_preempted: Option<(VcpuId, Nanos)>,
 }
@@ -175,13 +177,13 @@ impl Credit {
         }
         let mut weight_left = weight_total;
         let mut balance = 0i64;
-        for d in 0..nvm {
-            if active_count[d] == 0 {
+        for (d, &active) in active_count.iter().enumerate() {
+            if active == 0 {
                 continue;
             }
             let w = self.setup.vm_weight[d] as i64;
             weight_left -= w;
-            let mut peak = active_count[d] * period;
+            let mut peak = active * period;
             if self.credit_balance < 0 {
                 peak += (-self.credit_balance * w + weight_total - 1) / weight_total;
             }
@@ -189,7 +191,7 @@ impl Credit {
             if let Some(cap) = self.setup.vm_cap[d] {
                 let c = (cap / 100.0 * period as f64).round() as i64;
                 peak = peak.min(c);
-                cap_per_vcpu = (c + active_count[d] - 1) / active_count[d];
+                cap_per_vcpu = (c + active - 1) / active;
             }
             let mut fair = (credit_total * w + weight_total - 1) / weight_total;
             if fair >= peak {
@@ -198,7 +200,7 @@ impl Credit {
                 }
                 fair = peak;
             }
-            let per_vcpu = (fair + active_count[d] - 1) / active_count[d];
+            let per_vcpu = (fair + active - 1) / active;
             for i in 0..self.svc.len() {
                 if self.setup.vcpu_vm[i].idx() != d || !self.svc[i].active {
                     continue;
@@ -272,7 +274,7 @@ impl HostScheduler for Credit {
 
     fn put_prev(&mut self, p: PcpuId, v: VcpuId, why: StopReason, now: Nanos) {
         let pi = p.idx();
-        let ran = now.0.saturating_sub(self.svc[v.idx()].start.0);
+        let ran = now.0.saturating_sub(self.pcpus[pi].picked_at.0);
         self.burn(v, now);
         self.pcpus[pi].curr = None;
         self.pcpus[pi].last_preempted = None;
@@ -299,6 +301,7 @@ impl HostScheduler for Credit {
                 if let Some(i) = self.pcpus[pi].runq.iter().position(|x| *x == prev) {
                     self.pcpus[pi].runq.remove(i);
                     self.pcpus[pi].curr = Some(prev);
+                    self.pcpus[pi].picked_at = now - ran;
                     self.svc[prev.idx()].start = now;
                     return Some((prev, Some(Nanos(self.ratelimit.0 - ran.0))));
                 }
@@ -324,6 +327,7 @@ impl HostScheduler for Credit {
         s.cpu = pi as u32;
         s.start = now;
         self.pcpus[pi].curr = Some(v);
+        self.pcpus[pi].picked_at = now;
         Some((v, Some(self.slice)))
     }
 

@@ -1,0 +1,79 @@
+use vcpulab_core::resolve;
+
+fn err(text: &str, overrides: &[&str]) -> String {
+    let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+    match resolve(text, &o, None) {
+        Ok(_) => panic!("accepted bad input: {text} {overrides:?}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+const OK: &str = "[host]\npcpus = 2\n[[vm]]\nvcpus = 2\nworkload = { model = \"matmul\" }\n";
+
+#[test]
+fn typo_in_key_names_the_key_and_the_allowed_ones() {
+    let e = err("[host]\npcpus = 2\n[host.scheduler]\nkind = \"credit\"\nslcie_ms = 3\n[[vm]]\nvcpus = 1\nworkload = { model = \"matmul\" }\n", &[]);
+    assert!(
+        e.contains("slcie_ms") && e.contains("slice_ms") && !e.contains('\n'),
+        "{e}"
+    );
+    let e = err("[hots]\npcpus = 2\n", &[]);
+    assert!(e.contains("hots"), "{e}");
+    let e = err(
+        "[host]\npcpus = 2\n[[vm]]\nvcpus = 1\nwieght = 3\nworkload = { model = \"matmul\" }\n",
+        &[],
+    );
+    assert!(e.contains("wieght") && e.contains("vm"), "{e}");
+}
+
+#[test]
+fn impossible_values_name_key_value_and_range() {
+    let e = err(OK, &["host.pcpus=0"]);
+    assert!(
+        e.starts_with("host.pcpus") && e.contains('0') && e.contains("128"),
+        "{e}"
+    );
+    let e = err(OK, &["vm.0.vcpus=0"]);
+    assert!(e.starts_with("vm.0.vcpus"), "{e}");
+    let e = err(
+        OK,
+        &["host.scheduler.kind=credit", "host.scheduler.slice_ms=0.01"],
+    );
+    assert!(e.contains("slice_ms") && e.contains("0.1"), "{e}");
+    let e = err(OK, &["vm.0.pin=0-5"]);
+    assert!(e.contains("vm.0.pin") && e.contains("pCPU 5"), "{e}");
+    let e = err(OK, &["run.duration=forever"]);
+    assert!(e.contains("run.duration") || e.contains("run"), "{e}");
+    let e = err(OK, &["vm.0.workload.model=matmull"]);
+    assert!(e.contains("matmull") && e.contains("cpu-bomb"), "{e}");
+    let e = err(OK, &["vm.0.workload.params.wrok=\"1s\""]);
+    assert!(e.contains("wrok") && e.contains("work"), "{e}");
+    let e = err(OK, &["vm.0.weight=-3"]);
+    assert!(e.contains("weight"), "{e}");
+    let e = err(OK, &["preset=kvm-defualt"]);
+    assert!(
+        e.contains("kvm-defualt") && e.contains("kvm-default"),
+        "{e}"
+    );
+    let e = err(OK, &["host.scheduler.kind=eevdf"]);
+    assert!(e.contains("eevdf") && e.contains("cfs"), "{e}");
+}
+
+#[test]
+fn malformed_overrides_and_toml_are_rejected() {
+    assert!(err(OK, &["host.pcpus"]).contains("key=value"));
+    assert!(err(OK, &["vm.3.weight=2"]).contains("out of range"));
+    let e = err("[host\npcpus = 2", &[]);
+    assert!(e.contains("line 1"), "{e}");
+    let e = err("[host]\npcpus = 2\n", &[]);
+    assert!(e.contains("no VM"), "{e}");
+}
+
+#[test]
+fn resolved_scenarios_round_trip() {
+    let sc = resolve(OK, &["preset=xen-default".into()], Some(5)).unwrap();
+    let text = sc.to_toml();
+    let again = resolve(&text, &[], None).unwrap();
+    assert_eq!(again.to_toml(), text);
+    assert!(text.contains("kind = \"credit\"") && text.contains("seed = 5"));
+}

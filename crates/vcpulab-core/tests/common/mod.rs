@@ -1,0 +1,30 @@
+#![allow(dead_code)]
+use vcpulab_core::{resolve, run, Report};
+
+pub fn run_toml(text: &str) -> Report {
+    let sc = resolve(text, &[], None).unwrap_or_else(|e| panic!("scenario error: {e}"));
+    run(&sc).unwrap()
+}
+
+pub fn run_with(text: &str, overrides: &[&str]) -> Report {
+    let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+    let sc = resolve(text, &o, None).unwrap_or_else(|e| panic!("scenario error: {e}"));
+    run(&sc).unwrap()
+}
+
+pub fn example(name: &str) -> String {
+    std::fs::read_to_string(format!(
+        "{}/../../scenarios/examples/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+}
+
+/// A scenario of CPU-bound one-vCPU VMs with the given weights on `pcpus`.
+pub fn bombs(sched: &str, pcpus: u32, weights: &[u32], extra: &str) -> String {
+    let mut s = format!("seed = 3\n[run]\nduration = \"4s\"\n[host]\npcpus = {pcpus}\n[host.scheduler]\nkind = \"{sched}\"\n{extra}\n");
+    for (i, w) in weights.iter().enumerate() {
+        s += &format!("[[vm]]\nname = \"v{i}\"\nvcpus = 1\nweight = {w}\nworkload = {{ model = \"cpu-bomb\" }}\n");
+    }
+    s
+}

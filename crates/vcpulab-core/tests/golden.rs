@@ -1,0 +1,127 @@
+//! Closed-form checks of the host schedulers.
+mod common;
+use common::*;
+
+fn shares(r: &vcpulab_core::Report) -> Vec<f64> {
+    r.vms.iter().map(|v| v.cpu_share).collect()
+}
+
+#[test]
+fn equal_weights_get_equal_shares() {
+    for sched in ["cfs", "credit"] {
+        let r = run_toml(&bombs(sched, 1, &[256, 256], ""));
+        let s = shares(&r);
+        assert!(
+            (s[0] - 0.5).abs() < 0.005 && (s[1] - 0.5).abs() < 0.005,
+            "{sched}: {s:?}"
+        );
+    }
+}
+
+#[test]
+fn weights_one_to_two_give_shares_one_to_two() {
+    for sched in ["cfs", "credit"] {
+        let r = run_toml(&bombs(sched, 1, &[256, 512], ""));
+        let s = shares(&r);
+        let ratio = s[1] / s[0];
+        // Credit hands out credit per 30 ms period and schedules in whole slices, so
+        // its proportion is coarser than CFS's.
+        let tol = if sched == "cfs" { 0.04 } else { 0.1 };
+        assert!(
+            (ratio - 2.0).abs() < tol,
+            "{sched}: shares {s:?} ratio {ratio}"
+        );
+    }
+}
+
+#[test]
+fn weights_example_matches_within_one_percent() {
+    let r = run_toml(&example("weights-1-1-2-4.toml"));
+    for vm in &r.vms {
+        assert!(
+            (vm.cpu_share - vm.entitlement).abs() < 0.01 * vm.entitlement,
+            "{}: share {} entitlement {}",
+            vm.vm,
+            vm.cpu_share,
+            vm.entitlement
+        );
+        assert!(
+            (vm.share_ratio - 1.0).abs() < 0.01,
+            "{}: ratio {}",
+            vm.vm,
+            vm.share_ratio
+        );
+    }
+    assert!(r.fairness.jain_index > 0.999);
+}
+
+#[test]
+fn fixed_slice_wait_is_slice_times_n_minus_one() {
+    for (n, slice) in [(2u32, 30.0f64), (3, 30.0), (4, 10.0), (3, 1.0)] {
+        let weights = vec![256; n as usize];
+        let r = run_toml(&bombs(
+            "credit",
+            1,
+            &weights,
+            &format!("slice_ms = {slice}"),
+        ));
+        let expect = slice * 1e6 * (n - 1) as f64;
+        for vm in &r.vms {
+            let got = vm.dispatch_wait_mean_ns;
+            assert!(
+                (got - expect).abs() / expect < 0.05,
+                "n={n} slice={slice}ms {}: waited {got} ns, expected {expect}",
+                vm.vm
+            );
+        }
+    }
+}
+
+#[test]
+fn caps_are_honoured() {
+    for sched in ["cfs", "credit"] {
+        // One VM capped at 50% of a pCPU, alone on its pCPU.
+        let text = format!(
+            "[run]\nduration = \"4s\"\n[host]\npcpus = 1\n[host.scheduler]\nkind = \"{sched}\"\n\
+             [[vm]]\nvcpus = 1\ncap = 50\nworkload = {{ model = \"cpu-bomb\" }}\n"
+        );
+        let r = run_toml(&text);
+        let s = r.vms[0].cpu_share;
+        assert!((s - 0.5).abs() < 0.02, "{sched}: capped share {s}");
+        // Two vCPUs capped at 60% in total on two pCPUs: 30% of the host.
+        let text = format!(
+            "[run]\nduration = \"4s\"\n[host]\npcpus = 2\n[host.scheduler]\nkind = \"{sched}\"\n\
+             [[vm]]\nvcpus = 2\ncap = 60\nworkload = {{ model = \"cpu-bomb\" }}\n"
+        );
+        let s = run_toml(&text).vms[0].cpu_share;
+        assert!((s - 0.3).abs() < 0.02, "{sched}: capped 2-vCPU share {s}");
+    }
+}
+
+#[test]
+fn an_uncapped_competitor_takes_what_a_capped_vm_leaves() {
+    let text = "[run]\nduration = \"4s\"\n[host]\npcpus = 1\n\
+        [[vm]]\nname = \"capped\"\nvcpus = 1\ncap = 20\nworkload = { model = \"cpu-bomb\" }\n\
+        [[vm]]\nname = \"free\"\nvcpus = 1\nworkload = { model = \"cpu-bomb\" }\n";
+    let r = run_toml(text);
+    assert!(
+        (r.vms[0].cpu_share - 0.2).abs() < 0.02,
+        "{}",
+        r.vms[0].cpu_share
+    );
+    assert!(r.vms[1].cpu_share > 0.77, "{}", r.vms[1].cpu_share);
+}
+
+#[test]
+fn fixed_work_finishes_at_closed_form_time() {
+    // Two VMs with 1 s of work each on one pCPU: both finish near 2 s (+ switch costs).
+    let text = "[run]\nduration = \"10s\"\n[host]\npcpus = 1\n\
+        [[vm]]\nvcpus = 1\nworkload = { model = \"matmul\", params = { work = \"1s\" } }\n\
+        [[vm]]\nvcpus = 1\nworkload = { model = \"matmul\", params = { work = \"1s\" } }\n";
+    let r = run_toml(text);
+    assert_eq!(r.stop_reason, "all-finished");
+    for vm in &r.vms {
+        let c = vm.completion_ns.unwrap() as f64 / 1e9;
+        assert!(vm.finished && c > 1.9 && c < 2.1, "{}: {c}", vm.vm);
+    }
+}
