@@ -127,7 +127,7 @@ class Report:
     def rows(self, name: str) -> list[dict[str, Any]]:
         """Rows of a table as a list of dicts."""
         value = self._data.get(name)
-        if not is_table(value):
+        if value is None or not is_table(value):
             raise KeyError(f"no table {name!r} in this report (have: {', '.join(self.tables)})")
         return [dict(r) for r in value]
 

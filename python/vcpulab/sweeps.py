@@ -185,9 +185,10 @@ def plan_sweep(
         overrides = (*base_overrides, *(f"{k}={v}" for k, v in params.items()))
         for seed in seeds:
             try:
-                resolved: str | None = resolve(text, list(overrides), seed)
+                text_resolved = resolve(text, list(overrides), seed)
+                resolved: str | None = text_resolved
                 error = None
-                key = point_key(resolved, seed)
+                key = point_key(text_resolved, seed)
             except ScenarioError as exc:
                 resolved, error = None, f"ScenarioError: {exc}"
                 key = point_key("\x00unresolved\x00" + text + "\x00" + "\x00".join(overrides), seed)
@@ -428,7 +429,7 @@ def summarize(
     keys = [*grid_columns, *id_columns(frame)]
     explicit = metrics
     if metrics is None:
-        wanted = DEFAULT_METRICS.get(str(table))
+        wanted: tuple[str, ...] | None = DEFAULT_METRICS.get(str(table))
         if wanted is None:
             skip = {*keys, "seed", "point"}
             wanted = tuple(
@@ -483,8 +484,11 @@ def format_summary(summary: pd.DataFrame) -> str:
         if metric.endswith("_ns"):
             text = fmt_ns(mean)
             return text if math.isnan(half) else f"{text} ± {fmt_ns(half)}"
-        text = fmt_num(float(mean))
-        return text if math.isnan(half) else f"{text} ± {fmt_num(float(half))}"
+        if math.isnan(half):
+            return fmt_num(float(mean))
+        # Enough decimals to show two significant digits of the half-width.
+        digits = 3 if half <= 0 else min(8, max(3, 1 - math.floor(math.log10(half))))
+        return f"{mean:.{digits}f} ± {half:.{digits}f}"
 
     headers = [*keys, "n", *metrics]
     rows = []

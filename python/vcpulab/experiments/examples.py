@@ -52,7 +52,9 @@ def _slice_simulated(frame: pd.DataFrame) -> pd.DataFrame:
     key = "host.scheduler.slice_ms"
     rows = []
     for slice_ms, by_slice in frame.groupby(key, sort=True):
-        waits, p99s, means = [], [], []
+        waits: list[float] = []
+        p99s: list[float] = []
+        means: list[float] = []
         for _, run in by_slice.groupby("seed"):
             hogs = _cpu_bound(run, frame)
             switches = float(hogs["vcpu_switches"].sum())
@@ -64,7 +66,7 @@ def _slice_simulated(frame: pd.DataFrame) -> pd.DataFrame:
         mean, half, _ = mean_ci(waits)
         rows.append(
             {
-                "x": float(slice_ms),
+                "x": float(slice_ms),  # type: ignore[arg-type]
                 "simulated": mean,
                 "simulated_ci95": half,
                 "sleeper_wake_mean_ms": mean_ci(means)[0] if means else nan,
@@ -84,7 +86,8 @@ def _slice_published(frame: pd.DataFrame) -> pd.DataFrame:
         run = _cpu_bound(by_slice[by_slice["seed"] == by_slice["seed"].iloc[0]], frame)
         pcpus = int(run["scenario.pcpus"].iloc[0]) if "scenario.pcpus" in run else 1
         n = float(run["vcpus"].sum()) / max(pcpus, 1)
-        rows.append({"x": float(slice_ms), "published": float(slice_ms) * (n - 1)})
+        x = float(slice_ms)  # type: ignore[arg-type]
+        rows.append({"x": x, "published": x * (n - 1)})
     return pd.DataFrame(rows)
 
 
