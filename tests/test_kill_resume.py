@@ -54,12 +54,15 @@ def sweep_args(mode: str, tmp: Path) -> list[str]:
             "-j",
             "2",
         ]
-    # Long simulated runs so that each point takes a noticeable fraction of a second.
+    # Long enough simulated runs that each point takes about 0.4 s of wall time here, so
+    # that the sweep can be killed half-way whatever the speed of the engine.
     scenario = ROOT / "scenarios" / "examples" / "weights-1-1-2-4.toml"
+    base = _seconds_for(scenario, 0.4)
+    durations = ",".join(f"{base + 10 * i}s" for i in range(4))
     return [
         str(scenario),
         "--grid",
-        "run.duration=1500s,1600s,1700s,1800s",
+        f"run.duration={durations}",
         "--seeds",
         "2",
         "-j",
@@ -67,6 +70,22 @@ def sweep_args(mode: str, tmp: Path) -> list[str]:
         "--metric",
         "cpu_share",
     ]
+
+
+_CALIBRATED: dict[Path, int] = {}
+
+
+def _seconds_for(scenario: Path, wall_s: float) -> int:
+    """Simulated seconds of `scenario` that take about `wall_s` of wall time."""
+    if scenario not in _CALIBRATED:
+        import vcpulab
+
+        probe = 100
+        start = time.perf_counter()
+        vcpulab.run(scenario, overrides=[f"run.duration={probe}s"])
+        elapsed = max(time.perf_counter() - start, 1e-4)
+        _CALIBRATED[scenario] = int(min(max(probe * wall_s / elapsed, 100), 100_000))
+    return _CALIBRATED[scenario]
 
 
 def ok_points(store: Path) -> dict[str, tuple[float, int]]:
