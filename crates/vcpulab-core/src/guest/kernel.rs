@@ -1,16 +1,32 @@
 //! The guest kernel's scheduler and the execution of thread programs on a vCPU.
 //! A thread progresses only while its vCPU runs on a pCPU and it is the vCPU's current
 //! thread; progress is computed from timestamps, never simulated in small steps.
+//! Spinning (kernel spinlocks, user mutex spin, spin barriers, TLB-shootdown waits) is
+//! a state with a timer: the PLE window or the spin budget, whichever ends first.
 
-use crate::guest::thread::ThreadState;
+use crate::guest::ipi::{
+    PATH_HALTED_BUSY_PCPU, PATH_HALTED_IDLE_PCPU, PATH_PREEMPTED, PATH_RUNNING,
+};
+use crate::guest::sync::Flow;
+use crate::guest::thread::{Micro, TAct, ThreadState};
 use crate::hv::vcpu::{Act, HvState, VCat};
-use crate::sim::world::{Ev, World};
-use crate::sim::{Nanos, ThreadId, VcpuId};
+use crate::sim::world::{Ev, StopCause, World};
+use crate::sim::{LockId, Nanos, ThreadId, VcpuId};
 use crate::workload::program::Instr;
 
-/// What a thread did when its current operation ended.
+/// Where a VM's synchronization objects start in the global arenas.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ObjBases {
+    pub spin: u32,
+    pub mutex: u32,
+    pub barrier: u32,
+    pub cond: u32,
+    pub queue: u32,
+}
+
+/// What a thread did when its current step ended.
 enum Advance {
-    /// It has new work to do.
+    /// It has new work, or a spin, to do.
     Continue,
     /// It blocked or exited; the vCPU needs another thread.
     Left,
@@ -18,27 +34,27 @@ enum Advance {
 
 impl World {
     /// Credits the running vCPU's current thread with the progress made since its
-    /// segment started.
+    /// segment started (work done, or spin budget used).
     pub(crate) fn sync_progress(&mut self, v: VcpuId) {
         let now = self.now;
         let vc = &mut self.vcpus[v.idx()];
         let Some(t) = vc.cur else { return };
-        if !vc.is_running() || vc.act != Act::Thread {
-            return;
-        }
-        if now <= vc.seg_start {
+        if !vc.is_running() || vc.act != Act::Thread || now <= vc.seg_start {
             return;
         }
         let mut el = (now - vc.seg_start).0;
         vc.seg_start = now;
         let th = &mut self.threads[t.idx()];
+        th.vruntime += el;
+        th.slice_used += el;
+        if th.act != TAct::Work {
+            th.spin_left = th.spin_left.saturating_sub(el);
+            return;
+        }
         let d = el.min(th.debt.0);
         th.debt.0 -= d;
         el -= d;
-        let r = el.min(th.remaining.0);
-        th.remaining.0 -= r;
-        th.vruntime += d + r;
-        th.slice_used += d + r;
+        th.remaining.0 -= el.min(th.remaining.0);
     }
 
     fn guest_slice(&self, v: VcpuId) -> u64 {
@@ -48,8 +64,12 @@ impl World {
         (g.latency / nr).max(g.min_gran)
     }
 
-    /// Takes the thread with the least vruntime off `v`'s runqueue.
+    /// Takes the thread with the least vruntime off `v`'s runqueue; an idle vCPU
+    /// first pulls a queued thread from its busiest sibling (newidle balancing).
     fn guest_pick(&mut self, v: VcpuId) -> Option<ThreadId> {
+        if self.vcpus[v.idx()].rq.is_empty() {
+            self.guest_pull(v);
+        }
         let vc = &mut self.vcpus[v.idx()];
         let (i, _) = vc
             .rq
@@ -61,6 +81,63 @@ impl World {
         Some(t)
     }
 
+    fn guest_pull(&mut self, v: VcpuId) {
+        let vm = self.vcpus[v.idx()].vm.idx();
+        let m = &self.vms[vm];
+        if !m.guest.load_balance || m.cpuset >> (v.0 - m.first_vcpu) & 1 == 0 {
+            return;
+        }
+        let busiest = (m.first_vcpu..m.first_vcpu + m.nvcpus)
+            .map(VcpuId)
+            .filter(|s| *s != v && !self.vcpus[s.idx()].rq.is_empty())
+            .max_by_key(|s| (self.vcpus[s.idx()].rq.len(), std::cmp::Reverse(s.0)));
+        if let Some(s) = busiest {
+            let t = self.vcpus[s.idx()].rq.remove(0);
+            self.threads[t.idx()].vcpu = v;
+            self.vcpus[v.idx()].rq.push(t);
+        }
+    }
+
+    /// Makes `t` the current thread of `v`, which resumes guest work at `t0`.
+    fn become_current(&mut self, v: VcpuId, t: ThreadId, t0: Nanos) {
+        let now = self.now;
+        let switch = self.costs.guest_switch_ns;
+        let vm = self.vcpus[v.idx()].vm.idx();
+        let vc = &mut self.vcpus[v.idx()];
+        let fresh = vc.last_thread != Some(t);
+        vc.cur = Some(t);
+        vc.last_thread = Some(t);
+        vc.ran_threads = true;
+        if vc.idle_since != Nanos::MAX {
+            // Leaving idle: haltpoll adapts its window to the idle period.
+            let block = now.0.saturating_sub(vc.idle_since.0);
+            vc.idle_since = Nanos::MAX;
+            let g = &self.vms[vm].guest;
+            if g.haltpoll_max > 0 {
+                let cur = vc.guest_poll_ns;
+                if cur < block && block < g.haltpoll_max {
+                    vc.guest_poll_ns = (cur * 2).max(g.haltpoll_start).min(g.haltpoll_max);
+                } else if block > g.haltpoll_max {
+                    vc.guest_poll_ns = cur / 2;
+                }
+            }
+        }
+        let th = &mut self.threads[t.idx()];
+        th.state = ThreadState::Running;
+        th.vcpu = v;
+        th.slice_used = 0;
+        if fresh {
+            th.debt += Nanos(switch);
+        }
+        if let Some(w) = th.woken_at.take() {
+            let lat = (t0 + th.debt).0.saturating_sub(w.0);
+            let path = th.wake_path as usize;
+            self.vms[vm].wake_latency.record(lat);
+            self.vms[vm].wake_paths[path].record(lat);
+        }
+        self.trace_thread_begin(v);
+    }
+
     /// Decides what the running vCPU `v` does next and arms its step event.
     pub(crate) fn vcpu_continue(&mut self, v: VcpuId) {
         let now = self.now;
@@ -68,106 +145,196 @@ impl World {
         {
             let vc = &mut self.vcpus[v.idx()];
             vc.gen = vc.gen.wrapping_add(1);
+            vc.ple_deadline = Nanos::MAX;
         }
-        if self.vcpus[v.idx()].cur.is_none() {
-            if let Some(t) = self.guest_pick(v) {
-                let switch = self.costs.guest_switch_ns;
-                let vc = &mut self.vcpus[v.idx()];
-                let fresh = vc.last_thread != Some(t);
-                vc.cur = Some(t);
-                vc.last_thread = Some(t);
-                let th = &mut self.threads[t.idx()];
-                th.state = ThreadState::Running;
-                th.slice_used = 0;
-                if fresh {
-                    th.debt += Nanos(switch);
-                }
-                if let Some(w) = th.woken_at.take() {
-                    let lat = (t0 + th.debt).0.saturating_sub(w.0);
-                    let vm = th.vm;
-                    self.vms[vm.idx()].wake_latency.record(lat);
-                }
-                if th.remaining.0 == 0 && th.debt.0 == 0 {
-                    // A thread that has not started yet: fetch its first operation.
-                    if let Advance::Left = self.thread_advance(t, v) {
-                        self.vcpus[v.idx()].cur = None;
-                        return self.vcpu_continue(v);
+        loop {
+            let t = match self.vcpus[v.idx()].cur {
+                Some(t) => t,
+                None => match self.guest_pick(v) {
+                    Some(t) => {
+                        self.become_current(v, t, t0);
+                        t
                     }
+                    None => return self.vcpu_idle_enter(v, t0),
+                },
+            };
+            match self.threads[t.idx()].act {
+                TAct::Work => {
+                    let th = &self.threads[t.idx()];
+                    if th.debt.0 == 0 && th.remaining.0 == 0 {
+                        if let Advance::Left = self.thread_advance(t, v) {
+                            self.vcpus[v.idx()].cur = None;
+                        }
+                        continue;
+                    }
+                    return self.arm_work(v, t, t0);
                 }
-                self.trace_thread_begin(v);
-            }
-        }
-        let gen = self.vcpus[v.idx()].gen;
-        match self.vcpus[v.idx()].cur {
-            Some(t) => {
-                let th = &self.threads[t.idx()];
-                let (mut seg, cat) = if th.debt.0 > 0 {
-                    (th.debt.0, VCat::Kernel)
-                } else {
-                    (
-                        th.remaining.0,
-                        if th.in_kernel {
-                            VCat::Kernel
-                        } else {
-                            VCat::User
-                        },
-                    )
-                };
-                if !self.vcpus[v.idx()].rq.is_empty() {
-                    let left = self.guest_slice(v).saturating_sub(th.slice_used).max(1_000);
-                    seg = seg.min(left);
+                TAct::PvHalt(l) => {
+                    if self.spin_ready(t) {
+                        continue;
+                    }
+                    if self.threads[t.idx()].wake_pending {
+                        // Woken (kicked or spuriously): spin again.
+                        self.threads[t.idx()].wake_pending = false;
+                        let th = &mut self.threads[t.idx()];
+                        th.act = TAct::SpinLock(l);
+                        th.spin_left = self.vms[th.vm.idx()].guest.pv_spin;
+                        continue;
+                    }
+                    // pv halt: the vCPU blocks until the unlocker kicks it.
+                    self.threads[t.idx()].wake_pending = true;
+                    return self.start_halt(v, t0);
                 }
-                let vc = &mut self.vcpus[v.idx()];
-                vc.set_cat(now, cat);
-                vc.act = Act::Thread;
-                vc.seg_start = t0;
-                self.q.push(t0 + Nanos(seg), Ev::Step(v, gen));
-            }
-            None => {
-                let poll = self.vms[self.vcpus[v.idx()].vm.idx()].guest.idle_poll;
-                let exit = self.costs.vmexit_ns;
-                let vc = &mut self.vcpus[v.idx()];
-                if poll {
-                    vc.set_cat(now, VCat::IdlePoll);
-                    vc.act = Act::IdlePoll;
-                } else {
-                    // HLT: the exit takes vmexit_ns, then the vCPU blocks.
-                    vc.set_cat(now, VCat::Overhead);
-                    vc.act = Act::Halting;
-                    self.q.push(t0 + Nanos(exit), Ev::Step(v, gen));
+                _ => {
+                    if self.spin_ready(t) {
+                        continue;
+                    }
+                    return self.arm_spin(v, t, t0);
                 }
             }
         }
+    }
+
+    fn arm_work(&mut self, v: VcpuId, t: ThreadId, t0: Nanos) {
+        let now = self.now;
+        let th = &self.threads[t.idx()];
+        let (mut seg, cat) = if th.debt.0 > 0 {
+            (th.debt.0, VCat::Kernel)
+        } else {
+            (
+                th.remaining.0,
+                if th.in_kernel {
+                    VCat::Kernel
+                } else {
+                    VCat::User
+                },
+            )
+        };
+        // Guest time slicing; never inside a kernel spinlock section.
+        if th.held.is_empty() && !self.vcpus[v.idx()].rq.is_empty() {
+            let left = self.guest_slice(v).saturating_sub(th.slice_used).max(1_000);
+            seg = seg.min(left);
+        }
+        let vc = &mut self.vcpus[v.idx()];
+        vc.set_cat(now, cat);
+        vc.act = Act::Thread;
+        vc.seg_start = t0;
+        let gen = vc.gen;
+        self.q.push(t0 + Nanos(seg), Ev::Step(v, gen));
+    }
+
+    fn arm_spin(&mut self, v: VcpuId, t: ThreadId, t0: Nanos) {
+        let now = self.now;
+        let th = &self.threads[t.idx()];
+        let budgeted = match th.act {
+            TAct::SpinMutex(_) | TAct::SpinBarrier(..) => true,
+            TAct::SpinLock(_) => self.vms[th.vm.idx()].guest.pv_spin > 0,
+            _ => false,
+        };
+        let budget_dl = if budgeted {
+            t0 + Nanos(th.spin_left.max(1))
+        } else {
+            Nanos::MAX
+        };
+        let ple_dl = self.ple_deadline(v, t0).unwrap_or(Nanos::MAX);
+        let vc = &mut self.vcpus[v.idx()];
+        vc.set_cat(now, VCat::Spin);
+        vc.act = Act::Thread;
+        vc.seg_start = t0;
+        vc.ple_deadline = ple_dl;
+        let dl = budget_dl.min(ple_dl);
+        if dl != Nanos::MAX {
+            let gen = vc.gen;
+            self.q.push(dl, Ev::Step(v, gen));
+        }
+    }
+
+    /// No thread to run: the guest idles as configured.
+    fn vcpu_idle_enter(&mut self, v: VcpuId, t0: Nanos) {
+        let now = self.now;
+        let vm = self.vcpus[v.idx()].vm.idx();
+        let (poll, haltpoll) = (
+            self.vms[vm].guest.idle_poll,
+            self.vms[vm].guest.haltpoll_max > 0,
+        );
+        let vc = &mut self.vcpus[v.idx()];
+        if vc.idle_since == Nanos::MAX {
+            vc.idle_since = now;
+        }
+        if poll {
+            vc.set_cat(now, VCat::IdlePoll);
+            vc.act = Act::IdlePoll;
+            return;
+        }
+        if haltpoll && vc.guest_poll_ns > 0 {
+            vc.set_cat(now, VCat::IdlePoll);
+            vc.act = Act::IdlePoll;
+            let gen = vc.gen;
+            let end = t0 + Nanos(vc.guest_poll_ns);
+            self.q.push(end, Ev::Step(v, gen));
+            return;
+        }
+        self.start_halt(v, t0);
+    }
+
+    /// HLT: the exit takes `vmexit_ns`, then the vCPU blocks (or the host polls).
+    fn start_halt(&mut self, v: VcpuId, t0: Nanos) {
+        let now = self.now;
+        let exit = self.costs.vmexit_ns;
+        let vc = &mut self.vcpus[v.idx()];
+        vc.set_cat(now, VCat::Overhead);
+        vc.act = Act::Halting;
+        let gen = vc.gen;
+        self.q.push(t0 + Nanos(exit), Ev::Step(v, gen));
     }
 
     /// The running vCPU's armed step fired.
     pub(crate) fn on_step(&mut self, v: VcpuId) {
         match self.vcpus[v.idx()].act {
             Act::Halting => self.vcpu_halt(v),
+            Act::HostPoll => self.end_host_poll(v, false),
+            Act::IdlePoll => {
+                // haltpoll's window ran out: HLT.
+                let now = self.now;
+                self.start_halt(v, now);
+            }
             Act::Thread => {
                 self.sync_progress(v);
                 let Some(t) = self.vcpus[v.idx()].cur else {
                     return;
                 };
                 let th = &self.threads[t.idx()];
-                if th.debt.0 == 0 && th.remaining.0 == 0 {
-                    if let Advance::Left = self.thread_advance(t, v) {
-                        self.vcpus[v.idx()].cur = None;
+                match th.act {
+                    TAct::Work => {
+                        let busy = th.debt.0 > 0 || th.remaining.0 > 0;
+                        if busy
+                            && th.held.is_empty()
+                            && th.slice_used >= self.guest_slice(v)
+                            && !self.vcpus[v.idx()].rq.is_empty()
+                        {
+                            self.guest_preempt(v, t);
+                        }
                     }
-                } else if th.slice_used >= self.guest_slice(v) && !self.vcpus[v.idx()].rq.is_empty()
-                {
-                    self.guest_preempt(v, t);
+                    TAct::PvHalt(_) => {}
+                    _ => {
+                        if self.now >= self.vcpus[v.idx()].ple_deadline {
+                            return self.ple_exit(v);
+                        }
+                        if self.threads[t.idx()].spin_left == 0 {
+                            self.spin_exhausted(t);
+                        }
+                    }
                 }
                 if self.vcpus[v.idx()].is_running() {
                     self.vcpu_continue(v);
                 }
             }
-            Act::IdlePoll | Act::Off => {}
+            Act::Off => {}
         }
     }
 
     /// Puts the current thread back on the runqueue (its guest slice is over).
-    fn guest_preempt(&mut self, v: VcpuId, t: ThreadId) {
+    pub(crate) fn guest_preempt(&mut self, v: VcpuId, t: ThreadId) {
         self.trace_thread_end(v);
         let vc = &mut self.vcpus[v.idx()];
         vc.cur = None;
@@ -175,49 +342,48 @@ impl World {
         self.threads[t.idx()].state = ThreadState::Runnable;
     }
 
-    /// Runs `t`'s program from its program counter until an operation that takes time,
-    /// blocks, or ends the thread.
+    /// Runs `t`'s pending kernel steps, then its program, until something takes time,
+    /// spins, blocks, or ends the thread.
     fn thread_advance(&mut self, t: ThreadId, v: VcpuId) -> Advance {
         let now = self.now;
         let prog = self.threads[t.idx()].program.clone();
+        let bases = self.vms[self.threads[t.idx()].vm.idx()].bases;
         loop {
+            if let Some(m) = self.threads[t.idx()].micro.pop_front() {
+                match self.exec_micro(t, v, m) {
+                    Flow::Next => continue,
+                    Flow::Wait => return Advance::Continue,
+                    Flow::Left => return Advance::Left,
+                }
+            }
             let th = &mut self.threads[t.idx()];
             let pc = th.pc as usize;
+            th.pc += 1;
             match &prog.code[pc] {
                 Instr::Compute(d) | Instr::Kernel(d) => {
-                    th.pc += 1;
                     th.remaining = Nanos(d.sample(&mut th.rng).0.max(1));
                     th.in_kernel = matches!(prog.code[pc], Instr::Kernel(_));
                     return Advance::Continue;
                 }
                 Instr::Count(n) => {
-                    th.pc += 1;
                     let vm = th.vm;
                     self.vms[vm.idx()].units += n;
                 }
                 Instr::Sleep(d) => {
-                    th.pc += 1;
                     let slack = self.vms[th.vm.idx()].guest.timer_slack;
                     let dur = d.sample(&mut th.rng).0.max(1) + slack;
-                    th.state = ThreadState::Blocked;
-                    th.timer_gen = th.timer_gen.wrapping_add(1);
-                    // The system call's return path runs when it wakes.
-                    th.debt += Nanos(self.costs.syscall_ns);
-                    let gen = th.timer_gen;
-                    self.q.push(now + Nanos(dur), Ev::ThreadTimer(t, gen));
-                    self.trace_thread_end(v);
+                    self.block_with_timer(t, v, Ev::ThreadTimer(t, 0), dur);
+                    return Advance::Left;
+                }
+                Instr::Io(d) => {
+                    let dur = d.sample(&mut th.rng).0.max(1);
+                    self.block_with_timer(t, v, Ev::IoDone(t), dur);
                     return Advance::Left;
                 }
                 Instr::LoopStart { slot, count, end } => match count {
                     Some(0) => th.pc = *end,
-                    Some(c) => {
-                        th.loops[*slot as usize] = *c;
-                        th.pc += 1;
-                    }
-                    None => {
-                        th.loops[*slot as usize] = u64::MAX;
-                        th.pc += 1;
-                    }
+                    Some(c) => th.loops[*slot as usize] = *c,
+                    None => th.loops[*slot as usize] = u64::MAX,
                 },
                 Instr::LoopEnd { slot, start } => {
                     let c = &mut th.loops[*slot as usize];
@@ -226,12 +392,79 @@ impl World {
                     }
                     if *c > 0 {
                         th.pc = start + 1;
-                    } else {
-                        th.pc += 1;
                     }
                 }
+                Instr::Lock(m) => th.micro.push_back(Micro::MutexLock(bases.mutex + m)),
+                Instr::Unlock(m) => th.micro.push_back(Micro::MutexUnlock(bases.mutex + m)),
+                Instr::Kspin { lock, hold } => {
+                    let l = LockId(bases.spin + lock);
+                    let ns = hold.sample(&mut th.rng).0.max(1);
+                    th.micro.push_back(Micro::KLock(l));
+                    th.micro.push_back(Micro::Work { ns, kernel: true });
+                    th.micro.push_back(Micro::KUnlock(l));
+                }
+                Instr::Barrier(b) => {
+                    th.spin_left = 0;
+                    th.micro.push_back(Micro::BarrierArrive(bases.barrier + b));
+                }
+                Instr::SpinBarrier { barrier, spin } => {
+                    th.spin_left = spin.sample(&mut th.rng).0.max(1);
+                    th.micro
+                        .push_back(Micro::BarrierArrive(bases.barrier + barrier));
+                }
+                Instr::CondWait { cond, mutex } => {
+                    let (c, m) = (bases.cond + cond, bases.mutex + mutex);
+                    let bucket = self.conds[c as usize].bucket;
+                    let f = Micro::Work {
+                        ns: self.costs.syscall_ns + self.costs.futex_ns,
+                        kernel: true,
+                    };
+                    let th = &mut self.threads[t.idx()];
+                    th.micro.extend([
+                        f,
+                        Micro::KLock(bucket),
+                        Micro::CondRegister(c),
+                        Micro::KUnlock(bucket),
+                        Micro::MutexUnlock(m),
+                        Micro::Block,
+                        Micro::MutexLock(m),
+                    ]);
+                }
+                Instr::CondSignal(c) | Instr::CondBroadcast(c) => {
+                    let all = matches!(prog.code[pc], Instr::CondBroadcast(_));
+                    let c = bases.cond + c;
+                    if !self.conds[c as usize].waiters.is_empty() {
+                        let bucket = self.conds[c as usize].bucket;
+                        let f = Micro::Work {
+                            ns: self.costs.syscall_ns + self.costs.futex_ns,
+                            kernel: true,
+                        };
+                        let th = &mut self.threads[t.idx()];
+                        th.micro.extend([
+                            f,
+                            Micro::KLock(bucket),
+                            Micro::WakeCond { cond: c, all },
+                            Micro::KUnlock(bucket),
+                            Micro::FlushWakes,
+                        ]);
+                    }
+                }
+                Instr::Push(q) => {
+                    let q = bases.queue + q;
+                    let m = self.queues[q as usize].mutex;
+                    let th = &mut self.threads[t.idx()];
+                    th.micro.extend([Micro::MutexLock(m), Micro::QueuePush(q)]);
+                }
+                Instr::Pop(q) => {
+                    let q = bases.queue + q;
+                    let m = self.queues[q as usize].mutex;
+                    let th = &mut self.threads[t.idx()];
+                    th.micro.extend([Micro::MutexLock(m), Micro::QueuePop(q)]);
+                }
+                Instr::TlbShootdown => self.tlb_shootdown(t, v),
                 Instr::Exit => {
                     th.state = ThreadState::Done;
+                    th.pc -= 1;
                     let (vm, finite) = (th.vm, th.finite);
                     self.trace_thread_end(v);
                     if finite {
@@ -242,7 +475,7 @@ impl World {
                         }
                         self.finite_left -= 1;
                         if self.finite_left == 0 {
-                            self.stop = Some(crate::sim::world::StopCause::AllFinished);
+                            self.stop = Some(StopCause::AllFinished);
                         }
                     }
                     return Advance::Left;
@@ -251,52 +484,80 @@ impl World {
         }
     }
 
-    pub(crate) fn on_thread_timer(&mut self, t: ThreadId) {
-        let v = self.threads[t.idx()].vcpu;
-        self.thread_wake(t, v, true);
+    /// Blocks `t` until `ev` fires `dur` from now (a sleep's timer, a device's
+    /// completion).
+    fn block_with_timer(&mut self, t: ThreadId, v: VcpuId, ev: Ev, dur: u64) {
+        let now = self.now;
+        let th = &mut self.threads[t.idx()];
+        th.state = ThreadState::Blocked;
+        th.timer_gen = th.timer_gen.wrapping_add(1);
+        // The system call's return path runs when it wakes.
+        th.debt += Nanos(self.costs.syscall_ns);
+        let ev = match ev {
+            Ev::ThreadTimer(t, _) => Ev::ThreadTimer(t, th.timer_gen),
+            e => e,
+        };
+        self.q.push(now + Nanos(dur), ev);
+        self.trace_thread_end(v);
     }
 
-    /// Makes the blocked thread `t` runnable on vCPU `v`, waking the vCPU if halted.
-    /// `interrupt`: the wake-up arrives as an interrupt injected into `v`.
-    pub(crate) fn thread_wake(&mut self, t: ThreadId, v: VcpuId, interrupt: bool) {
+    /// A sleeping thread's timer fires: the timer interrupt goes to the vCPU the thread
+    /// slept on, which wakes it there.
+    pub(crate) fn on_thread_timer(&mut self, t: ThreadId) {
         let now = self.now;
+        let v = self.threads[t.idx()].vcpu;
         let (latency, wakeup_gran) = {
             let g = &self.vms[self.vcpus[v.idx()].vm.idx()].guest;
             (g.latency, g.wakeup_gran)
         };
         let min_vr = self.vcpus[v.idx()].min_vr;
+        let path = match self.vcpus[v.idx()].hv {
+            HvState::Running(_) => PATH_RUNNING,
+            HvState::Runnable => PATH_PREEMPTED,
+            HvState::Halted => PATH_HALTED_IDLE_PCPU,
+        };
         let th = &mut self.threads[t.idx()];
-        debug_assert_eq!(th.state, ThreadState::Blocked);
+        if th.state != ThreadState::Blocked {
+            return;
+        }
         th.state = ThreadState::Runnable;
-        th.vcpu = v;
         th.woken_at = Some(now);
-        // Guest CFS sleeper placement.
+        th.wake_path = path;
         th.vruntime = th.vruntime.max(min_vr.saturating_sub(latency / 2));
         let wake_vr = th.vruntime;
         self.vcpus[v.idx()].rq.push(t);
         match self.vcpus[v.idx()].hv {
-            HvState::Halted => self.hv_wake_vcpu(v, true),
+            HvState::Halted => {
+                self.hv_wake_vcpu(v, true);
+                if !self.last_wake_pcpu_idle {
+                    self.threads[t.idx()].wake_path = PATH_HALTED_BUSY_PCPU;
+                }
+            }
             HvState::Runnable => {}
             HvState::Running(_) => {
-                self.sync_progress(v);
-                if interrupt {
-                    let deliver = Nanos(self.costs.ipi_deliver_ns);
-                    let vc = &mut self.vcpus[v.idx()];
-                    vc.charge(now);
-                    vc.overhead_until = vc.overhead_until.max(now) + deliver;
-                    vc.resume_at = vc.resume_at.max(vc.overhead_until);
-                    vc.seg_start = vc.seg_start.max(vc.resume_at);
+                if self.vcpus[v.idx()].act == Act::HostPoll {
+                    self.end_host_poll(v, true);
                 }
-                match self.vcpus[v.idx()].cur {
-                    None => self.vcpu_continue(v),
-                    Some(c) => {
-                        let cvr = self.threads[c.idx()].vruntime;
-                        if cvr.saturating_sub(wake_vr) > wakeup_gran {
-                            self.guest_preempt(v, c);
-                        }
-                        self.vcpu_continue(v);
+                self.sync_progress(v);
+                let deliver = Nanos(if self.posted_interrupts {
+                    0
+                } else {
+                    self.costs.ipi_deliver_ns
+                });
+                let vc = &mut self.vcpus[v.idx()];
+                vc.charge(now);
+                vc.overhead_until = vc.overhead_until.max(now) + deliver;
+                vc.resume_at = vc.resume_at.max(vc.overhead_until);
+                if let Some(c) = self.vcpus[v.idx()].cur {
+                    let cth = &self.threads[c.idx()];
+                    if cth.held.is_empty()
+                        && cth.act == TAct::Work
+                        && cth.vruntime.saturating_sub(wake_vr) > wakeup_gran
+                    {
+                        self.guest_preempt(v, c);
                     }
                 }
+                self.vcpu_continue(v);
             }
         }
     }

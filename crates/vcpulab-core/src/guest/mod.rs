@@ -1,5 +1,7 @@
 //! The guest kernel: per-vCPU thread runqueues (CFS-like), idle, wake-ups, and the
 //! execution of workload programs.
 
+pub mod ipi;
 pub mod kernel;
+pub mod sync;
 pub mod thread;

@@ -1,8 +1,9 @@
-//! Guest threads: a program counter over a compiled program, the remaining work of the
-//! current operation, and scheduling state.
+//! Guest threads: a program counter over a compiled program, the current activity,
+//! a queue of kernel-path steps, and scheduling state.
 
-use crate::sim::{Nanos, Rng, VcpuId, VmId};
+use crate::sim::{LockId, Nanos, Rng, ThreadId, VcpuId, VmId};
 use crate::workload::program::Program;
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -15,6 +16,61 @@ pub enum ThreadState {
     Done,
 }
 
+/// What the thread does while it is its vCPU's current thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TAct {
+    /// Computing `remaining` (after `debt`).
+    Work,
+    /// Spinning for a kernel spinlock.
+    SpinLock(LockId),
+    /// Spinning on a held user mutex (global mutex index), for `spin_left`.
+    SpinMutex(u32),
+    /// Spinning at a barrier (global index) until its generation passes `gen`.
+    SpinBarrier(u32, u64),
+    /// Waiting for TLB-shootdown acknowledgements.
+    TlbWait,
+    /// pv spinlock: the vCPU halted waiting for the unlocker's kick.
+    PvHalt(LockId),
+}
+
+impl TAct {
+    pub fn is_spin(self) -> bool {
+        !matches!(self, TAct::Work | TAct::PvHalt(_))
+    }
+}
+
+/// One step of a kernel or library path (futex, mutex, barrier, condvar, queue).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Micro {
+    Work {
+        ns: u64,
+        kernel: bool,
+    },
+    KLock(LockId),
+    KUnlock(LockId),
+    MutexLock(u32),
+    /// Holding the mutex's futex bucket: take it if free, else queue and sleep.
+    MutexSleep(u32),
+    MutexUnlock(u32),
+    /// Holding the object's bucket lock: wake the first / all futex waiters.
+    WakeMutexWaiter(u32),
+    BarrierArrive(u32),
+    /// Holding the barrier's bucket: sleep unless generation `gen` has passed.
+    BarrierSleep(u32, u64),
+    CondRegister(u32),
+    WakeCond {
+        cond: u32,
+        all: bool,
+    },
+    QueuePush(u32),
+    QueuePop(u32),
+    /// Send the reschedule IPIs deferred past the bucket unlock (wake_q).
+    FlushWakes,
+    /// Wait (spinning) for the acknowledgements of a TLB shootdown.
+    TlbWait,
+    Block,
+}
+
 #[derive(Clone, Debug)]
 pub struct Thread {
     pub vm: VmId,
@@ -25,16 +81,62 @@ pub struct Thread {
     pub state: ThreadState,
     /// The vCPU it is queued on, runs on, or last ran on.
     pub vcpu: VcpuId,
+    pub act: TAct,
     /// Remaining work of the current operation.
     pub remaining: Nanos,
     pub in_kernel: bool,
     /// Kernel work to do before resuming the operation (switch-in, syscall return).
     pub debt: Nanos,
+    pub micro: VecDeque<Micro>,
+    /// Spin budget left in the current spin (user mutex, barrier, pv lock).
+    pub spin_left: u64,
+    /// When the current lock/barrier wait began.
+    pub wait_start: Nanos,
+    /// A wake-up arrived before the thread got to block.
+    pub wake_pending: bool,
+    pub held: Vec<LockId>,
+    pub deferred_wakes: Vec<ThreadId>,
+    pub acks_left: u32,
+    pub tlb_gen: u32,
     pub vruntime: u64,
     pub slice_used: u64,
     pub timer_gen: u32,
-    /// When it was last made runnable by a wake-up (None: not since it last ran).
+    /// When it was last made runnable by a wake-up, and by which path.
     pub woken_at: Option<Nanos>,
+    pub wake_path: u8,
     pub rng: Rng,
     pub finite: bool,
+}
+
+impl Thread {
+    pub fn new(vm: VmId, name: String, program: Arc<Program>, vcpu: VcpuId, rng: Rng) -> Thread {
+        Thread {
+            vm,
+            name,
+            loops: vec![0; program.loop_slots as usize],
+            finite: !program.forever,
+            program,
+            pc: 0,
+            state: ThreadState::Runnable,
+            vcpu,
+            act: TAct::Work,
+            remaining: Nanos::ZERO,
+            in_kernel: false,
+            debt: Nanos::ZERO,
+            micro: VecDeque::new(),
+            spin_left: 0,
+            wait_start: Nanos::ZERO,
+            wake_pending: false,
+            held: Vec::new(),
+            deferred_wakes: Vec::new(),
+            acks_left: 0,
+            tlb_gen: 0,
+            vruntime: 0,
+            slice_used: 0,
+            timer_gen: 0,
+            woken_at: None,
+            wake_path: 0,
+            rng,
+        }
+    }
 }

@@ -17,6 +17,9 @@ pub struct Pcpu {
     pub cache_loaded_kib: u64,
     pub guest_ns: u64,
     pub overhead_ns: u64,
+    /// Host halt polling on behalf of `cur`.
+    pub poll_since: Option<Nanos>,
+    pub poll_ns: u64,
 }
 
 impl Pcpu {

@@ -1,6 +1,7 @@
 //! Dispatch mechanics: putting vCPUs on pCPUs and taking them off, with the costs of
 //! VM exits and entries, vCPU switches and cache refill; halting and waking vCPUs.
 
+use crate::guest::thread::TAct;
 use crate::hv::sched::StopReason;
 use crate::hv::vcpu::{Act, HvState, VCat};
 use crate::sim::world::{Ev, World};
@@ -19,6 +20,19 @@ impl World {
     /// Preempts whatever runs on `p` and lets the scheduler pick again.
     pub(crate) fn resched(&mut self, p: PcpuId) {
         if let Some(v) = self.pcpus[p.idx()].cur {
+            if self.vcpus[v.idx()].act == Act::HostPoll {
+                // Another vCPU wants the pCPU: halt polling stops, the vCPU blocks.
+                let now = self.now;
+                let pc = &mut self.pcpus[p.idx()];
+                if let Some(s) = pc.poll_since.take() {
+                    pc.poll_ns += (now - s).0;
+                }
+                pc.run_start = now;
+                pc.entry_until = now;
+                self.vms[self.vcpus[v.idx()].vm.idx()].halt_poll_misses += 1;
+                self.deschedule(p, v, StopReason::Blocked);
+                return self.schedule(p);
+            }
             self.deschedule(p, v, StopReason::Preempted);
         }
         self.schedule(p);
@@ -34,6 +48,9 @@ impl World {
     pub(crate) fn deschedule(&mut self, p: PcpuId, v: VcpuId, why: StopReason) {
         let now = self.now;
         self.sync_progress(v);
+        if why != StopReason::Blocked {
+            self.note_preempted_holder(v);
+        }
         self.trace_thread_end(v);
         let pc = &mut self.pcpus[p.idx()];
         let (start, entry) = (pc.run_start, pc.entry_until);
@@ -95,6 +112,7 @@ impl World {
             self.q.push(now + s, Ev::SliceEnd(p, tgen));
         }
 
+        self.ple.on_sched_in(v);
         let vc = &mut self.vcpus[v.idx()];
         let waited = now - vc.runnable_since;
         if vc.hv == HvState::Runnable {
@@ -110,8 +128,39 @@ impl World {
         vc.migrations += migrated as u64;
         // The category is set by the guest below; until then it is overhead anyway.
         vc.cat = VCat::Overhead;
+        if let Some(t) = vc.cur {
+            // The lock holder runs again: a new preemption is a new LHP episode.
+            for &l in &self.threads[t.idx()].held {
+                self.locks[l.idx()].lhp_counted = false;
+            }
+        }
+        self.process_pending(v);
         self.trace_thread_begin(v);
         self.vcpu_continue(v);
+    }
+
+    /// `v` is preempted (or yields) while runnable: remember whether in kernel mode
+    /// (directed yield prefers those), and count lock-holder preemption.
+    fn note_preempted_holder(&mut self, v: VcpuId) {
+        let Some(t) = self.vcpus[v.idx()].cur else {
+            self.vcpus[v.idx()].preempted_in_kernel = false;
+            return;
+        };
+        let th = &self.threads[t.idx()];
+        let kernel = !th.held.is_empty()
+            || !matches!(th.act, TAct::Work)
+                && !matches!(th.act, TAct::SpinMutex(_) | TAct::SpinBarrier(..))
+            || (th.act == TAct::Work && (th.in_kernel || th.debt.0 > 0));
+        self.vcpus[v.idx()].preempted_in_kernel = kernel;
+        for i in 0..self.threads[t.idx()].held.len() {
+            let l = self.threads[t.idx()].held[i];
+            let lk = &mut self.locks[l.idx()];
+            if !lk.waiters.is_empty() && !lk.lhp_counted {
+                lk.lhp_counted = true;
+                let c = lk.class as usize;
+                self.lock_classes[c].lhp += 1;
+            }
+        }
     }
 
     /// A halted vCPU becomes runnable (an interrupt or IPI arrived for it).
@@ -123,7 +172,9 @@ impl World {
         vc.set_cat(now, VCat::Runnable);
         vc.runnable_since = now;
         vc.wakes += count as u64;
+        self.adapt_halt_poll(v);
         let wp = self.sched.enqueue_wake(v, now);
+        self.last_wake_pcpu_idle = self.pcpus[wp.pcpu.idx()].cur.is_none();
         if wp.preempt {
             let delay = if count { self.costs.wake_halted_ns } else { 0 };
             self.request_resched(wp.pcpu, now + Nanos(delay));
@@ -136,6 +187,10 @@ impl World {
             return;
         };
         self.vcpus[v.idx()].halts += 1;
+        self.vcpus[v.idx()].halted_at = self.now;
+        if self.try_host_poll(v) {
+            return;
+        }
         self.deschedule(p, v, StopReason::Blocked);
         self.schedule(p);
     }

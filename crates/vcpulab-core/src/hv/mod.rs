@@ -2,6 +2,8 @@
 //! mechanics (switch costs, slice timers, halts and wake-ups).
 
 pub mod dispatch;
+pub mod haltpoll;
+pub mod ple;
 pub mod sched;
 pub mod vcpu;
 pub mod vm;

@@ -1,5 +1,6 @@
 //! vCPUs as the hypervisor sees them, and their exact time accounting.
 
+use crate::guest::ipi::IpiKind;
 use crate::host::cpumask::CpuMask;
 use crate::sim::{Nanos, PcpuId, ThreadId, VmId};
 
@@ -32,8 +33,10 @@ pub enum Act {
     Thread,
     /// Executing HLT: the exit completes at the step, then the vCPU blocks.
     Halting,
-    /// idle=poll: spinning in the guest idle loop (no step armed).
+    /// idle=poll, or haltpoll's guest polling (then a step ends the poll).
     IdlePoll,
+    /// Halted, with the host polling for a wake-up before descheduling it.
+    HostPoll,
     /// Not running.
     Off,
 }
@@ -79,6 +82,21 @@ pub struct Vcpu {
     pub thread_seg_start: Nanos,
     /// When it last became runnable (for the scheduling-latency histogram).
     pub runnable_since: Nanos,
+    /// Interrupts (IPIs) waiting for it to run: (kind, sent, TLB sender and generation).
+    pub pending: Vec<(IpiKind, Nanos, Option<(ThreadId, u32)>)>,
+    /// Device completions waiting for it to run: (thread to wake, raised at).
+    pub pending_irq: Vec<(ThreadId, Nanos)>,
+    /// Has run a thread of the VM's process (it is in the mm's CPU mask).
+    pub ran_threads: bool,
+    pub preempted_in_kernel: bool,
+    pub dy_eligible: bool,
+    pub ple_deadline: Nanos,
+    pub ple_exits: u64,
+    pub halt_poll_ns: u64,
+    pub halted_at: Nanos,
+    /// Guest idle: when the idle period began, and haltpoll's current window.
+    pub idle_since: Nanos,
+    pub guest_poll_ns: u64,
 }
 
 impl Vcpu {
@@ -109,6 +127,17 @@ impl Vcpu {
             wakes: 0,
             thread_seg_start: Nanos::ZERO,
             runnable_since: Nanos::ZERO,
+            pending: Vec::new(),
+            pending_irq: Vec::new(),
+            ran_threads: false,
+            preempted_in_kernel: false,
+            dy_eligible: false,
+            ple_deadline: Nanos::MAX,
+            ple_exits: 0,
+            halt_poll_ns: 0,
+            halted_at: Nanos::ZERO,
+            idle_since: Nanos::ZERO,
+            guest_poll_ns: 0,
         }
     }
 

@@ -11,6 +11,14 @@ pub struct GuestParams {
     pub min_gran: u64,
     pub wakeup_gran: u64,
     pub timer_slack: u64,
+    pub pv_spin: u64,
+    pub mutex_spin: u64,
+    pub ipi_under_lock: bool,
+    pub pv_tlb_flush: bool,
+    /// Guest haltpoll: maximum and starting poll (0: not used).
+    pub haltpoll_max: u64,
+    pub haltpoll_start: u64,
+    pub load_balance: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -31,4 +39,22 @@ pub struct Vm {
     pub wake_latency: Hist,
     /// Scheduling latency: from runnable to dispatched, per dispatch.
     pub dispatch_wait: Hist,
+    /// Wake-up latency by path (guest::ipi::PATH_*).
+    pub wake_paths: [Hist; 5],
+    pub ipi_resched: Hist,
+    pub ipi_tlb: Hist,
+    pub tlb_wait: Hist,
+    pub irq_latency: Hist,
+    pub tlb_shootdowns: u64,
+    pub ple_exits: u64,
+    pub yields_ok: u64,
+    pub yields_failed: u64,
+    pub halt_poll_hits: u64,
+    pub halt_poll_misses: u64,
+    /// Index (within the VM) of the vCPU last boosted by a directed yield.
+    pub last_boosted: u32,
+    /// The workload's cpuset: bit i allows the VM's vCPU i.
+    pub cpuset: u128,
+    /// Where the VM's synchronization objects start in the global arenas.
+    pub bases: crate::guest::kernel::ObjBases,
 }

@@ -87,7 +87,78 @@ pub struct HostConfig {
     pub scheduler: SchedulerConfig,
     pub costs: CostTable,
     pub cache: CacheConfig,
+    pub ple: PleConfig,
+    pub halt_poll: HaltPollConfig,
+    /// Posted interrupts / IPI virtualization: no receive-side exit for a running target.
+    pub posted_interrupts: bool,
 }
+
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PlePolicy {
+    /// Pause-loop exiting disabled: spinners spin until they get the lock.
+    Off,
+    /// A fixed window.
+    Fixed,
+    /// KVM's per-vCPU window: grow on every PLE exit, shrink when scheduled back in.
+    Kvm,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PleAction {
+    /// KVM's kvm_vcpu_on_spin: directed yield to a preempted sibling vCPU.
+    DirectedYield,
+    /// Xen: the spinner yields (goes behind the vCPUs of its priority).
+    Yield,
+}
+
+/// Pause-loop exiting (arch/x86/kvm/vmx/vmx.c defaults, in TSC cycles).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PleConfig {
+    pub policy: PlePolicy,
+    pub window_cycles: u64,
+    pub grow: u64,
+    pub shrink: u64,
+    pub max_cycles: u64,
+    pub action: PleAction,
+}
+impl Default for PleConfig {
+    fn default() -> Self {
+        PleConfig {
+            policy: PlePolicy::Kvm,
+            window_cycles: 4096,
+            grow: 2,
+            shrink: 0,
+            max_cycles: u32::MAX as u64,
+            action: PleAction::DirectedYield,
+        }
+    }
+}
+
+/// KVM host halt polling (virt/kvm/kvm_main.c).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HaltPollConfig {
+    pub enabled: bool,
+    pub max_us: f64,
+    pub grow: u64,
+    pub grow_start_us: f64,
+    pub shrink: u64,
+}
+impl Default for HaltPollConfig {
+    fn default() -> Self {
+        HaltPollConfig {
+            enabled: false,
+            max_us: 200.0,
+            grow: 2,
+            grow_start_us: 10.0,
+            shrink: 2,
+        }
+    }
+}
+
 impl Default for HostConfig {
     fn default() -> Self {
         HostConfig {
@@ -96,6 +167,9 @@ impl Default for HostConfig {
             scheduler: SchedulerConfig::Cfs(CfsParams::default()),
             costs: CostTable::default(),
             cache: CacheConfig::default(),
+            ple: PleConfig::default(),
+            halt_poll: HaltPollConfig::default(),
+            posted_interrupts: false,
         }
     }
 }
@@ -186,6 +260,18 @@ pub struct CostTable {
     pub guest_switch_ns: u64,
     /// A guest system call's entry and exit.
     pub syscall_ns: u64,
+    /// Kernel work of a futex operation besides its bucket lock.
+    pub futex_ns: u64,
+    /// Kernel work of waking a thread (try_to_wake_up).
+    pub wake_ns: u64,
+    /// Flushing the local TLB in a shootdown handler.
+    pub tlb_flush_ns: u64,
+    /// Handing a contended lock's cache line to the next spinner.
+    pub spin_handoff_ns: u64,
+    /// Native (unvirtualized) IPI send-to-handler latency.
+    pub native_ipi_ns: u64,
+    /// A native CPU's wake-up from C1 halt.
+    pub native_c1_exit_ns: u64,
 }
 impl Default for CostTable {
     fn default() -> Self {
@@ -198,6 +284,12 @@ impl Default for CostTable {
             ipi_deliver_ns: 800,
             guest_switch_ns: 1_500,
             syscall_ns: 200,
+            futex_ns: 300,
+            wake_ns: 400,
+            tlb_flush_ns: 500,
+            spin_handoff_ns: 100,
+            native_ipi_ns: 1_000,
+            native_c1_exit_ns: 1_000,
         }
     }
 }
@@ -235,6 +327,21 @@ pub enum IdleMode {
     Hlt,
     /// idle=poll: spin in the guest idle loop, never halt.
     Poll,
+    /// The cpuidle-haltpoll driver: poll an adaptive time, then HLT.
+    Haltpoll,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SpinlockKind {
+    /// FIFO ticket lock (Linux before 4.2): suffers lock-waiter preemption.
+    Ticket,
+    /// Unfair test-and-set (qspinlock's fallback without PV unhalt).
+    Tas,
+    /// Queued (MCS-like) FIFO lock.
+    Queued,
+    /// Paravirtual queued lock: spin a bounded time, then halt until kicked.
+    Pv,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -247,6 +354,23 @@ pub struct GuestConfig {
     pub wakeup_granularity_ms: f64,
     /// Added to every nanosleep (Linux default 50 us).
     pub timer_slack_us: f64,
+    pub spinlock: SpinlockKind,
+    /// pv spinlock: spin this long before halting (2^15 iterations).
+    pub pv_spin_us: f64,
+    /// futex_wake sends the reschedule IPI while holding the bucket lock (Linux 3.x);
+    /// false defers it after the unlock (wake_q, Linux 4.x+).
+    pub ipi_under_lock: bool,
+    /// User mutexes spin this long before sleeping in the futex.
+    pub mutex_spin_us: f64,
+    /// cpuidle-haltpoll: maximum poll, start of growth.
+    pub haltpoll_max_us: f64,
+    pub haltpoll_start_us: f64,
+    /// KVM PV TLB flush: preempted vCPUs are not sent shootdown IPIs.
+    pub pv_tlb_flush: bool,
+    /// Guest load balancing: an idle vCPU pulls a queued thread from a busy sibling.
+    pub load_balance: bool,
+    /// vCPUs the workload's threads may use (a cpuset), e.g. "0-3"; all when absent.
+    pub cpuset: Option<String>,
 }
 impl Default for GuestConfig {
     fn default() -> Self {
@@ -256,6 +380,15 @@ impl Default for GuestConfig {
             min_granularity_ms: 0.75,
             wakeup_granularity_ms: 1.0,
             timer_slack_us: 50.0,
+            spinlock: SpinlockKind::Ticket,
+            pv_spin_us: 100.0,
+            ipi_under_lock: true,
+            mutex_spin_us: 1.0,
+            haltpoll_max_us: 200.0,
+            haltpoll_start_us: 50.0,
+            pv_tlb_flush: false,
+            load_balance: true,
+            cpuset: None,
         }
     }
 }
@@ -314,6 +447,9 @@ pub struct WorkloadSpec {
     /// Explicit thread groups, for model = "program".
     #[serde(default)]
     pub group: Vec<GroupSpec>,
+    /// Capacity of the workload's bounded queues (items).
+    #[serde(default)]
+    pub queue_capacity: Option<u32>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

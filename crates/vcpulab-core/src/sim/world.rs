@@ -4,14 +4,17 @@
 
 use super::rng::Stream;
 use super::{EventQueue, Nanos, PcpuId, Rng, ThreadId, VcpuId, VmId};
-use crate::guest::thread::{Thread, ThreadState};
+use crate::guest::sync::{Barrier, Cond, LockClass, Mutex, Queue, SpinLock};
+use crate::guest::thread::Thread;
 use crate::host::cache::Footprint;
 use crate::host::pcpu::Pcpu;
+use crate::hv::ple::{self, PleWindow};
 use crate::hv::sched::{self, HostScheduler, SchedSetup};
 use crate::hv::vcpu::Vcpu;
 use crate::hv::vm::{GuestParams, Vm};
 use crate::metrics::trace::TraceSink;
-use crate::scenario::{CostTable, IdleMode, Scenario, ScenarioError};
+use crate::scenario::{CostTable, HaltPollConfig, IdleMode, PleAction, Scenario, ScenarioError};
+use crate::sim::LockId;
 
 #[derive(Clone, Copy, Debug)]
 pub enum Ev {
@@ -27,6 +30,10 @@ pub enum Ev {
     Step(VcpuId, u32),
     /// A sleeping thread's timer expires.
     ThreadTimer(ThreadId, u32),
+    /// A TLB-shootdown target acknowledged (sender, generation).
+    TlbAck(ThreadId, u32),
+    /// A device finished a thread's I/O.
+    IoDone(ThreadId),
     /// The run's time limit.
     End,
 }
@@ -48,6 +55,19 @@ pub struct World {
     pub threads: Vec<Thread>,
     pub sched: Box<dyn HostScheduler>,
     pub trace: Option<Box<dyn TraceSink>>,
+    pub locks: Vec<SpinLock>,
+    pub lock_classes: Vec<LockClass>,
+    pub mutexes: Vec<Mutex>,
+    pub barriers: Vec<Barrier>,
+    pub conds: Vec<Cond>,
+    pub queues: Vec<Queue>,
+    pub ple: Box<dyn PleWindow>,
+    pub ple_action: PleAction,
+    pub clock_ghz: f64,
+    pub halt_poll: HaltPollConfig,
+    pub posted_interrupts: bool,
+    /// Whether the pCPU chosen for the last woken halted vCPU was idle.
+    pub last_wake_pcpu_idle: bool,
     pub events: u64,
     pub finite_left: u64,
     pub stop: Option<StopCause>,
@@ -66,6 +86,13 @@ impl World {
         let mut vms = Vec::new();
         let mut vcpus = Vec::new();
         let mut threads = Vec::new();
+        let mut locks: Vec<SpinLock> = Vec::new();
+        let mut lock_classes: Vec<LockClass> = Vec::new();
+        let mut mutexes: Vec<Mutex> = Vec::new();
+        let mut barriers: Vec<Barrier> = Vec::new();
+        let mut conds: Vec<Cond> = Vec::new();
+        let mut queues: Vec<Queue> = Vec::new();
+        let mut obj_bases = Vec::new();
         for (vi, vc) in sc.vm.iter().enumerate() {
             let vm_id = VmId(vi as u32);
             let masks = crate::scenario::vcpu_masks(&vc.pin, vc.vcpus, npcpu)
@@ -78,34 +105,131 @@ impl World {
                 vcpus.push(Vcpu::new(vm_id, i as u32, m));
             }
             let g = &vc.guest;
+            let cpuset: u128 = match &g.cpuset {
+                None => u128::MAX,
+                Some(c) => {
+                    crate::host::cpumask::CpuMask::parse(c, vc.vcpus)
+                        .map_err(|m| ScenarioError::new(format!("vm.{vi}.guest.cpuset"), m))?
+                        .0
+                }
+            };
+            let allowed: Vec<u32> = (0..vc.vcpus).filter(|i| cpuset >> i & 1 == 1).collect();
+            // Synchronization objects, with their indices offset into the global arenas.
+            let spin_kind = g.spinlock;
+            let spin_base = locks.len() as u32;
+            let mut new_lock = |class: u32| {
+                locks.push(SpinLock {
+                    kind: spin_kind,
+                    holder: None,
+                    waiters: Default::default(),
+                    since: Nanos::ZERO,
+                    class,
+                    lhp_counted: false,
+                });
+                LockId((locks.len() - 1) as u32)
+            };
+            let vm_name = vc.name.clone().unwrap_or_else(|| format!("vm{vi}"));
+            let mut new_class = |name: String| {
+                lock_classes.push(LockClass {
+                    vm: vm_id,
+                    name,
+                    acquisitions: 0,
+                    contended: 0,
+                    wait: Default::default(),
+                    hold: Default::default(),
+                    lhp: 0,
+                    lwp: 0,
+                });
+                (lock_classes.len() - 1) as u32
+            };
+            for name in &w.symbols.spinlocks {
+                let c = new_class(name.clone());
+                new_lock(c);
+            }
+            let futex_class = new_class("futex-bucket".into());
+            let mutex_base = mutexes.len() as u32;
+            for _ in &w.symbols.mutexes {
+                let b = new_lock(futex_class);
+                mutexes.push(Mutex {
+                    holder: None,
+                    waiters: Default::default(),
+                    bucket: b,
+                });
+            }
+            let barrier_base = barriers.len() as u32;
+            for (bi, _) in w.symbols.barriers.iter().enumerate() {
+                let b = new_lock(futex_class);
+                barriers.push(Barrier {
+                    parties: w.barrier_parties[bi].max(1),
+                    arrived: 0,
+                    gen: 0,
+                    waiters: Vec::new(),
+                    bucket: b,
+                });
+            }
+            let cond_base = conds.len() as u32;
+            for _ in &w.symbols.conds {
+                let b = new_lock(futex_class);
+                conds.push(Cond {
+                    waiters: Default::default(),
+                    bucket: b,
+                });
+            }
+            let queue_base = queues.len() as u32;
+            for _ in &w.symbols.queues {
+                // A pipeline queue: a mutex and two condition variables of its own.
+                let b = new_lock(futex_class);
+                mutexes.push(Mutex {
+                    holder: None,
+                    waiters: Default::default(),
+                    bucket: b,
+                });
+                let m = mutexes.len() as u32 - 1;
+                let b1 = new_lock(futex_class);
+                conds.push(Cond {
+                    waiters: Default::default(),
+                    bucket: b1,
+                });
+                let b2 = new_lock(futex_class);
+                conds.push(Cond {
+                    waiters: Default::default(),
+                    bucket: b2,
+                });
+                let c = conds.len() as u32;
+                queues.push(Queue {
+                    items: 0,
+                    cap: w.queue_capacity,
+                    mutex: m,
+                    not_full: c - 2,
+                    not_empty: c - 1,
+                });
+            }
+            let bases = crate::guest::kernel::ObjBases {
+                spin: spin_base,
+                mutex: mutex_base,
+                barrier: barrier_base,
+                cond: cond_base,
+                queue: queue_base,
+            };
             let mut finite = 0;
             let mut t_in_vm = 0u64;
             for grp in &w.groups {
                 for k in 0..grp.threads {
-                    let vcpu = VcpuId(first + (t_in_vm % vc.vcpus as u64) as u32);
-                    let is_finite = !grp.program.forever;
-                    finite += is_finite as u32;
-                    threads.push(Thread {
-                        vm: vm_id,
-                        name: format!("{}{}", grp.name, k),
-                        program: grp.program.clone(),
-                        pc: 0,
-                        loops: vec![0; grp.program.loop_slots as usize],
-                        state: ThreadState::Runnable,
+                    let slot = allowed[(t_in_vm % allowed.len() as u64) as usize];
+                    let vcpu = VcpuId(first + slot);
+                    finite += !grp.program.forever as u32;
+                    threads.push(Thread::new(
+                        vm_id,
+                        format!("{}{}", grp.name, k),
+                        grp.program.clone(),
                         vcpu,
-                        remaining: Nanos::ZERO,
-                        in_kernel: false,
-                        debt: Nanos::ZERO,
-                        vruntime: 0,
-                        slice_used: 0,
-                        timer_gen: 0,
-                        woken_at: None,
-                        rng: Rng::stream(sc.seed, Stream::Thread, ((vi as u64) << 32) | t_in_vm),
-                        finite: is_finite,
-                    });
+                        Rng::stream(sc.seed, Stream::Thread, ((vi as u64) << 32) | t_in_vm),
+                    ));
                     t_in_vm += 1;
                 }
             }
+            let _ = vm_name;
+            obj_bases.push(bases);
             vms.push(Vm {
                 name: vc.name.clone().unwrap_or_else(|| format!("vm{vi}")),
                 weight: vc.weight,
@@ -118,6 +242,21 @@ impl World {
                     min_gran: ns(g.min_granularity_ms),
                     wakeup_gran: ns(g.wakeup_granularity_ms),
                     timer_slack: (g.timer_slack_us * 1e3).round() as u64,
+                    pv_spin: if g.spinlock == crate::scenario::SpinlockKind::Pv {
+                        (g.pv_spin_us * 1e3).round() as u64
+                    } else {
+                        0
+                    },
+                    mutex_spin: (g.mutex_spin_us * 1e3).round() as u64,
+                    ipi_under_lock: g.ipi_under_lock,
+                    pv_tlb_flush: g.pv_tlb_flush,
+                    haltpoll_max: if g.idle == IdleMode::Haltpoll {
+                        (g.haltpoll_max_us * 1e3).round() as u64
+                    } else {
+                        0
+                    },
+                    haltpoll_start: (g.haltpoll_start_us * 1e3).round() as u64,
+                    load_balance: g.load_balance,
                 },
                 model: w.model.clone(),
                 footprint_kib: w.footprint_kib,
@@ -127,6 +266,20 @@ impl World {
                 units: 0,
                 wake_latency: Default::default(),
                 dispatch_wait: Default::default(),
+                wake_paths: Default::default(),
+                ipi_resched: Default::default(),
+                ipi_tlb: Default::default(),
+                tlb_wait: Default::default(),
+                irq_latency: Default::default(),
+                tlb_shootdowns: 0,
+                ple_exits: 0,
+                yields_ok: 0,
+                yields_failed: 0,
+                halt_poll_hits: 0,
+                halt_poll_misses: 0,
+                last_boosted: 0,
+                cpuset,
+                bases: obj_bases[vi],
             });
         }
         let setup = SchedSetup {
@@ -136,6 +289,7 @@ impl World {
             vm_weight: vms.iter().map(|v| v.weight).collect(),
             vm_cap: vms.iter().map(|v| v.cap).collect(),
         };
+        let nvcpus = vcpus.len();
         let finite_left = vms.iter().map(|v| v.finite_threads as u64).sum();
         Ok(World {
             now: Nanos::ZERO,
@@ -148,6 +302,18 @@ impl World {
             threads,
             sched: sched::build(&sc.host.scheduler, setup),
             trace: None,
+            ple: ple::build(&sc.host.ple, nvcpus),
+            ple_action: sc.host.ple.action,
+            clock_ghz: sc.host.clock_ghz,
+            halt_poll: sc.host.halt_poll.clone(),
+            posted_interrupts: sc.host.posted_interrupts,
+            last_wake_pcpu_idle: true,
+            locks,
+            lock_classes,
+            mutexes,
+            barriers,
+            conds,
+            queues,
             events: 0,
             finite_left,
             stop: None,
@@ -255,6 +421,8 @@ impl World {
                 }
                 self.resched_buf = buf;
             }
+            Ev::TlbAck(t, gen) => self.on_tlb_ack(t, gen),
+            Ev::IoDone(t) => self.on_io_done(t),
             Ev::End => {
                 self.stop = Some(StopCause::Duration);
             }
@@ -280,6 +448,13 @@ impl World {
         }
         if let Some(t) = self.trace.as_mut() {
             t.finish();
+        }
+    }
+
+    pub(crate) fn trace_instant(&mut self, v: VcpuId, name: &str) {
+        if let Some(t) = self.trace.as_mut() {
+            let vc = &self.vcpus[v.idx()];
+            t.vcpu_instant(vc.vm, vc.index, name, self.now);
         }
     }
 

@@ -254,8 +254,10 @@ pub fn build(model: &str, params: &Table, threads: u32) -> Result<BuiltWorkload,
     let groups = (info.build)(&Params { values }, threads)?;
     let mut out = Vec::new();
     let mut forever = false;
+    let mut symbols = super::program::Symbols::default();
     for (name, n, ops) in groups {
-        let prog = Program::compile(&ops).map_err(|m| WorkloadError::new("params", m))?;
+        let prog = Program::compile_with(&ops, &mut symbols)
+            .map_err(|m| WorkloadError::new("params", m))?;
         forever |= prog.forever;
         out.push(ThreadGroup {
             name,
@@ -268,5 +270,8 @@ pub fn build(model: &str, params: &Table, threads: u32) -> Result<BuiltWorkload,
         groups: out,
         footprint_kib: info.footprint_kib,
         forever,
+        symbols,
+        barrier_parties: Vec::new(),
+        queue_capacity: 20,
     })
 }

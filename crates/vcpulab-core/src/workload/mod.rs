@@ -7,7 +7,7 @@ pub mod dist;
 pub mod program;
 
 use crate::scenario::WorkloadSpec;
-use program::Program;
+use program::{Program, Symbols};
 use std::sync::Arc;
 
 #[derive(Clone, Debug)]
@@ -24,6 +24,23 @@ pub struct BuiltWorkload {
     pub footprint_kib: u64,
     /// True when no thread ever finishes: the VM is measured by throughput.
     pub forever: bool,
+    /// The workload's synchronization objects.
+    pub symbols: Symbols,
+    /// Parties of each barrier: the threads whose program uses it.
+    pub barrier_parties: Vec<u32>,
+    pub queue_capacity: u32,
+}
+
+impl BuiltWorkload {
+    fn finish(mut self) -> BuiltWorkload {
+        self.barrier_parties = vec![0; self.symbols.barriers.len()];
+        for g in &self.groups {
+            for b in g.program.barriers_used() {
+                self.barrier_parties[b as usize] += g.threads;
+            }
+        }
+        self
+    }
 }
 
 /// An error inside a workload spec: `key` is relative to the `workload` table.
@@ -66,8 +83,9 @@ pub fn build(spec: &WorkloadSpec, vcpus: u32) -> Result<BuiltWorkload, WorkloadE
         }
         let mut groups = Vec::new();
         let mut forever = false;
+        let mut symbols = Symbols::default();
         for (i, g) in spec.group.iter().enumerate() {
-            let p = Program::compile(&g.ops)
+            let p = Program::compile_with(&g.ops, &mut symbols)
                 .map_err(|m| WorkloadError::new(format!("group.{i}.ops"), m))?;
             if g.threads == 0 {
                 return Err(WorkloadError::new(
@@ -87,6 +105,9 @@ pub fn build(spec: &WorkloadSpec, vcpus: u32) -> Result<BuiltWorkload, WorkloadE
             groups,
             footprint_kib: 256,
             forever,
+            symbols,
+            barrier_parties: Vec::new(),
+            queue_capacity: 20,
         }
     } else {
         if !spec.group.is_empty() {
@@ -103,5 +124,14 @@ pub fn build(spec: &WorkloadSpec, vcpus: u32) -> Result<BuiltWorkload, WorkloadE
     if let Some(f) = spec.footprint_kib {
         w.footprint_kib = f;
     }
-    Ok(w)
+    if let Some(c) = spec.queue_capacity {
+        if c == 0 {
+            return Err(WorkloadError::new(
+                "queue_capacity",
+                "0 is not allowed; expected at least 1",
+            ));
+        }
+        w.queue_capacity = c;
+    }
+    Ok(w.finish())
 }

@@ -27,6 +27,47 @@ pub enum OpSpec {
     /// Count `n` units of work (the throughput metric).
     Count(u64),
     Loop(LoopSpec),
+    /// Acquire a user mutex (glibc-style: brief spin, then futex).
+    Lock(String),
+    Unlock(String),
+    /// A guest-kernel critical section under a spinlock.
+    Kspin(KspinSpec),
+    /// Wait at a futex barrier (all threads that use it are its parties).
+    Barrier(String),
+    /// A spin-then-block barrier: spin up to `spin`, then futex-wait.
+    SpinBarrier(SpinBarrierSpec),
+    CondWait(CondWaitSpec),
+    CondSignal(String),
+    CondBroadcast(String),
+    /// Put one item into / take one item from a bounded queue (blocking).
+    Push(String),
+    Pop(String),
+    /// Change the address space (munmap/mprotect): shoot down the TLBs of every other
+    /// vCPU that runs or ran the process's threads, and wait for their acknowledgement.
+    TlbShootdown(u32),
+    /// Block on a device for a duration; its completion interrupt wakes the thread.
+    Io(Dist),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KspinSpec {
+    pub lock: String,
+    pub hold: Dist,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpinBarrierSpec {
+    pub name: String,
+    pub spin: Dist,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CondWaitSpec {
+    pub cond: String,
+    pub mutex: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -54,7 +95,67 @@ pub enum Instr {
         slot: u16,
         start: u32,
     },
+    Lock(u32),
+    Unlock(u32),
+    Kspin {
+        lock: u32,
+        hold: Dist,
+    },
+    Barrier(u32),
+    SpinBarrier {
+        barrier: u32,
+        spin: Dist,
+    },
+    CondWait {
+        cond: u32,
+        mutex: u32,
+    },
+    CondSignal(u32),
+    CondBroadcast(u32),
+    Push(u32),
+    Pop(u32),
+    TlbShootdown,
+    Io(Dist),
     Exit,
+}
+
+/// Names of a workload's synchronization objects; an instruction refers to an object
+/// by its index here (local to the VM).
+#[derive(Clone, Debug, Default)]
+pub struct Symbols {
+    pub spinlocks: Vec<String>,
+    pub mutexes: Vec<String>,
+    pub barriers: Vec<String>,
+    pub conds: Vec<String>,
+    pub queues: Vec<String>,
+}
+
+fn intern(v: &mut Vec<String>, name: &str) -> u32 {
+    match v.iter().position(|n| n == name) {
+        Some(i) => i as u32,
+        None => {
+            v.push(name.to_string());
+            (v.len() - 1) as u32
+        }
+    }
+}
+
+impl Program {
+    /// The barriers this program waits at.
+    pub fn barriers_used(&self) -> Vec<u32> {
+        let mut out: Vec<u32> = self
+            .code
+            .iter()
+            .filter_map(|i| match i {
+                Instr::Barrier(b) => Some(*b),
+                Instr::SpinBarrier { barrier, .. } => Some(*barrier),
+                _ => None,
+            })
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -67,23 +168,54 @@ pub struct Program {
 
 impl Program {
     pub fn compile(ops: &[OpSpec]) -> Result<Program, String> {
+        Program::compile_with(ops, &mut Symbols::default())
+    }
+
+    pub fn compile_with(ops: &[OpSpec], syms: &mut Symbols) -> Result<Program, String> {
         let mut p = Program {
             code: Vec::new(),
             loop_slots: 0,
             forever: false,
         };
-        p.emit(ops)?;
+        p.emit(ops, syms)?;
         p.code.push(Instr::Exit);
         Ok(p)
     }
 
-    fn emit(&mut self, ops: &[OpSpec]) -> Result<(), String> {
+    fn emit(&mut self, ops: &[OpSpec], syms: &mut Symbols) -> Result<(), String> {
         for op in ops {
             match op {
                 OpSpec::Compute(d) => self.code.push(Instr::Compute(d.clone())),
                 OpSpec::Kernel(d) => self.code.push(Instr::Kernel(d.clone())),
                 OpSpec::Sleep(d) => self.code.push(Instr::Sleep(d.clone())),
                 OpSpec::Count(n) => self.code.push(Instr::Count(*n)),
+                OpSpec::Lock(m) => self.code.push(Instr::Lock(intern(&mut syms.mutexes, m))),
+                OpSpec::Unlock(m) => self.code.push(Instr::Unlock(intern(&mut syms.mutexes, m))),
+                OpSpec::Kspin(k) => self.code.push(Instr::Kspin {
+                    lock: intern(&mut syms.spinlocks, &k.lock),
+                    hold: k.hold.clone(),
+                }),
+                OpSpec::Barrier(b) => self
+                    .code
+                    .push(Instr::Barrier(intern(&mut syms.barriers, b))),
+                OpSpec::SpinBarrier(b) => self.code.push(Instr::SpinBarrier {
+                    barrier: intern(&mut syms.barriers, &b.name),
+                    spin: b.spin.clone(),
+                }),
+                OpSpec::CondWait(c) => self.code.push(Instr::CondWait {
+                    cond: intern(&mut syms.conds, &c.cond),
+                    mutex: intern(&mut syms.mutexes, &c.mutex),
+                }),
+                OpSpec::CondSignal(c) => self
+                    .code
+                    .push(Instr::CondSignal(intern(&mut syms.conds, c))),
+                OpSpec::CondBroadcast(c) => self
+                    .code
+                    .push(Instr::CondBroadcast(intern(&mut syms.conds, c))),
+                OpSpec::Push(q) => self.code.push(Instr::Push(intern(&mut syms.queues, q))),
+                OpSpec::Pop(q) => self.code.push(Instr::Pop(intern(&mut syms.queues, q))),
+                OpSpec::TlbShootdown(_) => self.code.push(Instr::TlbShootdown),
+                OpSpec::Io(d) => self.code.push(Instr::Io(d.clone())),
                 OpSpec::Loop(l) => {
                     let count = match &l.n {
                         LoopCount::Times(n) => Some(*n),
@@ -108,7 +240,7 @@ impl Program {
                         count,
                         end: 0,
                     });
-                    self.emit(&l.body)?;
+                    self.emit(&l.body, syms)?;
                     self.code.push(Instr::LoopEnd { slot, start });
                     let end = self.code.len() as u32;
                     if let Instr::LoopStart { end: e, .. } = &mut self.code[start as usize] {

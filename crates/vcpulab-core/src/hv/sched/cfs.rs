@@ -456,6 +456,21 @@ impl HostScheduler for Cfs {
         }
     }
 
+    fn yield_to(&mut self, p: PcpuId, from: VcpuId, to: VcpuId, _now: Nanos) -> Option<PcpuId> {
+        let e = &self.ent[to.idx()];
+        if !e.queued || self.throttled(to) {
+            return None; // running, blocked or throttled
+        }
+        let tp = e.rq as usize;
+        if self.nr_running(p.idx()) == 1 && self.nr_running(tp) == 1 {
+            return None;
+        }
+        // yield_to_task_fair: next buddy on the target's queue, skip buddy on ours.
+        self.rqs[tp].next_buddy = Some(to);
+        self.rqs[p.idx()].skip_buddy = Some(from);
+        Some(PcpuId(tp as u32))
+    }
+
     fn queued_on(&self, p: PcpuId) -> usize {
         self.rqs[p.idx()].queue.len()
     }

@@ -67,6 +67,12 @@ pub trait HostScheduler {
     /// Queued (runnable, not running) vCPUs on `p`.
     fn queued_on(&self, p: PcpuId) -> usize;
 
+    /// Directed yield (CFS `yield_to`): `from`, running on `p`, gives way to the queued
+    /// `to`. Returns the pCPU whose queue holds `to` (to be rescheduled) on success.
+    fn yield_to(&mut self, _p: PcpuId, _from: VcpuId, _to: VcpuId, _now: Nanos) -> Option<PcpuId> {
+        None
+    }
+
     /// Where `v` is queued or last ran (its runqueue).
     fn home_of(&self, v: VcpuId) -> PcpuId;
 }

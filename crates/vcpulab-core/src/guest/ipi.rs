@@ -1,0 +1,330 @@
+//! Inter-processor interrupts inside a VM: reschedule IPIs for wake-ups, TLB-shootdown
+//! IPIs (the sender waits for every target's acknowledgement, and a target
+//! acknowledges only when its vCPU runs), and device interrupts. A halted target is
+//! woken through the hypervisor; a preempted one handles the interrupt when it next
+//! runs.
+
+use crate::guest::thread::{Micro, TAct, ThreadState};
+use crate::hv::vcpu::{Act, HvState};
+use crate::sim::world::{Ev, World};
+use crate::sim::{Nanos, ThreadId, VcpuId};
+
+/// Wake-up paths, as indices of the per-VM wake-latency histograms.
+pub const PATH_SAME_VCPU: u8 = 0;
+pub const PATH_RUNNING: u8 = 1;
+pub const PATH_HALTED_IDLE_PCPU: u8 = 2;
+pub const PATH_HALTED_BUSY_PCPU: u8 = 3;
+pub const PATH_PREEMPTED: u8 = 4;
+pub const PATH_NAMES: [&str; 5] = [
+    "same_vcpu",
+    "running_target",
+    "halted_idle_pcpu",
+    "halted_busy_pcpu",
+    "preempted_target",
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IpiKind {
+    Resched,
+    Tlb,
+}
+
+impl World {
+    fn vcpu_idle(&self, v: VcpuId) -> bool {
+        let vc = &self.vcpus[v.idx()];
+        vc.cur.is_none() && vc.rq.is_empty()
+    }
+
+    /// Wake-up placement: the previous vCPU if idle, else an idle vCPU of the VM, else
+    /// the previous one (all within the thread's cpuset).
+    fn select_wake_vcpu(&self, t: ThreadId) -> VcpuId {
+        let th = &self.threads[t.idx()];
+        let vm = &self.vms[th.vm.idx()];
+        let allowed = |v: VcpuId| vm.cpuset >> (v.0 - vm.first_vcpu) & 1 == 1;
+        let prev = th.vcpu;
+        if allowed(prev) && self.vcpu_idle(prev) {
+            return prev;
+        }
+        let n = vm.nvcpus;
+        let base = prev.0 - vm.first_vcpu;
+        for k in 1..n {
+            let c = VcpuId(vm.first_vcpu + (base + k) % n);
+            if allowed(c) && self.vcpu_idle(c) {
+                return c;
+            }
+        }
+        if allowed(prev) {
+            return prev;
+        }
+        (0..n)
+            .map(|i| VcpuId(vm.first_vcpu + i))
+            .find(|c| allowed(*c))
+            .unwrap_or(prev)
+    }
+
+    /// Puts the woken thread on vCPU `v`'s runqueue.
+    fn enqueue_woken(&mut self, t: ThreadId, v: VcpuId, path: u8) {
+        let now = self.now;
+        let latency = self.vms[self.vcpus[v.idx()].vm.idx()].guest.latency;
+        let min_vr = self.vcpus[v.idx()].min_vr;
+        let th = &mut self.threads[t.idx()];
+        th.state = ThreadState::Runnable;
+        th.vcpu = v;
+        th.woken_at = Some(now);
+        th.wake_path = path;
+        th.vruntime = th.vruntime.max(min_vr.saturating_sub(latency / 2));
+        self.vcpus[v.idx()].rq.push(t);
+    }
+
+    /// Thread-to-thread wake-up issued on vCPU `from`.
+    pub(crate) fn send_wake(&mut self, from: VcpuId, w: ThreadId) {
+        if self.threads[w.idx()].state != ThreadState::Blocked {
+            self.threads[w.idx()].wake_pending = true;
+            return;
+        }
+        let target = self.select_wake_vcpu(w);
+        if target == from {
+            self.enqueue_woken(w, target, PATH_SAME_VCPU);
+            // The waker runs here; the wakee waits until it blocks or its slice ends.
+            return;
+        }
+        let polling = {
+            let tv = &self.vcpus[target.idx()];
+            tv.is_running() && tv.act == Act::IdlePoll
+        };
+        let path = match self.vcpus[target.idx()].hv {
+            HvState::Running(_) => PATH_RUNNING,
+            HvState::Runnable => PATH_PREEMPTED,
+            HvState::Halted => PATH_HALTED_IDLE_PCPU, // refined below once placed
+        };
+        self.enqueue_woken(w, target, path);
+        if polling {
+            // A polling idle loop sees the flag without an interrupt.
+            self.vcpu_continue(target);
+            return;
+        }
+        if let Some(cur) = self.vcpus[from.idx()].cur {
+            let send = self.costs.ipi_send_ns;
+            self.threads[cur.idx()].micro.push_front(Micro::Work {
+                ns: send,
+                kernel: true,
+            });
+        }
+        self.deliver_ipi(target, IpiKind::Resched, None);
+        if path == PATH_HALTED_IDLE_PCPU && !self.last_wake_pcpu_idle {
+            self.threads[w.idx()].wake_path = PATH_HALTED_BUSY_PCPU;
+        }
+    }
+
+    /// Delivers an IPI to `target` now (running), at its next dispatch (preempted), or
+    /// by waking it (halted). `tlb`: the shootdown sender and generation to acknowledge.
+    pub(crate) fn deliver_ipi(
+        &mut self,
+        target: VcpuId,
+        kind: IpiKind,
+        tlb: Option<(ThreadId, u32)>,
+    ) {
+        let now = self.now;
+        match self.vcpus[target.idx()].hv {
+            HvState::Running(_) => self.handle_interrupt(target, kind, now, tlb),
+            HvState::Runnable => self.vcpus[target.idx()].pending.push((kind, now, tlb)),
+            HvState::Halted => {
+                self.vcpus[target.idx()].pending.push((kind, now, tlb));
+                self.hv_wake_vcpu(target, true);
+            }
+        }
+    }
+
+    /// The running vCPU `v` takes an interrupt sent at `sent`: it exits and the
+    /// interrupt is injected (unless posted), then the guest handles it.
+    pub(crate) fn handle_interrupt(
+        &mut self,
+        v: VcpuId,
+        kind: IpiKind,
+        sent: Nanos,
+        tlb: Option<(ThreadId, u32)>,
+    ) {
+        let now = self.now;
+        if self.vcpus[v.idx()].act == Act::HostPoll {
+            self.end_host_poll(v, true);
+        }
+        self.sync_progress(v);
+        let mut cost = if self.posted_interrupts {
+            0
+        } else {
+            self.costs.ipi_deliver_ns
+        };
+        if kind == IpiKind::Tlb {
+            cost += self.costs.tlb_flush_ns;
+        }
+        let vc = &mut self.vcpus[v.idx()];
+        vc.charge(now);
+        vc.overhead_until = vc.overhead_until.max(now) + Nanos(cost);
+        vc.resume_at = vc.resume_at.max(vc.overhead_until);
+        let done = vc.overhead_until;
+        let vm = vc.vm.idx();
+        let lat = done.0.saturating_sub(sent.0);
+        match kind {
+            IpiKind::Resched => self.vms[vm].ipi_resched.record(lat),
+            IpiKind::Tlb => self.vms[vm].ipi_tlb.record(lat),
+        }
+        if let Some((sender, gen)) = tlb {
+            self.q.push(done, Ev::TlbAck(sender, gen));
+        }
+        if let Some(c) = self.vcpus[v.idx()].cur {
+            // Wake-up preemption in the guest: a woken thread that is far enough
+            // behind the current one takes the vCPU (never inside a kernel spin
+            // section: preemption is off there).
+            let th = &self.threads[c.idx()];
+            if kind == IpiKind::Resched && th.held.is_empty() && th.act == TAct::Work {
+                let gran = self.vms[vm].guest.wakeup_gran;
+                let cvr = th.vruntime;
+                let best = self.vcpus[v.idx()]
+                    .rq
+                    .iter()
+                    .map(|t| self.threads[t.idx()].vruntime)
+                    .min();
+                if best.is_some_and(|b| cvr.saturating_sub(b) > gran) {
+                    self.guest_preempt(v, c);
+                }
+            }
+        }
+        self.vcpu_continue(v);
+    }
+
+    /// Interrupts that arrived while `v` was not running, handled as it resumes.
+    pub(crate) fn process_pending(&mut self, v: VcpuId) {
+        if self.vcpus[v.idx()].pending.is_empty() && self.vcpus[v.idx()].pending_irq.is_empty() {
+            return;
+        }
+        let pend = std::mem::take(&mut self.vcpus[v.idx()].pending);
+        let now = self.now;
+        for (kind, sent, tlb) in pend {
+            let cost = if kind == IpiKind::Tlb {
+                self.costs.tlb_flush_ns
+            } else {
+                0
+            } + if self.posted_interrupts {
+                0
+            } else {
+                self.costs.ipi_deliver_ns
+            };
+            let vc = &mut self.vcpus[v.idx()];
+            vc.overhead_until = vc.overhead_until.max(now) + Nanos(cost);
+            vc.resume_at = vc.resume_at.max(vc.overhead_until);
+            let done = vc.overhead_until;
+            let vm = vc.vm.idx();
+            let lat = done.0.saturating_sub(sent.0);
+            match kind {
+                IpiKind::Resched => self.vms[vm].ipi_resched.record(lat),
+                IpiKind::Tlb => self.vms[vm].ipi_tlb.record(lat),
+            }
+            if let Some((sender, gen)) = tlb {
+                self.q.push(done, Ev::TlbAck(sender, gen));
+            }
+        }
+        let irqs = std::mem::take(&mut self.vcpus[v.idx()].pending_irq);
+        for (t, raised) in irqs {
+            let vc = &mut self.vcpus[v.idx()];
+            vc.overhead_until = vc.overhead_until.max(now) + Nanos(self.costs.ipi_deliver_ns);
+            vc.resume_at = vc.resume_at.max(vc.overhead_until);
+            let done = vc.overhead_until;
+            let vm = vc.vm.idx();
+            self.vms[vm]
+                .irq_latency
+                .record(done.0.saturating_sub(raised.0));
+            self.send_wake(v, t);
+        }
+    }
+
+    /// Shoots down the TLBs of the VM's other vCPUs that ran its threads; the sender
+    /// then waits (spinning) for every acknowledgement.
+    pub(crate) fn tlb_shootdown(&mut self, t: ThreadId, v: VcpuId) {
+        let vm = self.vcpus[v.idx()].vm;
+        let (first, n, pv) = {
+            let m = &self.vms[vm.idx()];
+            (m.first_vcpu, m.nvcpus, m.guest.pv_tlb_flush)
+        };
+        let th = &mut self.threads[t.idx()];
+        th.tlb_gen = th.tlb_gen.wrapping_add(1);
+        let gen = th.tlb_gen;
+        let mut sent = 0u32;
+        for i in 0..n {
+            let tv = VcpuId(first + i);
+            let vc = &self.vcpus[tv.idx()];
+            if tv == v || !vc.ran_threads {
+                continue;
+            }
+            // KVM PV TLB flush: a preempted vCPU flushes on its next entry instead.
+            if pv && vc.hv == HvState::Runnable {
+                continue;
+            }
+            sent += 1;
+        }
+        self.threads[t.idx()].acks_left = sent;
+        self.threads[t.idx()].wait_start = self.now;
+        let send = self.costs.ipi_send_ns * sent as u64 + self.costs.tlb_flush_ns;
+        let th = &mut self.threads[t.idx()];
+        th.micro.push_front(Micro::TlbWait);
+        th.micro.push_front(Micro::Work {
+            ns: send,
+            kernel: true,
+        });
+        self.vms[vm.idx()].tlb_shootdowns += 1;
+        for i in 0..n {
+            let tv = VcpuId(first + i);
+            let vc = &self.vcpus[tv.idx()];
+            if tv == v || !vc.ran_threads || (pv && vc.hv == HvState::Runnable) {
+                continue;
+            }
+            self.deliver_ipi(tv, IpiKind::Tlb, Some((t, gen)));
+        }
+    }
+
+    pub(crate) fn on_tlb_ack(&mut self, t: ThreadId, gen: u32) {
+        let th = &mut self.threads[t.idx()];
+        if th.tlb_gen != gen || th.acks_left == 0 {
+            return;
+        }
+        th.acks_left -= 1;
+        if th.acks_left == 0 && th.act == TAct::TlbWait && self.vcpus[th.vcpu.idx()].cur == Some(t)
+        {
+            let v = th.vcpu;
+            if self.vcpus[v.idx()].is_running() {
+                self.sync_progress(v);
+                self.vcpu_continue(v);
+            }
+        }
+    }
+
+    /// A device completion for thread `t`: the interrupt goes to the VM's vCPU 0.
+    pub(crate) fn on_io_done(&mut self, t: ThreadId) {
+        let now = self.now;
+        let vm = self.threads[t.idx()].vm;
+        let irqv = VcpuId(self.vms[vm.idx()].first_vcpu);
+        match self.vcpus[irqv.idx()].hv {
+            HvState::Running(_) => {
+                self.sync_progress(irqv);
+                let deliver = Nanos(self.costs.ipi_deliver_ns);
+                let vc = &mut self.vcpus[irqv.idx()];
+                vc.charge(now);
+                vc.overhead_until = vc.overhead_until.max(now) + deliver;
+                vc.resume_at = vc.resume_at.max(vc.overhead_until);
+                let lat = (vc.overhead_until - now).0;
+                self.vms[vm.idx()].irq_latency.record(lat);
+                if self.vcpus[irqv.idx()].act == Act::HostPoll {
+                    self.end_host_poll(irqv, true);
+                }
+                self.send_wake(irqv, t);
+                if self.vcpus[irqv.idx()].is_running() {
+                    self.vcpu_continue(irqv);
+                }
+            }
+            HvState::Runnable => self.vcpus[irqv.idx()].pending_irq.push((t, now)),
+            HvState::Halted => {
+                self.vcpus[irqv.idx()].pending_irq.push((t, now));
+                self.hv_wake_vcpu(irqv, true);
+            }
+        }
+    }
+}

@@ -1,0 +1,545 @@
+//! Guest synchronization: kernel spinlocks (ticket, test-and-set, queued, pv-queued),
+//! futex-based user mutexes, barriers (futex and spin-then-block), condition variables
+//! and bounded queues. The blocking paths run as sequences of kernel steps (`Micro`)
+//! that take the futex hash-bucket spinlock, as Linux does; the reschedule IPI of a
+//! wake-up is sent under that lock or after it (`ipi_under_lock`).
+
+use crate::guest::thread::{Micro, TAct, ThreadState};
+use crate::metrics::Hist;
+use crate::scenario::SpinlockKind;
+use crate::sim::world::World;
+use crate::sim::{LockId, Nanos, ThreadId, VcpuId, VmId};
+use std::collections::VecDeque;
+
+#[derive(Clone, Debug)]
+pub struct SpinLock {
+    pub kind: SpinlockKind,
+    pub holder: Option<ThreadId>,
+    /// Waiters in arrival order (the ticket/queue order for FIFO kinds).
+    pub waiters: VecDeque<ThreadId>,
+    /// When the current holder acquired (or was granted) it.
+    pub since: Nanos,
+    pub class: u32,
+    /// A lock-holder-preemption episode has been counted for the current holder.
+    pub lhp_counted: bool,
+}
+
+/// Statistics of a class of locks (a named kernel lock, or a VM's futex buckets).
+#[derive(Clone, Debug)]
+pub struct LockClass {
+    pub vm: VmId,
+    pub name: String,
+    pub acquisitions: u64,
+    pub contended: u64,
+    pub wait: Hist,
+    pub hold: Hist,
+    pub lhp: u64,
+    pub lwp: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct Mutex {
+    pub holder: Option<ThreadId>,
+    pub waiters: VecDeque<ThreadId>,
+    pub bucket: LockId,
+}
+
+#[derive(Clone, Debug)]
+pub struct Barrier {
+    pub parties: u32,
+    pub arrived: u32,
+    pub gen: u64,
+    pub waiters: Vec<ThreadId>,
+    pub bucket: LockId,
+}
+
+#[derive(Clone, Debug)]
+pub struct Cond {
+    pub waiters: VecDeque<ThreadId>,
+    pub bucket: LockId,
+}
+
+#[derive(Clone, Debug)]
+pub struct Queue {
+    pub items: u32,
+    pub cap: u32,
+    pub mutex: u32,
+    pub not_full: u32,
+    pub not_empty: u32,
+}
+
+/// Outcome of one kernel step.
+pub enum Flow {
+    /// Go on with the next step at once.
+    Next,
+    /// The thread now has timed work or spins: arm it.
+    Wait,
+    /// The thread blocked.
+    Left,
+}
+
+impl World {
+    fn vcpu_runs_thread(&self, t: ThreadId) -> bool {
+        let v = self.threads[t.idx()].vcpu;
+        let vc = &self.vcpus[v.idx()];
+        vc.is_running() && vc.cur == Some(t)
+    }
+
+    /// Tries to take kernel spinlock `l`; on contention the thread starts spinning.
+    pub(crate) fn klock(&mut self, t: ThreadId, l: LockId) -> Flow {
+        let now = self.now;
+        let lk = &mut self.locks[l.idx()];
+        let free = lk.holder.is_none() && (lk.kind == SpinlockKind::Tas || lk.waiters.is_empty());
+        let class = lk.class as usize;
+        if free {
+            lk.holder = Some(t);
+            lk.since = now;
+            lk.lhp_counted = false;
+            self.lock_classes[class].acquisitions += 1;
+            self.lock_classes[class].wait.record(0);
+            self.threads[t.idx()].held.push(l);
+            return Flow::Next;
+        }
+        lk.waiters.push_back(t);
+        self.lock_classes[class].contended += 1;
+        // Lock-holder preemption: the holder's vCPU is not running while we spin.
+        if let Some(h) = lk.holder {
+            if !lk.lhp_counted && !self.vcpu_runs_thread(h) {
+                self.locks[l.idx()].lhp_counted = true;
+                self.lock_classes[class].lhp += 1;
+            }
+        }
+        let budget = self.pv_spin_budget(t);
+        let th = &mut self.threads[t.idx()];
+        th.act = TAct::SpinLock(l);
+        th.wait_start = now;
+        th.spin_left = budget;
+        Flow::Wait
+    }
+
+    fn pv_spin_budget(&self, t: ThreadId) -> u64 {
+        let v = self.threads[t.idx()].vcpu;
+        self.vms[self.vcpus[v.idx()].vm.idx()].guest.pv_spin
+    }
+
+    /// The spinning (or pv-halted) thread `t` got lock `l`.
+    fn lock_acquired(&mut self, t: ThreadId, l: LockId) {
+        let now = self.now;
+        let th = &mut self.threads[t.idx()];
+        let waited = now.0.saturating_sub(th.wait_start.0);
+        th.act = TAct::Work;
+        th.remaining = Nanos::ZERO;
+        th.held.push(l);
+        let lk = &mut self.locks[l.idx()];
+        lk.holder = Some(t);
+        lk.lhp_counted = false;
+        if let Some(i) = lk.waiters.iter().position(|w| *w == t) {
+            lk.waiters.remove(i);
+        }
+        let c = &mut self.lock_classes[lk.class as usize];
+        c.acquisitions += 1;
+        c.wait.record(waited);
+        // The lock's cache line moves to the new holder.
+        self.threads[t.idx()].debt += Nanos(self.costs.spin_handoff_ns);
+    }
+
+    /// Releases kernel spinlock `l` held by `t`, handing it on as its kind does.
+    pub(crate) fn kunlock(&mut self, t: ThreadId, l: LockId) {
+        let now = self.now;
+        {
+            let th = &mut self.threads[t.idx()];
+            if let Some(i) = th.held.iter().position(|x| *x == l) {
+                th.held.swap_remove(i);
+            }
+        }
+        let lk = &mut self.locks[l.idx()];
+        debug_assert_eq!(lk.holder, Some(t), "unlock by a non-holder");
+        let held = now.0.saturating_sub(lk.since.0);
+        let class = lk.class as usize;
+        self.lock_classes[class].hold.record(held);
+        lk.holder = None;
+        lk.since = now;
+        let next = match lk.kind {
+            SpinlockKind::Tas => {
+                // Unfair: the first waiter that is spinning on a running vCPU wins; if
+                // none runs, the lock stays free for whoever comes first.
+                let ws: Vec<ThreadId> = lk.waiters.iter().copied().collect();
+                ws.into_iter().find(|w| self.vcpu_runs_thread(*w))
+            }
+            _ => lk.waiters.front().copied(),
+        };
+        let Some(n) = next else { return };
+        let lk = &mut self.locks[l.idx()];
+        if lk.kind != SpinlockKind::Tas {
+            // FIFO hand-off: the lock belongs to the next ticket from now on.
+            lk.holder = Some(n);
+            lk.since = now;
+            lk.waiters.pop_front();
+        }
+        let nv = self.threads[n.idx()].vcpu;
+        match self.threads[n.idx()].act {
+            TAct::PvHalt(_) => {
+                // pv unlock kicks the halted waiter (a hypercall by the unlocker).
+                let kick = self.costs.vmexit_ns;
+                self.threads[t.idx()].micro.push_front(Micro::Work {
+                    ns: kick,
+                    kernel: true,
+                });
+                if self.vcpus[nv.idx()].hv == crate::hv::vcpu::HvState::Halted {
+                    self.hv_wake_vcpu(nv, true);
+                }
+            }
+            _ if self.vcpu_runs_thread(n) => {
+                self.sync_progress(nv);
+                self.vcpu_continue(nv);
+            }
+            _ => {
+                if self.locks[l.idx()].kind != SpinlockKind::Tas {
+                    // Lock-waiter preemption: the lock is free but its next owner's vCPU
+                    // does not run, and everyone queued behind it keeps spinning.
+                    self.lock_classes[class].lwp += 1;
+                }
+            }
+        }
+    }
+
+    /// Whether spinning thread `t` may stop spinning now (and takes what it waited for).
+    pub(crate) fn spin_ready(&mut self, t: ThreadId) -> bool {
+        match self.threads[t.idx()].act {
+            TAct::SpinLock(l) | TAct::PvHalt(l) => {
+                let lk = &self.locks[l.idx()];
+                let mine = lk.holder == Some(t);
+                let grab = lk.kind == SpinlockKind::Tas && lk.holder.is_none();
+                if mine || grab {
+                    self.lock_acquired(t, l);
+                    true
+                } else {
+                    false
+                }
+            }
+            TAct::SpinMutex(m) => {
+                if self.mutexes[m as usize].holder.is_none() {
+                    self.mutexes[m as usize].holder = Some(t);
+                    self.threads[t.idx()].act = TAct::Work;
+                    true
+                } else {
+                    false
+                }
+            }
+            TAct::SpinBarrier(b, g) => {
+                if self.barriers[b as usize].gen > g {
+                    self.threads[t.idx()].act = TAct::Work;
+                    true
+                } else {
+                    false
+                }
+            }
+            TAct::TlbWait => {
+                if self.threads[t.idx()].acks_left == 0 {
+                    self.threads[t.idx()].act = TAct::Work;
+                    self.record_tlb_wait(t);
+                    true
+                } else {
+                    false
+                }
+            }
+            TAct::Work => true,
+        }
+    }
+
+    /// The spin budget of `t` ran out: fall back to sleeping (or pv halt).
+    pub(crate) fn spin_exhausted(&mut self, t: ThreadId) {
+        let th = &mut self.threads[t.idx()];
+        match th.act {
+            TAct::SpinMutex(m) => {
+                th.act = TAct::Work;
+                let b = self.mutexes[m as usize].bucket;
+                let th = &mut self.threads[t.idx()];
+                th.micro.push_front(Micro::MutexSleep(m));
+                th.micro.push_front(Micro::KLock(b));
+                th.micro.push_front(Micro::Work {
+                    ns: self.costs.syscall_ns,
+                    kernel: true,
+                });
+            }
+            TAct::SpinBarrier(b, g) => {
+                th.act = TAct::Work;
+                let bucket = self.barriers[b as usize].bucket;
+                let th = &mut self.threads[t.idx()];
+                th.micro.push_front(Micro::BarrierSleep(b, g));
+                th.micro.push_front(Micro::KLock(bucket));
+                th.micro.push_front(Micro::Work {
+                    ns: self.costs.syscall_ns,
+                    kernel: true,
+                });
+            }
+            TAct::SpinLock(l) => {
+                th.act = TAct::PvHalt(l);
+            }
+            _ => {}
+        }
+    }
+
+    fn record_tlb_wait(&mut self, t: ThreadId) {
+        let th = &self.threads[t.idx()];
+        let w = self.now.0.saturating_sub(th.wait_start.0);
+        let vm = th.vm.idx();
+        self.vms[vm].tlb_wait.record(w);
+    }
+
+    fn futex_cost(&self) -> Micro {
+        Micro::Work {
+            ns: self.costs.syscall_ns + self.costs.futex_ns,
+            kernel: true,
+        }
+    }
+
+    /// Executes one kernel step of thread `t` running on `v`.
+    pub(crate) fn exec_micro(&mut self, t: ThreadId, v: VcpuId, m: Micro) -> Flow {
+        match m {
+            Micro::Work { ns, kernel } => {
+                let th = &mut self.threads[t.idx()];
+                th.remaining = Nanos(ns.max(1));
+                th.in_kernel = kernel;
+                Flow::Wait
+            }
+            Micro::KLock(l) => self.klock(t, l),
+            Micro::KUnlock(l) => {
+                self.kunlock(t, l);
+                Flow::Next
+            }
+            Micro::MutexLock(mx) => {
+                let mu = &mut self.mutexes[mx as usize];
+                if mu.holder.is_none() {
+                    mu.holder = Some(t);
+                    return Flow::Next;
+                }
+                let spin = self.vms[self.threads[t.idx()].vm.idx()].guest.mutex_spin;
+                let th = &mut self.threads[t.idx()];
+                th.wait_start = self.now;
+                if spin == 0 {
+                    th.act = TAct::SpinMutex(mx);
+                    self.spin_exhausted(t);
+                    return Flow::Next;
+                }
+                th.act = TAct::SpinMutex(mx);
+                th.spin_left = spin;
+                Flow::Wait
+            }
+            Micro::MutexSleep(mx) => {
+                let bucket = self.mutexes[mx as usize].bucket;
+                let mu = &mut self.mutexes[mx as usize];
+                let th = &mut self.threads[t.idx()];
+                if mu.holder.is_none() {
+                    mu.holder = Some(t);
+                    th.micro.push_front(Micro::KUnlock(bucket));
+                } else {
+                    mu.waiters.push_back(t);
+                    th.micro.push_front(Micro::MutexLock(mx));
+                    th.micro.push_front(Micro::Block);
+                    th.micro.push_front(Micro::KUnlock(bucket));
+                }
+                Flow::Next
+            }
+            Micro::MutexUnlock(mx) => {
+                let mu = &mut self.mutexes[mx as usize];
+                mu.holder = None;
+                if !mu.waiters.is_empty() {
+                    let bucket = mu.bucket;
+                    let f = self.futex_cost();
+                    self.push_wake_path(t, bucket, Micro::WakeMutexWaiter(mx), f);
+                }
+                Flow::Next
+            }
+            Micro::WakeMutexWaiter(mx) => {
+                if let Some(w) = self.mutexes[mx as usize].waiters.pop_front() {
+                    self.futex_wake_one(t, v, w);
+                }
+                Flow::Next
+            }
+            Micro::BarrierArrive(b) => {
+                let br = &mut self.barriers[b as usize];
+                br.arrived += 1;
+                if br.arrived >= br.parties {
+                    br.arrived = 0;
+                    br.gen += 1;
+                    if !br.waiters.is_empty() {
+                        let bucket = br.bucket;
+                        let f = self.futex_cost();
+                        self.push_wake_path(
+                            t,
+                            bucket,
+                            Micro::WakeCond {
+                                cond: u32::MAX - b,
+                                all: true,
+                            },
+                            f,
+                        );
+                    }
+                    return Flow::Next;
+                }
+                let g = br.gen;
+                let bucket = br.bucket;
+                let th = &mut self.threads[t.idx()];
+                th.wait_start = self.now;
+                if th.spin_left > 0 {
+                    th.act = TAct::SpinBarrier(b, g);
+                    return Flow::Wait;
+                }
+                th.micro.push_front(Micro::BarrierSleep(b, g));
+                th.micro.push_front(Micro::KLock(bucket));
+                th.micro.push_front(Micro::Work {
+                    ns: self.costs.syscall_ns,
+                    kernel: true,
+                });
+                Flow::Next
+            }
+            Micro::BarrierSleep(b, g) => {
+                let br = &mut self.barriers[b as usize];
+                let bucket = br.bucket;
+                let th = &mut self.threads[t.idx()];
+                if br.gen == g {
+                    br.waiters.push(t);
+                    th.micro.push_front(Micro::Block);
+                }
+                th.micro.push_front(Micro::KUnlock(bucket));
+                Flow::Next
+            }
+            Micro::CondRegister(c) => {
+                self.conds[c as usize].waiters.push_back(t);
+                Flow::Next
+            }
+            Micro::WakeCond { cond, all } => {
+                // Barriers reuse this step with cond = u32::MAX - barrier.
+                let ws: Vec<ThreadId> = if cond > u32::MAX / 2 {
+                    std::mem::take(&mut self.barriers[(u32::MAX - cond) as usize].waiters)
+                } else {
+                    let q = &mut self.conds[cond as usize].waiters;
+                    if all {
+                        q.drain(..).collect()
+                    } else {
+                        q.pop_front().into_iter().collect()
+                    }
+                };
+                for w in ws {
+                    self.futex_wake_one(t, v, w);
+                }
+                Flow::Next
+            }
+            Micro::QueuePush(q) => {
+                let qu = &self.queues[q as usize];
+                let (mx, nf, ne) = (qu.mutex, qu.not_full, qu.not_empty);
+                if qu.items >= qu.cap {
+                    // while (full) cond_wait(not_full, m); then retry.
+                    self.push_cond_wait(t, nf, mx, Some(Micro::QueuePush(q)));
+                } else {
+                    self.queues[q as usize].items += 1;
+                    self.push_signal_unlock(t, ne, mx);
+                }
+                Flow::Next
+            }
+            Micro::QueuePop(q) => {
+                let qu = &self.queues[q as usize];
+                let (mx, nf, ne) = (qu.mutex, qu.not_full, qu.not_empty);
+                if qu.items == 0 {
+                    self.push_cond_wait(t, ne, mx, Some(Micro::QueuePop(q)));
+                } else {
+                    self.queues[q as usize].items -= 1;
+                    self.push_signal_unlock(t, nf, mx);
+                }
+                Flow::Next
+            }
+            Micro::FlushWakes => {
+                let ws = std::mem::take(&mut self.threads[t.idx()].deferred_wakes);
+                for w in ws {
+                    self.send_wake(v, w);
+                }
+                Flow::Next
+            }
+            Micro::TlbWait => {
+                let th = &mut self.threads[t.idx()];
+                if th.acks_left == 0 {
+                    self.record_tlb_wait(t);
+                    return Flow::Next;
+                }
+                th.act = TAct::TlbWait;
+                Flow::Wait
+            }
+            Micro::Block => {
+                let th = &mut self.threads[t.idx()];
+                if th.wake_pending {
+                    th.wake_pending = false;
+                    return Flow::Next;
+                }
+                th.state = ThreadState::Blocked;
+                th.debt += Nanos(self.costs.syscall_ns);
+                self.trace_thread_end(v);
+                Flow::Left
+            }
+        }
+    }
+
+    /// futex_wake: take the bucket lock, wake, release (and send deferred IPIs).
+    fn push_wake_path(&mut self, t: ThreadId, bucket: LockId, wake: Micro, cost: Micro) {
+        let th = &mut self.threads[t.idx()];
+        th.micro.push_front(Micro::FlushWakes);
+        th.micro.push_front(Micro::KUnlock(bucket));
+        th.micro.push_front(wake);
+        th.micro.push_front(Micro::KLock(bucket));
+        th.micro.push_front(cost);
+    }
+
+    /// pthread_cond_wait(c, m), then `then`.
+    fn push_cond_wait(&mut self, t: ThreadId, c: u32, m: u32, then: Option<Micro>) {
+        let bucket = self.conds[c as usize].bucket;
+        let f = self.futex_cost();
+        let th = &mut self.threads[t.idx()];
+        if let Some(x) = then {
+            th.micro.push_front(x);
+        }
+        th.micro.push_front(Micro::MutexLock(m));
+        th.micro.push_front(Micro::Block);
+        th.micro.push_front(Micro::MutexUnlock(m));
+        th.micro.push_front(Micro::KUnlock(bucket));
+        th.micro.push_front(Micro::CondRegister(c));
+        th.micro.push_front(Micro::KLock(bucket));
+        th.micro.push_front(f);
+    }
+
+    /// pthread_cond_signal(c); pthread_mutex_unlock(m).
+    fn push_signal_unlock(&mut self, t: ThreadId, c: u32, m: u32) {
+        let th = &mut self.threads[t.idx()];
+        th.micro.push_front(Micro::MutexUnlock(m));
+        if !self.conds[c as usize].waiters.is_empty() {
+            let bucket = self.conds[c as usize].bucket;
+            let f = self.futex_cost();
+            self.push_wake_path(
+                t,
+                bucket,
+                Micro::WakeCond {
+                    cond: c,
+                    all: false,
+                },
+                f,
+            );
+        }
+    }
+
+    /// One futex waiter `w` is woken by `t` on `v`: under the bucket lock the IPI goes
+    /// out now, otherwise it is deferred until after the unlock.
+    fn futex_wake_one(&mut self, t: ThreadId, v: VcpuId, w: ThreadId) {
+        let under = self.vms[self.threads[t.idx()].vm.idx()]
+            .guest
+            .ipi_under_lock;
+        let wake = self.costs.wake_ns;
+        self.threads[t.idx()].micro.push_front(Micro::Work {
+            ns: wake,
+            kernel: true,
+        });
+        if under {
+            self.send_wake(v, w);
+        } else {
+            self.threads[t.idx()].deferred_wakes.push(w);
+        }
+    }
+}

@@ -1,0 +1,251 @@
+//! Pause-loop exiting. A spinning vCPU exits after `window` cycles of continuous
+//! spinning (a timer, never per-PAUSE events). Window policies are small types behind
+//! one trait; the exit action is KVM's directed yield (kvm_vcpu_on_spin) or Xen's
+//! undirected yield.
+
+use crate::guest::thread::TAct;
+use crate::hv::sched::StopReason;
+use crate::hv::vcpu::HvState;
+use crate::scenario::{PleAction, PleConfig, PlePolicy};
+use crate::sim::world::World;
+use crate::sim::{Nanos, VcpuId};
+
+/// A PLE window policy: the window of each vCPU, and how exits and scheduling-in
+/// change it.
+pub trait PleWindow {
+    /// Window in cycles, or None when PLE is off.
+    fn window(&self, v: VcpuId) -> Option<u64>;
+    /// A PLE exit of `v` (before the exit action runs).
+    fn on_exit(&mut self, v: VcpuId, now: Nanos);
+    /// `v` is scheduled in on a pCPU.
+    fn on_sched_in(&mut self, v: VcpuId);
+}
+
+pub struct Off;
+impl PleWindow for Off {
+    fn window(&self, _: VcpuId) -> Option<u64> {
+        None
+    }
+    fn on_exit(&mut self, _: VcpuId, _: Nanos) {}
+    fn on_sched_in(&mut self, _: VcpuId) {}
+}
+
+pub struct Fixed(pub u64);
+impl PleWindow for Fixed {
+    fn window(&self, _: VcpuId) -> Option<u64> {
+        Some(self.0)
+    }
+    fn on_exit(&mut self, _: VcpuId, _: Nanos) {}
+    fn on_sched_in(&mut self, _: VcpuId) {}
+}
+
+/// KVM's per-vCPU window (arch/x86/kvm/vmx/vmx.c grow_ple_window/shrink_ple_window
+/// and __grow_ple_window/__shrink_ple_window in x86.h).
+pub struct KvmGrowShrink {
+    pub base: u64,
+    pub grow: u64,
+    pub shrink: u64,
+    pub max: u64,
+    pub win: Vec<u64>,
+}
+
+impl KvmGrowShrink {
+    pub fn new(c: &PleConfig, nvcpus: usize) -> KvmGrowShrink {
+        KvmGrowShrink {
+            base: c.window_cycles,
+            grow: c.grow,
+            shrink: c.shrink,
+            max: c.max_cycles,
+            win: vec![c.window_cycles; nvcpus],
+        }
+    }
+
+    /// __grow_ple_window: modifier < 1 → base; < base → multiply; else add; capped.
+    pub fn grown(&self, val: u64) -> u64 {
+        let ret = if self.grow < 1 {
+            self.base
+        } else if self.grow < self.base {
+            val.saturating_mul(self.grow)
+        } else {
+            val.saturating_add(self.grow)
+        };
+        ret.min(self.max).max(self.base.min(self.max))
+    }
+
+    /// __shrink_ple_window: modifier < 1 → base; < base → divide; else subtract;
+    /// floored at base.
+    pub fn shrunk(&self, val: u64) -> u64 {
+        let ret = if self.shrink < 1 {
+            self.base
+        } else if self.shrink < self.base {
+            val / self.shrink
+        } else {
+            val.saturating_sub(self.shrink)
+        };
+        ret.max(self.base)
+    }
+}
+
+impl PleWindow for KvmGrowShrink {
+    fn window(&self, v: VcpuId) -> Option<u64> {
+        Some(self.win[v.idx()])
+    }
+    fn on_exit(&mut self, v: VcpuId, _: Nanos) {
+        self.win[v.idx()] = self.grown(self.win[v.idx()]);
+    }
+    fn on_sched_in(&mut self, v: VcpuId) {
+        self.win[v.idx()] = self.shrunk(self.win[v.idx()]);
+    }
+}
+
+pub fn build(c: &PleConfig, nvcpus: usize) -> Box<dyn PleWindow> {
+    match c.policy {
+        PlePolicy::Off => Box::new(Off),
+        PlePolicy::Fixed => Box::new(Fixed(c.window_cycles)),
+        PlePolicy::Kvm => Box::new(KvmGrowShrink::new(c, nvcpus)),
+    }
+}
+
+impl World {
+    /// When the spin that starts at `t0` on `v` exits (None: PLE off).
+    pub(crate) fn ple_deadline(&self, v: VcpuId, t0: Nanos) -> Option<Nanos> {
+        let cycles = self.ple.window(v)?;
+        Some(t0 + Nanos(((cycles as f64) / self.clock_ghz).ceil() as u64))
+    }
+
+    /// `v` exceeded its PLE window while spinning.
+    pub(crate) fn ple_exit(&mut self, v: VcpuId) {
+        let now = self.now;
+        let HvState::Running(p) = self.vcpus[v.idx()].hv else {
+            return;
+        };
+        self.ple.on_exit(v, now);
+        let vm = self.vcpus[v.idx()].vm.idx();
+        self.vms[vm].ple_exits += 1;
+        self.vcpus[v.idx()].ple_exits += 1;
+        self.trace_instant(v, "ple-exit");
+        {
+            let exit = Nanos(self.costs.vmexit_ns);
+            let vc = &mut self.vcpus[v.idx()];
+            vc.charge(now);
+            vc.overhead_until = vc.overhead_until.max(now) + exit;
+            vc.resume_at = vc.resume_at.max(vc.overhead_until);
+        }
+        match self.ple_action {
+            PleAction::Yield => {
+                self.vms[vm].yields_ok += 1;
+                self.deschedule(p, v, StopReason::Yielded);
+                self.schedule(p);
+            }
+            PleAction::DirectedYield => {
+                if let Some(tp) = self.directed_yield(p, v) {
+                    self.vms[vm].yields_ok += 1;
+                    self.deschedule(p, v, StopReason::Yielded);
+                    if tp != p {
+                        self.request_resched(tp, now);
+                    }
+                    self.schedule(p);
+                } else {
+                    self.vms[vm].yields_failed += 1;
+                    self.vcpu_continue(v);
+                }
+            }
+        }
+    }
+
+    /// kvm_vcpu_on_spin: scan the VM's vCPUs round-robin after the last boosted one
+    /// (two passes), skipping itself, running and voluntarily halted vCPUs, in
+    /// yield-to-kernel mode those preempted in user mode, and spinning candidates
+    /// whose dy_eligible flag is off; try yield_to on each, up to three failures.
+    /// Returns the target's pCPU on success.
+    fn directed_yield(&mut self, p: crate::sim::PcpuId, me: VcpuId) -> Option<crate::sim::PcpuId> {
+        let now = self.now;
+        let vm = self.vcpus[me.idx()].vm.idx();
+        let (first, n) = (self.vms[vm].first_vcpu, self.vms[vm].nvcpus);
+        let in_kernel = self.vcpus[me.idx()]
+            .cur
+            .map(|t| matches!(self.threads[t.idx()].act, TAct::SpinLock(_) | TAct::TlbWait))
+            .unwrap_or(true);
+        let last = self.vms[vm].last_boosted;
+        let mut tries = 0;
+        for pass in 0..2 {
+            for i in 0..n {
+                if (pass == 0 && i <= last) || (pass == 1 && i > last) {
+                    continue;
+                }
+                let c = VcpuId(first + i);
+                if c == me {
+                    continue;
+                }
+                let cv = &self.vcpus[c.idx()];
+                // `ready`: preempted while runnable (halted vCPUs with a pending
+                // interrupt are runnable already through their wake-up).
+                if cv.hv != HvState::Runnable {
+                    continue;
+                }
+                if in_kernel && !cv.preempted_in_kernel {
+                    continue;
+                }
+                let spinning = cv.cur.is_some_and(|t| self.threads[t.idx()].act.is_spin());
+                if spinning {
+                    let e = &mut self.vcpus[c.idx()].dy_eligible;
+                    *e = !*e;
+                    if !*e {
+                        continue;
+                    }
+                }
+                match self.sched.yield_to(p, me, c, now) {
+                    Some(tp) => {
+                        self.vms[vm].last_boosted = i;
+                        return Some(tp);
+                    }
+                    None => {
+                        tries += 1;
+                        if tries >= 3 {
+                            return None;
+                        }
+                    }
+                }
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kvm() -> KvmGrowShrink {
+        KvmGrowShrink::new(&PleConfig::default(), 2)
+    }
+
+    #[test]
+    fn kvm_defaults_double_on_exit_and_reset_on_sched_in() {
+        let mut k = kvm();
+        let v = VcpuId(0);
+        k.on_exit(v, Nanos(0));
+        assert_eq!(k.window(v), Some(8192));
+        k.on_exit(v, Nanos(0));
+        assert_eq!(k.window(v), Some(16384));
+        assert_eq!(k.window(VcpuId(1)), Some(4096), "per-vCPU windows");
+        k.on_sched_in(v);
+        assert_eq!(k.window(v), Some(4096), "shrink 0 resets to base");
+    }
+
+    #[test]
+    fn kvm_modifier_rules_follow_the_source() {
+        let mut k = kvm();
+        k.grow = 0;
+        assert_eq!(k.grown(10_000), 4096, "grow < 1 → base");
+        k.grow = 5000;
+        assert_eq!(k.grown(10_000), 15_000, "grow >= base → add");
+        k.max = 12_000;
+        assert_eq!(k.grown(10_000), 12_000, "capped at max");
+        k.shrink = 2;
+        assert_eq!(k.shrunk(10_000), 5000, "shrink < base → divide");
+        assert_eq!(k.shrunk(6000), 4096, "floored at base");
+        k.shrink = 5000;
+        assert_eq!(k.shrunk(20_000), 15_000, "shrink >= base → subtract");
+    }
+}
