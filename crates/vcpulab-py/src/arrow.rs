@@ -17,7 +17,7 @@ use arrow_array::{new_null_array, ArrayRef, RecordBatch, RecordBatchIterator, Re
 use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
-use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::Number;
 use std::fmt;
@@ -173,10 +173,12 @@ fn as_text(v: &OVal) -> String {
 
 fn column(kind: Kind, values: &[Option<&OVal>]) -> (DataType, ArrayRef) {
     let n = values.len();
-    let num = |v: Option<&OVal>| match v {
-        Some(OVal::Num(x)) => Some(x),
-        _ => None,
-    };
+    fn num(v: Option<&OVal>) -> Option<&Number> {
+        match v {
+            Some(OVal::Num(x)) => Some(x),
+            _ => None,
+        }
+    }
     match kind {
         Kind::Null => (DataType::Null, new_null_array(&DataType::Null, n)),
         Kind::Bool => {

@@ -184,7 +184,14 @@ impl World {
                     .iter()
                     .map(|t| self.threads[t.idx()].vruntime)
                     .min();
-                if best.is_some_and(|b| cvr.saturating_sub(b) > gran) {
+                let idle_cur = th.idle_prio;
+                let normal_waiting = self.vcpus[v.idx()]
+                    .rq
+                    .iter()
+                    .any(|t| !self.threads[t.idx()].idle_prio);
+                if (idle_cur && normal_waiting)
+                    || best.is_some_and(|b| cvr.saturating_sub(b) > gran)
+                {
                     self.guest_preempt(v, c);
                 }
             }

@@ -22,6 +22,7 @@ pub struct ObjBases {
     pub barrier: u32,
     pub cond: u32,
     pub queue: u32,
+    pub sem: u32,
 }
 
 /// What a thread did when its current step ended.
@@ -75,7 +76,11 @@ impl World {
             .rq
             .iter()
             .enumerate()
-            .min_by_key(|(_, t)| self.threads[t.idx()].vruntime)?;
+            // SCHED_IDLE threads run only when no normal thread is runnable.
+            .min_by_key(|(_, t)| {
+                let th = &self.threads[t.idx()];
+                (th.idle_prio, th.vruntime)
+            })?;
         let t = vc.rq.remove(i);
         vc.min_vr = vc.min_vr.max(self.threads[t.idx()].vruntime);
         Some(t)
@@ -173,16 +178,16 @@ impl World {
                     if self.spin_ready(t) {
                         continue;
                     }
-                    if self.threads[t.idx()].wake_pending {
-                        // Woken (kicked or spuriously): spin again.
-                        self.threads[t.idx()].wake_pending = false;
+                    if self.threads[t.idx()].pv_halted {
+                        // Woken (kicked or spuriously) without the lock: spin again.
                         let th = &mut self.threads[t.idx()];
+                        th.pv_halted = false;
                         th.act = TAct::SpinLock(l);
                         th.spin_left = self.vms[th.vm.idx()].guest.pv_spin;
                         continue;
                     }
                     // pv halt: the vCPU blocks until the unlocker kicks it.
-                    self.threads[t.idx()].wake_pending = true;
+                    self.threads[t.idx()].pv_halted = true;
                     return self.start_halt(v, t0);
                 }
                 _ => {
@@ -449,6 +454,26 @@ impl World {
                         ]);
                     }
                 }
+                Instr::SemPost(s) => th.micro.push_back(Micro::SemPost(bases.sem + s)),
+                Instr::SemWait(s) => th.micro.push_back(Micro::SemWait(bases.sem + s)),
+                Instr::Yield => {
+                    // sched_yield: the syscall's cost, then the runqueue's best thread
+                    // (if any) runs and the yielder goes behind it.
+                    th.debt += Nanos(self.costs.syscall_ns);
+                    if self.vcpus[v.idx()].rq.is_empty() {
+                        continue;
+                    }
+                    let max_vr = self.vcpus[v.idx()]
+                        .rq
+                        .iter()
+                        .map(|o| self.threads[o.idx()].vruntime)
+                        .max()
+                        .unwrap_or(0);
+                    let th = &mut self.threads[t.idx()];
+                    th.vruntime = th.vruntime.max(max_vr + 1);
+                    self.guest_preempt(v, t);
+                    return Advance::Left;
+                }
                 Instr::Push(q) => {
                     let q = bases.queue + q;
                     let m = self.queues[q as usize].mutex;
@@ -550,9 +575,11 @@ impl World {
                 vc.resume_at = vc.resume_at.max(vc.overhead_until);
                 if let Some(c) = self.vcpus[v.idx()].cur {
                     let cth = &self.threads[c.idx()];
+                    let woken_normal = !self.threads[t.idx()].idle_prio;
                     if cth.held.is_empty()
                         && cth.act == TAct::Work
-                        && cth.vruntime.saturating_sub(wake_vr) > wakeup_gran
+                        && ((cth.idle_prio && woken_normal)
+                            || cth.vruntime.saturating_sub(wake_vr) > wakeup_gran)
                     {
                         self.guest_preempt(v, c);
                     }

@@ -60,6 +60,13 @@ pub struct Cond {
 }
 
 #[derive(Clone, Debug)]
+pub struct Sem {
+    pub count: u64,
+    pub waiters: VecDeque<ThreadId>,
+    pub bucket: LockId,
+}
+
+#[derive(Clone, Debug)]
 pub struct Queue {
     pub items: u32,
     pub cap: u32,
@@ -126,6 +133,7 @@ impl World {
     fn lock_acquired(&mut self, t: ThreadId, l: LockId) {
         let now = self.now;
         let th = &mut self.threads[t.idx()];
+        th.pv_halted = false;
         let waited = now.0.saturating_sub(th.wait_start.0);
         th.act = TAct::Work;
         th.remaining = Nanos::ZERO;
@@ -185,9 +193,7 @@ impl World {
                     ns: kick,
                     kernel: true,
                 });
-                if self.vcpus[nv.idx()].hv == crate::hv::vcpu::HvState::Halted {
-                    self.hv_wake_vcpu(nv, true);
-                }
+                self.kick_vcpu(nv);
             }
             _ if self.vcpu_runs_thread(n) => {
                 self.sync_progress(nv);
@@ -285,6 +291,22 @@ impl World {
         let w = self.now.0.saturating_sub(th.wait_start.0);
         let vm = th.vm.idx();
         self.vms[vm].tlb_wait.record(w);
+    }
+
+    /// A pv kick: wakes a halted vCPU, cancels a halt in progress or host polling.
+    pub(crate) fn kick_vcpu(&mut self, v: VcpuId) {
+        use crate::hv::vcpu::{Act, HvState};
+        match self.vcpus[v.idx()].hv {
+            HvState::Halted => self.hv_wake_vcpu(v, true),
+            HvState::Runnable => {}
+            HvState::Running(_) => {
+                if self.vcpus[v.idx()].act == Act::HostPoll {
+                    self.end_host_poll(v, true);
+                }
+                self.sync_progress(v);
+                self.vcpu_continue(v);
+            }
+        }
     }
 
     fn futex_cost(&self) -> Micro {
@@ -403,6 +425,51 @@ impl World {
                     th.micro.push_front(Micro::Block);
                 }
                 th.micro.push_front(Micro::KUnlock(bucket));
+                Flow::Next
+            }
+            Micro::SemWait(s) => {
+                if self.sems[s as usize].count > 0 {
+                    self.sems[s as usize].count -= 1;
+                    return Flow::Next;
+                }
+                let bucket = self.sems[s as usize].bucket;
+                let f = self.futex_cost();
+                let th = &mut self.threads[t.idx()];
+                th.wait_start = self.now;
+                th.micro.push_front(Micro::SemSleep(s));
+                th.micro.push_front(Micro::KLock(bucket));
+                th.micro.push_front(f);
+                Flow::Next
+            }
+            Micro::SemSleep(s) => {
+                let sem = &mut self.sems[s as usize];
+                let bucket = sem.bucket;
+                let th = &mut self.threads[t.idx()];
+                if sem.count > 0 {
+                    sem.count -= 1;
+                    th.micro.push_front(Micro::KUnlock(bucket));
+                } else {
+                    sem.waiters.push_back(t);
+                    th.micro.push_front(Micro::SemWait(s));
+                    th.micro.push_front(Micro::Block);
+                    th.micro.push_front(Micro::KUnlock(bucket));
+                }
+                Flow::Next
+            }
+            Micro::SemPost(s) => {
+                let sem = &mut self.sems[s as usize];
+                sem.count += 1;
+                if !sem.waiters.is_empty() {
+                    let bucket = sem.bucket;
+                    let f = self.futex_cost();
+                    self.push_wake_path(t, bucket, Micro::WakeSemWaiter(s), f);
+                }
+                Flow::Next
+            }
+            Micro::WakeSemWaiter(s) => {
+                if let Some(w) = self.sems[s as usize].waiters.pop_front() {
+                    self.futex_wake_one(t, v, w);
+                }
                 Flow::Next
             }
             Micro::CondRegister(c) => {

@@ -58,6 +58,11 @@ pub enum Micro {
     /// Holding the barrier's bucket: sleep unless generation `gen` has passed.
     BarrierSleep(u32, u64),
     CondRegister(u32),
+    SemWait(u32),
+    /// Holding the semaphore's bucket: take a unit or queue and sleep.
+    SemSleep(u32),
+    SemPost(u32),
+    WakeSemWaiter(u32),
     WakeCond {
         cond: u32,
         all: bool,
@@ -106,6 +111,10 @@ pub struct Thread {
     pub wake_path: u8,
     pub rng: Rng,
     pub finite: bool,
+    /// SCHED_IDLE: picked only when no normal thread is runnable.
+    pub idle_prio: bool,
+    /// pv spinlock: the vCPU has halted for this thread's lock since it last spun.
+    pub pv_halted: bool,
 }
 
 impl Thread {
@@ -137,6 +146,8 @@ impl Thread {
             woken_at: None,
             wake_path: 0,
             rng,
+            idle_prio: false,
+            pv_halted: false,
         }
     }
 }

@@ -92,6 +92,54 @@ pub struct VmRow {
     pub dispatch_wait_count: u64,
     pub dispatch_wait_mean_ns: f64,
     pub dispatch_wait_p99_ns: u64,
+    pub ple_exits: u64,
+    pub ple_yields_ok: u64,
+    pub ple_yields_failed: u64,
+    pub lhp: u64,
+    pub lwp: u64,
+    pub tlb_shootdowns: u64,
+    pub tlb_wait_mean_ns: f64,
+    pub halt_poll_hits: u64,
+    pub halt_poll_misses: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct LockRow {
+    pub vm: String,
+    pub lock: String,
+    pub acquisitions: u64,
+    pub contended: u64,
+    pub wait_mean_ns: f64,
+    pub wait_p99_ns: u64,
+    pub wait_max_ns: u64,
+    pub hold_mean_ns: f64,
+    pub hold_p99_ns: u64,
+    pub lhp: u64,
+    pub lwp: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct LatencyRow {
+    pub vm: String,
+    /// What was measured: a wake-up path, an IPI kind, an interrupt, a wait.
+    pub kind: String,
+    pub count: u64,
+    pub mean_ns: f64,
+    pub p50_ns: u64,
+    pub p99_ns: u64,
+    pub max_ns: u64,
+}
+
+fn latency_row(vm: &str, kind: &str, h: &Hist) -> LatencyRow {
+    LatencyRow {
+        vm: vm.to_string(),
+        kind: kind.to_string(),
+        count: h.count(),
+        mean_ns: h.mean(),
+        p50_ns: h.quantile(0.5),
+        p99_ns: h.quantile(0.99),
+        max_ns: h.summary().max_ns,
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -131,6 +179,8 @@ pub struct Report {
     pub vms: Vec<VmRow>,
     pub vcpus: Vec<VcpuRow>,
     pub pcpus: Vec<PcpuRow>,
+    pub locks: Vec<LockRow>,
+    pub latencies: Vec<LatencyRow>,
     pub fairness: Fairness,
     pub histograms: BTreeMap<String, HistSummary>,
 }
@@ -244,6 +294,25 @@ impl Report {
                 dispatch_wait_count: m.dispatch_wait.count(),
                 dispatch_wait_mean_ns: m.dispatch_wait.mean(),
                 dispatch_wait_p99_ns: m.dispatch_wait.quantile(0.99),
+                ple_exits: m.ple_exits,
+                ple_yields_ok: m.yields_ok,
+                ple_yields_failed: m.yields_failed,
+                lhp: w
+                    .lock_classes
+                    .iter()
+                    .filter(|c| c.vm.idx() == i)
+                    .map(|c| c.lhp)
+                    .sum(),
+                lwp: w
+                    .lock_classes
+                    .iter()
+                    .filter(|c| c.vm.idx() == i)
+                    .map(|c| c.lwp)
+                    .sum(),
+                tlb_shootdowns: m.tlb_shootdowns,
+                tlb_wait_mean_ns: m.tlb_wait.mean(),
+                halt_poll_hits: m.halt_poll_hits,
+                halt_poll_misses: m.halt_poll_misses,
             });
         }
         let vcpus = w
@@ -268,10 +337,50 @@ impl Report {
                 pcpu: i as u32,
                 guest_ns: p.guest_ns,
                 overhead_ns: p.overhead_ns,
-                idle_ns: end.saturating_sub(p.guest_ns + p.overhead_ns),
-                poll_ns: 0,
+                idle_ns: end.saturating_sub(p.guest_ns + p.overhead_ns + p.poll_ns),
+                poll_ns: p.poll_ns,
             })
             .collect();
+        let locks = w
+            .lock_classes
+            .iter()
+            .filter(|c| c.acquisitions > 0)
+            .map(|c| LockRow {
+                vm: w.vms[c.vm.idx()].name.clone(),
+                lock: c.name.clone(),
+                acquisitions: c.acquisitions,
+                contended: c.contended,
+                wait_mean_ns: c.wait.mean(),
+                wait_p99_ns: c.wait.quantile(0.99),
+                wait_max_ns: c.wait.summary().max_ns,
+                hold_mean_ns: c.hold.mean(),
+                hold_p99_ns: c.hold.quantile(0.99),
+                lhp: c.lhp,
+                lwp: c.lwp,
+            })
+            .collect();
+        let mut latencies = Vec::new();
+        for m in &w.vms {
+            for (k, h) in crate::guest::ipi::PATH_NAMES
+                .iter()
+                .zip(m.wake_paths.iter())
+            {
+                if h.count() > 0 {
+                    latencies.push(latency_row(&m.name, &format!("wake/{k}"), h));
+                }
+            }
+            for (k, h) in [
+                ("ipi/resched", &m.ipi_resched),
+                ("ipi/tlb", &m.ipi_tlb),
+                ("tlb_wait", &m.tlb_wait),
+                ("irq", &m.irq_latency),
+                ("dispatch_wait", &m.dispatch_wait),
+            ] {
+                if h.count() > 0 {
+                    latencies.push(latency_row(&m.name, k, h));
+                }
+            }
+        }
         let ratios: Vec<f64> = vms
             .iter()
             .filter(|r| r.entitlement > 0.0)
@@ -279,12 +388,25 @@ impl Report {
             .collect();
         let mut histograms = BTreeMap::new();
         histograms.insert("wake_latency".to_string(), all_wake.summary());
+        for c in w.lock_classes.iter().filter(|c| c.acquisitions > 0) {
+            let vm = &w.vms[c.vm.idx()].name;
+            histograms.insert(format!("lock_wait/{vm}/{}", c.name), c.wait.summary());
+            histograms.insert(format!("lock_hold/{vm}/{}", c.name), c.hold.summary());
+        }
         for m in &w.vms {
             histograms.insert(format!("wake_latency/{}", m.name), m.wake_latency.summary());
             histograms.insert(
                 format!("dispatch_wait/{}", m.name),
                 m.dispatch_wait.summary(),
             );
+            for (k, h) in crate::guest::ipi::PATH_NAMES
+                .iter()
+                .zip(m.wake_paths.iter())
+            {
+                if h.count() > 0 {
+                    histograms.insert(format!("wake_latency/{}/{k}", m.name), h.summary());
+                }
+            }
         }
         Report {
             schema: 1,
@@ -305,6 +427,8 @@ impl Report {
             vms,
             vcpus,
             pcpus,
+            locks,
+            latencies,
             fairness: Fairness {
                 jain_index: jain(&ratios),
             },

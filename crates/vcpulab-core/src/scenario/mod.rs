@@ -459,7 +459,19 @@ pub struct GroupSpec {
     pub threads: u32,
     #[serde(default)]
     pub name: Option<String>,
+    /// "normal", or "idle" (SCHED_IDLE: runs only when nothing else is runnable and is
+    /// preempted at once by any wake-up).
+    #[serde(default)]
+    pub priority: Priority,
     pub ops: Vec<OpSpec>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Priority {
+    #[default]
+    Normal,
+    Idle,
 }
 
 impl Scenario {

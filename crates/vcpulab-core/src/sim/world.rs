@@ -4,7 +4,7 @@
 
 use super::rng::Stream;
 use super::{EventQueue, Nanos, PcpuId, Rng, ThreadId, VcpuId, VmId};
-use crate::guest::sync::{Barrier, Cond, LockClass, Mutex, Queue, SpinLock};
+use crate::guest::sync::{Barrier, Cond, LockClass, Mutex, Queue, Sem, SpinLock};
 use crate::guest::thread::Thread;
 use crate::host::cache::Footprint;
 use crate::host::pcpu::Pcpu;
@@ -61,6 +61,7 @@ pub struct World {
     pub barriers: Vec<Barrier>,
     pub conds: Vec<Cond>,
     pub queues: Vec<Queue>,
+    pub sems: Vec<Sem>,
     pub ple: Box<dyn PleWindow>,
     pub ple_action: PleAction,
     pub clock_ghz: f64,
@@ -93,6 +94,7 @@ impl World {
         let mut conds: Vec<Cond> = Vec::new();
         let mut queues: Vec<Queue> = Vec::new();
         let mut obj_bases = Vec::new();
+        let mut sems: Vec<Sem> = Vec::new();
         for (vi, vc) in sc.vm.iter().enumerate() {
             let vm_id = VmId(vi as u32);
             let masks = crate::scenario::vcpu_masks(&vc.pin, vc.vcpus, npcpu)
@@ -204,7 +206,17 @@ impl World {
                     not_empty: c - 1,
                 });
             }
+            let sem_base = sems.len() as u32;
+            for _ in &w.symbols.sems {
+                let b = new_lock(futex_class);
+                sems.push(Sem {
+                    count: 0,
+                    waiters: Default::default(),
+                    bucket: b,
+                });
+            }
             let bases = crate::guest::kernel::ObjBases {
+                sem: sem_base,
                 spin: spin_base,
                 mutex: mutex_base,
                 barrier: barrier_base,
@@ -218,13 +230,15 @@ impl World {
                     let slot = allowed[(t_in_vm % allowed.len() as u64) as usize];
                     let vcpu = VcpuId(first + slot);
                     finite += !grp.program.forever as u32;
-                    threads.push(Thread::new(
+                    let mut th = Thread::new(
                         vm_id,
                         format!("{}{}", grp.name, k),
                         grp.program.clone(),
                         vcpu,
                         Rng::stream(sc.seed, Stream::Thread, ((vi as u64) << 32) | t_in_vm),
-                    ));
+                    );
+                    th.idle_prio = grp.idle_priority;
+                    threads.push(th);
                     t_in_vm += 1;
                 }
             }
@@ -314,6 +328,7 @@ impl World {
             barriers,
             conds,
             queues,
+            sems,
             events: 0,
             finite_left,
             stop: None,

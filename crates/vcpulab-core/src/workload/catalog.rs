@@ -262,6 +262,7 @@ pub fn build(model: &str, params: &Table, threads: u32) -> Result<BuiltWorkload,
         out.push(ThreadGroup {
             name,
             threads: n,
+            idle_priority: false,
             program: Arc::new(prog),
         });
     }

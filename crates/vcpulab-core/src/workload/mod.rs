@@ -14,6 +14,7 @@ use std::sync::Arc;
 pub struct ThreadGroup {
     pub name: String,
     pub threads: u32,
+    pub idle_priority: bool,
     pub program: Arc<Program>,
 }
 
@@ -97,6 +98,7 @@ pub fn build(spec: &WorkloadSpec, vcpus: u32) -> Result<BuiltWorkload, WorkloadE
             groups.push(ThreadGroup {
                 name: g.name.clone().unwrap_or_else(|| format!("g{i}")),
                 threads: g.threads,
+                idle_priority: g.priority == crate::scenario::Priority::Idle,
                 program: Arc::new(p),
             });
         }

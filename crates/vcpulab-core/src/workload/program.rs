@@ -37,6 +37,12 @@ pub enum OpSpec {
     /// A spin-then-block barrier: spin up to `spin`, then futex-wait.
     SpinBarrier(SpinBarrierSpec),
     CondWait(CondWaitSpec),
+    /// Counting semaphore (futex-based): post adds one and wakes a waiter, wait takes
+    /// one or sleeps.
+    SemPost(String),
+    SemWait(String),
+    /// sched_yield(): let another runnable thread of the vCPU run.
+    Yield(u32),
     CondSignal(String),
     CondBroadcast(String),
     /// Put one item into / take one item from a bounded queue (blocking).
@@ -112,6 +118,9 @@ pub enum Instr {
     },
     CondSignal(u32),
     CondBroadcast(u32),
+    SemPost(u32),
+    SemWait(u32),
+    Yield,
     Push(u32),
     Pop(u32),
     TlbShootdown,
@@ -128,6 +137,7 @@ pub struct Symbols {
     pub barriers: Vec<String>,
     pub conds: Vec<String>,
     pub queues: Vec<String>,
+    pub sems: Vec<String>,
 }
 
 fn intern(v: &mut Vec<String>, name: &str) -> u32 {
@@ -212,6 +222,9 @@ impl Program {
                 OpSpec::CondBroadcast(c) => self
                     .code
                     .push(Instr::CondBroadcast(intern(&mut syms.conds, c))),
+                OpSpec::SemPost(s) => self.code.push(Instr::SemPost(intern(&mut syms.sems, s))),
+                OpSpec::SemWait(s) => self.code.push(Instr::SemWait(intern(&mut syms.sems, s))),
+                OpSpec::Yield(_) => self.code.push(Instr::Yield),
                 OpSpec::Push(q) => self.code.push(Instr::Push(intern(&mut syms.queues, q))),
                 OpSpec::Pop(q) => self.code.push(Instr::Pop(intern(&mut syms.queues, q))),
                 OpSpec::TlbShootdown(_) => self.code.push(Instr::TlbShootdown),
