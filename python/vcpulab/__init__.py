@@ -57,7 +57,8 @@ def run(scenario: ScenarioInput, *, seed: int | None = None, overrides: Override
     strings (as the CLI's `--set`) or a dict of them. Raises `ScenarioError` on bad input.
     """
     text = load_scenario(scenario)
-    return Report.from_json(_native.core_run(text, normalize_overrides(overrides), seed))
+    raw, scalars, tables = _native.core_run_arrow(text, normalize_overrides(overrides), seed)
+    return Report.from_arrow(scalars, tables, raw_json=raw)
 
 
 def trace(
@@ -72,7 +73,8 @@ def trace(
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
     raw = _native.core_trace(text, str(out), normalize_overrides(overrides), seed)
-    return Report.from_json(raw)
+    scalars, tables = _native.core_report_arrow(raw)
+    return Report.from_arrow(scalars, tables, raw_json=raw)
 
 
 def resolve(

@@ -38,6 +38,27 @@ def core_run(scenario_toml: str, overrides: list[str], seed: int | None) -> str:
     return str(core().run(scenario_toml, overrides, seed))
 
 
+def _pa_tables(tables: Any) -> dict[str, Any]:
+    import pyarrow as pa
+
+    # Zero-copy import through the Arrow PyCapsule stream interface.
+    return {str(name): pa.table(t) for name, t in tables.items()}
+
+
+def core_run_arrow(
+    scenario_toml: str, overrides: list[str], seed: int | None
+) -> tuple[str, str, dict[str, Any]]:
+    """Run in process: (report JSON, JSON without the tables, {table: pyarrow.Table})."""
+    raw, scalars, tables = core().run_arrow(scenario_toml, overrides, seed)
+    return str(raw), str(scalars), _pa_tables(tables)
+
+
+def core_report_arrow(report_json: str) -> tuple[str, dict[str, Any]]:
+    """A report JSON split by the core: (JSON without the tables, {table: pyarrow.Table})."""
+    scalars, tables = core().report_arrow(report_json)
+    return str(scalars), _pa_tables(tables)
+
+
 def core_resolve(scenario_toml: str, overrides: list[str], seed: int | None) -> str:
     return str(core().resolve(scenario_toml, overrides, seed))
 

@@ -2,6 +2,11 @@
 
 Every top-level key whose value is a list of flat dicts is a *table*; new tables added
 by the core appear here without changes.
+
+A report from the compiled core (`vcpulab.run`) carries its tables as Arrow tables that
+crossed from Rust through the Arrow PyCapsule interface; DataFrames are built from
+those (`pyarrow.Table.to_pandas`), and the rows are parsed from JSON only when asked
+for as Python objects (`to_dict`, `rows`, `report["vms"]`).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
 SCHEMA = 1
 
@@ -42,29 +48,67 @@ def flatten_scalars(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]
 class Report:
     """Result of one simulation run."""
 
-    def __init__(self, data: Mapping[str, Any], raw_json: str | None = None) -> None:
+    def __init__(
+        self,
+        data: Mapping[str, Any],
+        raw_json: str | None = None,
+        *,
+        arrow_tables: Mapping[str, pa.Table] | None = None,
+    ) -> None:
+        """`data` is the report's JSON object; with `arrow_tables`, it is the report
+        without its tables, and `raw_json` (if given) the whole report."""
         if not isinstance(data, Mapping):
             raise TypeError("a report is a JSON object")
         schema = data.get("schema")
         if schema is not None and schema != SCHEMA:
             raise ValueError(f"report schema {schema!r} is not supported (expected {SCHEMA})")
+        # Without Arrow tables: the whole report. With them: everything but the tables.
         self._data: dict[str, Any] = dict(data)
+        self._arrow: dict[str, pa.Table] = dict(arrow_tables or {})
+        self._full: dict[str, Any] | None = None if self._arrow else self._data
         self._raw = raw_json
 
     @classmethod
     def from_json(cls, text: str) -> Report:
         return cls(json.loads(text), raw_json=text)
 
+    @classmethod
+    def from_arrow(
+        cls, scalars_json: str, tables: Mapping[str, pa.Table], raw_json: str | None = None
+    ) -> Report:
+        """From the core's split report: JSON without the tables, plus Arrow tables."""
+        return cls(json.loads(scalars_json), raw_json=raw_json, arrow_tables=tables)
+
+    def _whole(self) -> dict[str, Any]:
+        """The whole report as plain data (parsed only when needed)."""
+        if self._full is None:
+            if self._raw is not None:
+                self._full = json.loads(self._raw)
+            else:
+                full = dict(self._data)
+                full.update({k: t.to_pylist() for k, t in self._arrow.items()})
+                self._full = full
+        return self._full
+
     # --- plain data ------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        return copy.deepcopy(self._data)
+        return copy.deepcopy(self._whole())
 
     def to_json(self, indent: int | None = None) -> str:
         """The report as JSON; without `indent` it is exactly the core's output."""
         if indent is None and self._raw is not None:
             return self._raw
-        return json.dumps(self._data, indent=indent)
+        return json.dumps(self._whole(), indent=indent)
+
+    def arrow(self, name: str) -> pa.Table:
+        """A table as a pyarrow Table (as it came from the core, when it did)."""
+        if name in self._arrow:
+            return self._arrow[name]
+        import pyarrow as pa
+
+        rows = self.rows(name)
+        return pa.Table.from_pylist(rows) if rows else pa.table({})
 
     # --- top-level fields ------------------------------------------------------------
 
@@ -122,11 +166,13 @@ class Report:
 
     @property
     def tables(self) -> list[str]:
+        if self._arrow:
+            return list(self._arrow)
         return [k for k, v in self._data.items() if is_table(v)]
 
     def rows(self, name: str) -> list[dict[str, Any]]:
         """Rows of a table as a list of dicts."""
-        value = self._data.get(name)
+        value = self._whole().get(name) if name in self.tables else None
         if value is None or not is_table(value):
             raise KeyError(f"no table {name!r} in this report (have: {', '.join(self.tables)})")
         return [dict(r) for r in value]
@@ -135,6 +181,9 @@ class Report:
         """A table as a pandas DataFrame."""
         import pandas as pd
 
+        if name in self._arrow:
+            t = self._arrow[name]
+            return t.to_pandas() if t.num_rows else pd.DataFrame()
         rows = self.rows(name)
         return pd.DataFrame.from_records(rows) if rows else pd.DataFrame()
 
@@ -146,7 +195,7 @@ class Report:
         if name.startswith("_"):
             raise AttributeError(name)
         data = self.__dict__.get("_data", {})
-        if is_table(data.get(name)):
+        if name in self.__dict__.get("_arrow", {}) or is_table(data.get(name)):
             return self.table(name)
         raise AttributeError(f"{type(self).__name__!s} has no attribute or table {name!r}")
 
@@ -154,13 +203,15 @@ class Report:
         return sorted(set(super().__dir__()) | set(self.tables))
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._data)
+        return iter(self._whole())
 
     def __getitem__(self, key: str) -> Any:
-        return self._data[key]
+        if key in self._data:
+            return self._data[key]
+        return self._whole()[key]
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Report) and self._data == other._data
+        return isinstance(other, Report) and self._whole() == other._whole()
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -174,4 +225,4 @@ class Report:
         """Human-readable text: per-VM time breakdown, shares, completion, latency."""
         from vcpulab.format import format_report
 
-        return format_report(self._data)
+        return format_report(self._whole())

@@ -1,0 +1,93 @@
+"""The report's tables cross from the core as Arrow; they must equal the JSON path."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import vcpulab
+from conftest import ROOT, needs_core
+from vcpulab import _native
+from vcpulab.report import Report
+
+pytestmark = needs_core
+
+EXAMPLES = ROOT / "scenarios" / "examples"
+SCENARIOS = [
+    EXAMPLES / "weights-1-1-2-4.toml",
+    EXAMPLES / "two-vms-one-pcpu.toml",
+    EXAMPLES / "xen-slice-sweep.toml",
+]
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
+def test_arrow_and_json_paths_agree(path) -> None:
+    text = path.read_text()
+    raw, scalars, tables = _native.core_run_arrow(text, ["run.duration=300ms"], 5)
+    assert raw == _native.core_run(text, ["run.duration=300ms"], 5)
+    data = json.loads(raw)
+    via_arrow = Report.from_arrow(scalars, tables, raw_json=raw)
+    via_json = Report.from_json(raw)
+
+    # The JSON without the tables is the report minus exactly its tables, in order.
+    assert list(tables) == via_json.tables
+    assert json.loads(scalars) == {k: v for k, v in data.items() if k not in tables}
+    assert list(json.loads(scalars)) == [k for k in data if k not in tables]
+
+    for name, table in tables.items():
+        assert isinstance(table, pa.Table)
+        assert table.num_rows == len(data[name])
+        # Rows: the Arrow values are the JSON values, same columns, same order.
+        assert table.to_pylist() == data[name]
+        # Frames: same columns, dtypes and values as built from the JSON rows.
+        pd.testing.assert_frame_equal(via_arrow.table(name), via_json.table(name))
+    assert via_arrow.scalars() == via_json.scalars()
+    assert via_arrow.to_dict() == data
+    assert via_arrow == via_json
+    assert via_arrow.to_json() == raw
+    assert via_arrow.summary() == via_json.summary()
+
+
+def test_public_run_uses_arrow_tables() -> None:
+    report = vcpulab.run(EXAMPLES / "weights-1-1-2-4.toml", overrides=["run.duration=200ms"])
+    assert report.arrow("vms").schema.field("cpu_share").type == pa.float64()
+    assert report.arrow("vms").schema.field("vm").type == pa.string()
+    assert report.arrow("vms").schema.field("vcpus").type == pa.int64()
+    # An Option that is never set is Arrow's null type; as pandas, a column of None.
+    assert report.arrow("vms").schema.field("completion_ns").type == pa.null()
+    assert report.vms["completion_ns"].isna().all()
+
+
+def test_core_arrow_table_speaks_the_pycapsule_protocol() -> None:
+    from vcpulab import _core
+
+    text = (EXAMPLES / "two-vms-one-pcpu.toml").read_text()
+    _, _, tables = _core.run_arrow(text, ["run.duration=100ms"], 1)
+    vms = tables["vms"]
+    assert len(vms) == vms.num_rows == 2
+    assert "cpu_share" in vms.column_names
+    reader = pa.RecordBatchReader.from_stream(vms)
+    assert reader.read_all().num_rows == 2
+    assert pa.schema(vms).names == vms.column_names
+    # A stream is consumed once; each call makes a new one.
+    assert pa.table(vms).equals(pa.table(vms))
+
+
+def test_report_arrow_splits_stored_json() -> None:
+    raw = json.dumps(
+        {
+            "schema": 1,
+            "end_ns": 5,
+            "vms": [{"vm": "a", "n": 1, "x": None}, {"vm": "b", "n": 2**63, "x": 1.5}],
+            "nested": {"h": [1, 2]},
+        }
+    )
+    scalars, tables = _native.core_report_arrow(raw)
+    assert json.loads(scalars) == {"schema": 1, "end_ns": 5, "nested": {"h": [1, 2]}}
+    vms = tables["vms"]
+    assert vms.schema.field("n").type == pa.uint64()
+    assert vms.schema.field("x").type == pa.float64()
+    assert vms.to_pylist() == json.loads(raw)["vms"]
