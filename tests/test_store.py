@@ -39,3 +39,9 @@ def test_record_and_read(tmp_path: Path) -> None:
     con = sqlite3.connect(path)
     assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert con.execute("SELECT COUNT(*) FROM points").fetchone()[0] == 2
+
+
+def test_point_key_depends_on_the_core() -> None:
+    assert point_key("a", 1, "0.1.0+aaaa") != point_key("a", 1, "0.1.0+bbbb")
+    assert point_key("a", 1, "0.1.0+aaaa") != point_key("a", 1)
+    assert point_key("a", 1, "0.1.0+aaaa") == point_key("a", 1, "0.1.0+aaaa")

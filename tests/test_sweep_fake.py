@@ -90,3 +90,25 @@ def test_process_pool_equals_serial(fake_backend) -> None:
     with LocalExecutor(2) as ex:
         pool = run_sweep(SCENARIO, GRID, 2, backend=fake_backend, executor=ex)
     pd.testing.assert_frame_equal(serial.frame, pool.frame)
+
+
+def test_a_different_core_does_not_reuse_stored_results(tmp_path: Path) -> None:
+    import fakecore
+    from vcpulab.store import ResultsStore
+    from vcpulab.sweeps import Backend
+
+    store = tmp_path / "r.sqlite"
+
+    def backend(core: str) -> Backend:
+        return Backend(run=fakecore.run, resolve=fakecore.resolve, version=lambda: core)
+
+    first = run_sweep(SCENARIO, GRID, 1, store=store, backend=backend("1+aa"), executor="serial")
+    same = run_sweep(SCENARIO, GRID, 1, store=store, backend=backend("1+aa"), executor="serial")
+    other = run_sweep(SCENARIO, GRID, 1, store=store, backend=backend("1+bb"), executor="serial")
+    assert (first.computed, same.computed, same.skipped) == (4, 0, 4)
+    assert (other.computed, other.skipped) == (4, 0)
+    with ResultsStore(store) as db:
+        [sweep] = db.sweeps()
+        # The sweep's points are now those of the newer core; the old ones stay stored.
+        assert sweep["cores"] == ["1+bb"]
+        assert {p.core_version for p in db.points()} == {"1+aa", "1+bb"}

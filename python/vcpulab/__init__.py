@@ -34,6 +34,7 @@ __all__ = [
     "ScenarioError",
     "SimulationError",
     "UsageError",
+    "core_build_id",
     "core_version",
     "dumps_toml",
     "presets",
@@ -140,3 +141,8 @@ def workloads() -> list[tuple[str, str]]:
 
 def core_version() -> str:
     return str(_native.core().version())
+
+
+def core_build_id() -> str:
+    """A hash of the core's sources at build time; with the version it keys stored results."""
+    return str(_native.core().build_id())

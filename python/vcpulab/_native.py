@@ -38,6 +38,15 @@ def core_run(scenario_toml: str, overrides: list[str], seed: int | None) -> str:
     return str(core().run(scenario_toml, overrides, seed))
 
 
+def core_identity() -> str:
+    """The core's version and build id (a hash of its sources at build time), e.g.
+    `0.1.0+52205ed0f3a37264`: results of two different cores never share a store key."""
+    mod = core()
+    version = str(mod.version())
+    build = getattr(mod, "build_id", None)
+    return f"{version}+{build()}" if callable(build) else version
+
+
 def _pa_tables(tables: Any) -> dict[str, Any]:
     import pyarrow as pa
 

@@ -242,6 +242,7 @@ def cmd_results(args: argparse.Namespace) -> int:
                         s["ok"],
                         s["failed"],
                         s["planned"],
+                        ",".join(s["cores"]) or "-",
                     ]
                 )
             if not rows:
@@ -249,9 +250,19 @@ def cmd_results(args: argparse.Namespace) -> int:
                 return 0
             print(
                 render_table(
-                    ["sweep", "updated", "scenario", "grid", "seeds", "ok", "failed", "points"],
+                    [
+                        "sweep",
+                        "updated",
+                        "scenario",
+                        "grid",
+                        "seeds",
+                        "ok",
+                        "failed",
+                        "points",
+                        "core",
+                    ],
                     rows,
-                    "lllllrrr",
+                    "lllllrrrl",
                 )
             )
             return 0
@@ -379,7 +390,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         executor.close()
     version = None
     if _native.core_available():
-        version = str(_native.core().version())
+        version = _native.core_identity()
     md, html_path = write_reports(results, docs, quick=args.quick, version=version)
     print(f"wrote {md} and {html_path}")
     return 1 if any(r.verdict == "error" for r in results) else 0
@@ -388,7 +399,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_version(args: argparse.Namespace) -> int:
     from vcpulab import __version__, _native
 
-    core = str(_native.core().version()) if _native.core_available() else "not built"
+    core = _native.core_identity() if _native.core_available() else "not built"
     print(f"vcpulab {__version__} (core {core})")
     return 0
 

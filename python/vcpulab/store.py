@@ -28,7 +28,7 @@ CREATE TABLE IF NOT EXISTS meta (
 );
 -- One row per (resolved scenario, seed): the pure function's input and its output.
 CREATE TABLE IF NOT EXISTS points (
-    key          TEXT PRIMARY KEY,          -- sha256(resolved scenario text, seed)
+    key          TEXT PRIMARY KEY,          -- sha256(resolved scenario, seed, core)
     scenario     TEXT,                      -- scenario name, for listing
     seed         INTEGER NOT NULL,
     resolved     TEXT NOT NULL,             -- the resolved scenario (or the input, if it
@@ -36,7 +36,7 @@ CREATE TABLE IF NOT EXISTS points (
     status       TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
     error        TEXT,
     report       TEXT,                      -- report JSON (schema 1) when status = 'ok'
-    core_version TEXT,
+    core_version TEXT,                      -- version+build id of the core
     wall_s       REAL,
     created_at   REAL NOT NULL,             -- when this result was written
     attempts     INTEGER NOT NULL DEFAULT 1
@@ -65,12 +65,16 @@ CREATE INDEX IF NOT EXISTS sweep_points_key ON sweep_points(key);
 """
 
 
-def point_key(resolved: str, seed: int) -> str:
-    """The identity of a run: the resolved scenario text and the seed."""
+def point_key(resolved: str, seed: int, core: str | None = None) -> str:
+    """The identity of a run: the resolved scenario text, the seed and the core that ran
+    it (version + build id), so that a core whose results differ never reuses another's."""
     h = hashlib.sha256()
     h.update(resolved.encode("utf-8"))
     h.update(b"\x00seed=")
     h.update(str(int(seed)).encode("ascii"))
+    if core is not None:
+        h.update(b"\x00core=")
+        h.update(core.encode("utf-8"))
     return h.hexdigest()
 
 
@@ -263,7 +267,8 @@ class ResultsStore:
             SELECT s.*,
                    COUNT(sp.idx) AS planned,
                    SUM(CASE WHEN p.status='ok' THEN 1 ELSE 0 END) AS ok,
-                   SUM(CASE WHEN p.status='failed' THEN 1 ELSE 0 END) AS failed
+                   SUM(CASE WHEN p.status='failed' THEN 1 ELSE 0 END) AS failed,
+                   GROUP_CONCAT(DISTINCT p.core_version) AS cores
             FROM sweeps s
             LEFT JOIN sweep_points sp ON sp.sweep_id = s.id
             LEFT JOIN points p ON p.key = sp.key
@@ -320,4 +325,5 @@ def _sweep(row: sqlite3.Row) -> dict[str, Any]:
     out["ok"] = int(out["ok"] or 0)
     out["failed"] = int(out["failed"] or 0)
     out["planned"] = int(out["planned"] or 0)
+    out["cores"] = sorted(set((out.get("cores") or "").split(",")) - {""})
     return out

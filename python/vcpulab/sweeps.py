@@ -64,12 +64,13 @@ class Backend:
     version: Callable[[], str] | None = None
 
     def core_version(self) -> str | None:
+        """The core's identity (version + build id); part of every point's store key."""
         if self.version is not None:
             return self.version()
         if self.run is core_run:
-            from vcpulab._native import core
+            from vcpulab._native import core_identity
 
-            return str(core().version())
+            return core_identity()
         return None
 
 
@@ -176,6 +177,7 @@ def plan_sweep(
     grid: Sequence[tuple[str, Sequence[str]]],
     seeds: Sequence[int],
     resolve: Resolver,
+    core: str | None = None,
 ) -> list[PlannedPoint]:
     points: list[PlannedPoint] = []
     combos = list(itertools.product(*(values for _, values in grid))) if grid else [()]
@@ -188,10 +190,11 @@ def plan_sweep(
                 text_resolved = resolve(text, list(overrides), seed)
                 resolved: str | None = text_resolved
                 error = None
-                key = point_key(text_resolved, seed)
+                key = point_key(text_resolved, seed, core)
             except ScenarioError as exc:
                 resolved, error = None, f"ScenarioError: {exc}"
-                key = point_key("\x00unresolved\x00" + text + "\x00" + "\x00".join(overrides), seed)
+                unresolved = "\x00unresolved\x00" + text + "\x00" + "\x00".join(overrides)
+                key = point_key(unresolved, seed, core)
             points.append(PlannedPoint(idx, params, seed, overrides, key, resolved, error))
             idx += 1
     return points
@@ -243,7 +246,8 @@ def run_sweep(
     # Resolving the base scenario first reports a bad scenario as one clear error.
     base_resolved = backend.resolve(text, base, None)
     seeds_list = _seeds_list(seeds, text, base, backend.resolve)
-    plan = plan_sweep(text, base, grid_items, seeds_list, backend.resolve)
+    version = backend.core_version()
+    plan = plan_sweep(text, base, grid_items, seeds_list, backend.resolve, version)
     unresolved = [p for p in plan if p.resolved is None]
     if plan and len(unresolved) == len(plan):
         # Nothing can run (e.g. a typo in a grid key): that is bad input, not data.
@@ -265,7 +269,6 @@ def run_sweep(
             table=table,
             points=[(p.idx, p.key, p.params, p.seed) for p in plan],
         )
-        version = backend.core_version()
         done = set() if force else db.finished_keys(p.key for p in plan)
         for p in unresolved:
             db.record(
