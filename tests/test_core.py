@@ -206,6 +206,11 @@ def test_reproduce_quick_smoke(tmp_path: Path) -> None:
         line = (tmp_path / "rep" / f"{exp}.txt").read_text()
         assert any(v in line for v in ("agrees", "partly", "disagrees"))
     assert "examples-weights: agrees" in res.stdout
+    # Three hogs on one pCPU: the closed form holds; the sleeper scenario is shown beside.
+    assert "examples-xen-slice: agrees" in res.stdout
+    header = (tmp_path / "rep" / "examples-xen-slice.csv").read_text().splitlines()[0]
+    for column in ("dispatch_wait_mean_ms", "mixed_hog_wait_ms", "sleeper_wake_p99_ms"):
+        assert column in header
 
 
 def test_validate_quick_writes_both_reports(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ list and naming the module in `_MODULES` below.
 from __future__ import annotations
 
 import importlib
+import itertools
 import json
 import math
 import os
@@ -68,6 +69,13 @@ class Experiment:
     log_x: bool = False
     log_y: bool = False
     notes: str = ""
+    beside: str | None = None
+    """A second scenario run with the same grid, seeds and overrides, shown beside the
+    comparison (extra CSV columns, dotted lines on the plot) but not judged."""
+    beside_simulate: SimulateFn | None = None
+    """Its sweep frame -> DataFrame[x, extra columns...]."""
+    beside_plot: tuple[tuple[str, str], ...] = ()
+    """(column, legend label) of the extra columns to draw."""
 
 
 @dataclass
@@ -245,6 +253,22 @@ def run_experiment(
     verdict, detail = compare(merged, exp.tolerance)
     if outcome.failed:
         detail += f"; {len(outcome.failed)} point(s) failed"
+    if exp.beside is not None and exp.beside_simulate is not None:
+        beside = run_sweep(
+            scenario_path(exp.beside),
+            exp.grid or None,
+            exp.quick_seeds if quick else exp.seeds,
+            overrides=overrides,
+            executor=executor,
+            jobs=jobs,
+            store=store,
+            table=exp.table,
+            progress=progress,
+            backend=backend,
+        )
+        if beside.frame is not None and not beside.frame.empty:
+            extra = exp.beside_simulate(beside.frame).reset_index(drop=True)
+            merged = merged.merge(extra, on="x", how="left", sort=False)
     merged = merged.rename(columns={"x": exp.x})
     csv_path = out / f"{exp.id}.csv"
     merged.to_csv(csv_path, index=False)
@@ -355,6 +379,20 @@ def plot(exp: Experiment, merged: pd.DataFrame, verdict: str, path: Path) -> Non
             ax.set_xscale("log")
         if exp.log_y:
             ax.set_yscale("log")
+    if exp.kind != "bar":
+        colors = ("#c77c1f", "#4e9a4b", "#8d5fb5")
+        for (column, label), color in zip(exp.beside_plot, itertools.cycle(colors)):
+            if column not in merged.columns:
+                continue
+            pts = sorted(
+                (float(x), float(y))
+                for x, y in zip(xs, merged[column].astype(float), strict=True)
+                if not math.isnan(float(y))
+            )
+            if pts:
+                ax.plot(
+                    [p[0] for p in pts], [p[1] for p in pts], "^:", color=color, label=label
+                )
     ax.set_xlabel(exp.x_label)
     ax.set_ylabel(exp.y_label)
     ax.set_title(f"{exp.id}: {exp.title}\nverdict: {verdict}", fontsize=10)
