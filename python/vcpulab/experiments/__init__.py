@@ -390,9 +390,7 @@ def plot(exp: Experiment, merged: pd.DataFrame, verdict: str, path: Path) -> Non
                 if not math.isnan(float(y))
             )
             if pts:
-                ax.plot(
-                    [p[0] for p in pts], [p[1] for p in pts], "^:", color=color, label=label
-                )
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], "^:", color=color, label=label)
     ax.set_xlabel(exp.x_label)
     ax.set_ylabel(exp.y_label)
     ax.set_title(f"{exp.id}: {exp.title}\nverdict: {verdict}", fontsize=10)
