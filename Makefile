@@ -5,7 +5,7 @@ VPY     := $(VENV)/bin/python
 VPIP    := $(VPY) -m pip
 CARGO   ?= cargo
 
-.PHONY: demo test test-rust test-python install bench lint fmt clean
+.PHONY: demo test test-rust test-python install bench lint lint-python lint-rust fmt clean
 
 $(VPY):
 	$(PY) -m venv $(VENV)
@@ -33,11 +33,17 @@ test-python: install
 bench:
 	$(CARGO) run --release --quiet -p vcpulab-core --bin vcpulab-bench
 
-lint: $(VPY)
+lint: lint-python lint-rust
+
+lint-python: $(VPY)
+	$(VPIP) install -q ruff mypy pandas-stubs
+	$(VENV)/bin/ruff check python tests
+	$(VENV)/bin/ruff format --check python tests
+	$(VENV)/bin/mypy
+
+lint-rust:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --release -- -D warnings
-	$(VPIP) install -q ruff
-	$(VENV)/bin/ruff check python tests
 
 fmt:
 	$(CARGO) fmt --all
