@@ -1,7 +1,8 @@
 //! The core's public entry points: scenario text in, report out.
 
-use crate::metrics::report::Report;
+use crate::metrics::report::{ModeRow, Report};
 use crate::metrics::trace::TraceSink;
+use crate::scenario::Mode;
 use crate::scenario::{self, Scenario, ScenarioError};
 use crate::sim::world::World;
 
@@ -23,12 +24,30 @@ pub fn run_traced(
     sc: &Scenario,
     trace: Option<Box<dyn TraceSink>>,
 ) -> Result<Report, ScenarioError> {
-    let mut w = World::new(sc)?;
+    let main = scenario::modes::derive(sc, sc.run.mode)?;
+    let mut w = World::new(&main)?;
     if let Some(t) = trace {
         w.set_trace(t);
     }
     let cause = w.run();
-    Ok(Report::build(sc, &w, cause))
+    let mut report = Report::build(&main, &w, cause);
+    if !sc.run.compare.is_empty() {
+        let focus = if sc.run.mode == Mode::Consolidated {
+            scenario::modes::focus_index(sc)?
+        } else {
+            0
+        };
+        let base = report.vms[focus].clone();
+        report.modes.push(ModeRow::of(sc.run.mode, &base, &base));
+        for &m in &sc.run.compare {
+            let s = scenario::modes::derive(sc, m)?;
+            let mut w = World::new(&s)?;
+            let cause = w.run();
+            let r = Report::build(&s, &w, cause);
+            report.modes.push(ModeRow::of(m, &r.vms[0], &base));
+        }
+    }
+    Ok(report)
 }
 
 /// (name, description) of every preset.

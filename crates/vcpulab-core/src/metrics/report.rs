@@ -103,6 +103,37 @@ pub struct VmRow {
     pub halt_poll_misses: u64,
 }
 
+/// The focus VM run in one execution mode, and its slowdown against it.
+#[derive(Clone, Debug, Serialize)]
+pub struct ModeRow {
+    pub mode: String,
+    pub vm: String,
+    pub finished: bool,
+    pub completion_ns: Option<u64>,
+    pub throughput_per_s: f64,
+    /// How much slower the scenario's own run is than this mode (1 = same; > 1:
+    /// the run as written is slower).
+    pub slowdown: f64,
+}
+
+impl ModeRow {
+    pub fn of(mode: crate::scenario::Mode, r: &VmRow, base: &VmRow) -> ModeRow {
+        let slowdown = match (base.completion_ns, r.completion_ns) {
+            (Some(b), Some(m)) if m > 0 => b as f64 / m as f64,
+            _ if base.throughput_per_s > 0.0 => r.throughput_per_s / base.throughput_per_s,
+            _ => f64::NAN,
+        };
+        ModeRow {
+            mode: format!("{mode:?}").to_lowercase(),
+            vm: r.vm.clone(),
+            finished: r.finished,
+            completion_ns: r.completion_ns,
+            throughput_per_s: r.throughput_per_s,
+            slowdown,
+        }
+    }
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct LockRow {
     pub vm: String,
@@ -181,6 +212,7 @@ pub struct Report {
     pub pcpus: Vec<PcpuRow>,
     pub locks: Vec<LockRow>,
     pub latencies: Vec<LatencyRow>,
+    pub modes: Vec<ModeRow>,
     pub fairness: Fairness,
     pub histograms: BTreeMap<String, HistSummary>,
 }
@@ -429,6 +461,7 @@ impl Report {
             pcpus,
             locks,
             latencies,
+            modes: Vec::new(),
             fairness: Fairness {
                 jain_index: jain(&ratios),
             },

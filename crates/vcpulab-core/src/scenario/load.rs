@@ -105,10 +105,31 @@ pub fn resolve(
 /// Fills what serde cannot default (the scheduler kind), copies the scenario-wide guest
 /// table into every VM under the VM's own, and expands `count`.
 fn normalize(t: &mut Table) -> Result<(), ScenarioError> {
-    if let Some(Value::Table(host)) = t.get_mut("host") {
-        if let Some(Value::Table(s)) = host.get_mut("scheduler") {
-            s.entry("kind")
-                .or_insert_with(|| Value::String("cfs".into()));
+    // PLE defaults follow the host: KVM (CFS) grows its window and does a directed
+    // yield; Xen keeps a fixed window and yields.
+    let host = t
+        .entry("host")
+        .or_insert_with(|| Value::Table(Table::new()));
+    if let Value::Table(host) = host {
+        let kind = match host.get_mut("scheduler") {
+            Some(Value::Table(s)) => s
+                .entry("kind")
+                .or_insert_with(|| Value::String("cfs".into()))
+                .as_str()
+                .map(str::to_string),
+            _ => Some("cfs".to_string()),
+        };
+        let xen = kind.as_deref() == Some("credit");
+        let ple = host
+            .entry("ple")
+            .or_insert_with(|| Value::Table(Table::new()));
+        if let Value::Table(ple) = ple {
+            let policy = if xen { "fixed" } else { "kvm" };
+            let action = if xen { "yield" } else { "directed-yield" };
+            ple.entry("policy")
+                .or_insert_with(|| Value::String(policy.into()));
+            ple.entry("action")
+                .or_insert_with(|| Value::String(action.into()));
         }
     }
     let global_guest = match t.get("guest") {

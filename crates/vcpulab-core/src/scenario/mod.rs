@@ -3,6 +3,7 @@
 //! then validated. Defaults live here, in the `Default` impls, and nowhere else.
 
 mod load;
+pub mod modes;
 mod presets;
 mod validate;
 
@@ -70,13 +71,34 @@ pub struct RunConfig {
     /// Upper bound on simulated time. The run ends earlier when every fixed-work
     /// workload has finished.
     pub duration: Dur,
+    /// How the scenario runs: consolidated as written, or its focus VM alone natively
+    /// or dedicated.
+    pub mode: Mode,
+    /// The VM that `native`/`dedicated` run and compare (default: the first).
+    pub focus: Option<String>,
+    /// Also run the focus VM in these modes and report its slowdown against them.
+    pub compare: Vec<Mode>,
 }
 impl Default for RunConfig {
     fn default() -> Self {
         RunConfig {
             duration: Dur(Nanos::from_ms(10_000)),
+            mode: Mode::Consolidated,
+            focus: None,
+            compare: Vec::new(),
         }
     }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// As written: VMs share the host under its scheduler.
+    Consolidated,
+    /// The focus VM alone, one pCPU per vCPU, each vCPU pinned.
+    Dedicated,
+    /// The focus VM's threads on bare metal: dedicated, without virtualization costs.
+    Native,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -272,6 +294,8 @@ pub struct CostTable {
     pub native_ipi_ns: u64,
     /// A native CPU's wake-up from C1 halt.
     pub native_c1_exit_ns: u64,
+    /// A thread context switch on bare metal (no two-dimensional page walks).
+    pub native_switch_ns: u64,
 }
 impl Default for CostTable {
     fn default() -> Self {
@@ -290,6 +314,7 @@ impl Default for CostTable {
             spin_handoff_ns: 100,
             native_ipi_ns: 1_000,
             native_c1_exit_ns: 1_000,
+            native_switch_ns: 1_500,
         }
     }
 }

@@ -11,18 +11,57 @@ pub struct Preset {
 pub const PRESETS: &[Preset] = &[
     Preset {
         name: "kvm-default",
-        description: "KVM on Linux CFS (pre-6.6 tunables for 8+ CPUs)",
+        description: "KVM on Linux CFS (pre-6.6 tunables for 8+ CPUs), PLE with KVM's grow/shrink window and directed yield, no halt polling (the Linux 3.x hosts of the studies)",
         toml: r#"
 [host.scheduler]
 kind = "cfs"
+[host.ple]
+policy = "kvm"
+window_cycles = 4096
+grow = 2
+shrink = 0
+action = "directed-yield"
+"#,
+    },
+    Preset {
+        name: "kvm-halt-poll",
+        description: "kvm-default plus KVM's adaptive host halt polling (halt_poll_ns 200 us)",
+        toml: r#"
+[host.scheduler]
+kind = "cfs"
+[host.ple]
+policy = "kvm"
+action = "directed-yield"
+[host.halt_poll]
+enabled = true
 "#,
     },
     Preset {
         name: "xen-default",
-        description: "Xen credit scheduler, 30 ms slices, BOOST on wake, 1 ms rate limit",
+        description: "Xen credit scheduler, 30 ms slices, BOOST on wake, 1 ms rate limit; a PLE exit yields (fixed 4096-cycle window)",
         toml: r#"
 [host.scheduler]
 kind = "credit"
+[host.ple]
+policy = "fixed"
+window_cycles = 4096
+action = "yield"
+"#,
+    },
+    Preset {
+        name: "native",
+        description: "the focus VM's threads on bare metal: one CPU per thread slot, no virtualization costs",
+        toml: r#"
+[run]
+mode = "native"
+"#,
+    },
+    Preset {
+        name: "dedicated",
+        description: "the focus VM alone, each vCPU pinned to its own pCPU",
+        toml: r#"
+[run]
+mode = "dedicated"
 "#,
     },
 ];

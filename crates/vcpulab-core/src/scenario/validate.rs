@@ -130,6 +130,7 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
             "the scenario has no VM; add at least one [[vm]] section",
         ));
     }
+    super::modes::focus_index(sc)?;
     let mut names = std::collections::HashSet::new();
     for (i, vm) in sc.vm.iter().enumerate() {
         let k = |f: &str| format!("vm.{i}.{f}");

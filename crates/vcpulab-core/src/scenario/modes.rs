@@ -1,0 +1,68 @@
+//! Execution modes. `dedicated` keeps only the focus VM, gives it one pCPU per vCPU
+//! and pins each vCPU; `native` is dedicated without virtualization: no VM exits, no
+//! vCPU switches, no pause-loop exiting or halt polling, a halted CPU wakes from C1,
+//! an IPI costs what it costs on bare metal. Both are transformations of the scenario.
+
+use super::{Mode, PinSpec, PlePolicy, Scenario, ScenarioError};
+
+/// Index of the focus VM.
+pub fn focus_index(sc: &Scenario) -> Result<usize, ScenarioError> {
+    match &sc.run.focus {
+        None => Ok(0),
+        Some(name) => sc
+            .vm
+            .iter()
+            .position(|v| v.name.as_deref() == Some(name))
+            .ok_or_else(|| {
+                let names: Vec<String> = sc.vm.iter().filter_map(|v| v.name.clone()).collect();
+                ScenarioError::new(
+                    "run.focus",
+                    format!("no VM is named {name:?}; the VMs are: {}", names.join(", ")),
+                )
+            }),
+    }
+}
+
+/// The scenario as it runs in `mode`.
+pub fn derive(sc: &Scenario, mode: Mode) -> Result<Scenario, ScenarioError> {
+    if mode == Mode::Consolidated {
+        let mut s = sc.clone();
+        s.run.mode = Mode::Consolidated;
+        s.run.compare.clear();
+        return Ok(s);
+    }
+    let f = focus_index(sc)?;
+    let mut s = sc.clone();
+    s.run.mode = mode;
+    s.run.compare.clear();
+    let mut vm = sc.vm[f].clone();
+    if vm.vcpus > crate::host::cpumask::MAX_PCPUS {
+        return Err(ScenarioError::new(
+            format!("vm.{f}.vcpus"),
+            format!(
+                "{} vCPUs cannot each get a dedicated pCPU (at most 128)",
+                vm.vcpus
+            ),
+        ));
+    }
+    s.host.pcpus = vm.vcpus;
+    vm.pin = Some(PinSpec::PerVcpu(
+        (0..vm.vcpus).map(|i| i.to_string()).collect(),
+    ));
+    vm.cap = None;
+    s.vm = vec![vm];
+    if mode == Mode::Native {
+        let c = &mut s.host.costs;
+        c.vmexit_ns = 0;
+        c.vcpu_switch_same_vm_ns = 0;
+        c.vcpu_switch_cross_vm_ns = 0;
+        c.wake_halted_ns = c.native_c1_exit_ns;
+        c.ipi_send_ns = 0;
+        c.ipi_deliver_ns = c.native_ipi_ns;
+        c.guest_switch_ns = c.native_switch_ns;
+        s.host.ple.policy = PlePolicy::Off;
+        s.host.halt_poll.enabled = false;
+        s.host.posted_interrupts = false;
+    }
+    Ok(s)
+}
