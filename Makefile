@@ -15,9 +15,14 @@ $(VPY):
 install: $(VPY)
 	$(VPIP) install -q -e '.[dev]'
 
+# The main job on the built-in examples: one run, a slice sweep with confidence
+# intervals (kept in vcpulab-results.sqlite: a second `make demo` reuses it), a trace.
 demo: install
 	$(VENV)/bin/vcpulab run scenarios/examples/weights-1-1-2-4.toml
-	$(VENV)/bin/vcpulab run scenarios/examples/two-vms-one-pcpu.toml
+	$(VENV)/bin/vcpulab sweep scenarios/examples/xen-slice-sweep.toml \
+		--grid host.scheduler.slice_ms=30,10,1 --seeds 3
+	$(VENV)/bin/vcpulab trace scenarios/examples/xen-slice-sweep.toml \
+		--set run.duration=300ms -o out/demo-trace.json
 
 test: test-rust test-python
 
