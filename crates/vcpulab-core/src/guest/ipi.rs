@@ -27,6 +27,17 @@ pub const PATH_NAMES: [&str; 5] = [
 pub enum IpiKind {
     Resched,
     Tlb,
+    /// No interrupt: the target polls and notices the wake-up by itself.
+    Poke,
+}
+
+/// An IPI in flight. `thread`: the woken thread (reschedule) or the sender (TLB).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IpiMsg {
+    pub kind: IpiKind,
+    pub thread: ThreadId,
+    pub gen: u32,
+    pub sent: Nanos,
 }
 
 impl World {
@@ -88,49 +99,91 @@ impl World {
             // The waker runs here; the wakee waits until it blocks or its slice ends.
             return;
         }
+        self.enqueue_woken(w, target, PATH_RUNNING);
+        let remote = self.costs.remote_wake_ns;
         let polling = {
             let tv = &self.vcpus[target.idx()];
             tv.is_running() && tv.act == Act::IdlePoll
         };
-        let path = match self.vcpus[target.idx()].hv {
-            HvState::Running(_) => PATH_RUNNING,
-            HvState::Runnable => PATH_PREEMPTED,
-            HvState::Halted => PATH_HALTED_IDLE_PCPU, // refined below once placed
-        };
-        self.enqueue_woken(w, target, path);
         if polling {
             // A polling idle loop sees the flag without an interrupt.
-            self.vcpu_continue(target);
+            let msg = IpiMsg {
+                kind: IpiKind::Poke,
+                thread: w,
+                gen: 0,
+                sent: self.now,
+            };
+            self.q
+                .push(self.now + Nanos(remote), Ev::IpiArrive(target, msg));
             return;
         }
+        let send = self.costs.ipi_send_ns;
         if let Some(cur) = self.vcpus[from.idx()].cur {
-            let send = self.costs.ipi_send_ns;
             self.threads[cur.idx()].micro.push_front(Micro::Work {
                 ns: send,
                 kernel: true,
             });
         }
-        self.deliver_ipi(target, IpiKind::Resched, None);
-        if path == PATH_HALTED_IDLE_PCPU && !self.last_wake_pcpu_idle {
-            self.threads[w.idx()].wake_path = PATH_HALTED_BUSY_PCPU;
-        }
+        let msg = IpiMsg {
+            kind: IpiKind::Resched,
+            thread: w,
+            gen: 0,
+            sent: self.now,
+        };
+        self.q
+            .push(self.now + Nanos(remote + send), Ev::IpiArrive(target, msg));
     }
 
-    /// Delivers an IPI to `target` now (running), at its next dispatch (preempted), or
-    /// by waking it (halted). `tlb`: the shootdown sender and generation to acknowledge.
-    pub(crate) fn deliver_ipi(
-        &mut self,
-        target: VcpuId,
-        kind: IpiKind,
-        tlb: Option<(ThreadId, u32)>,
-    ) {
-        let now = self.now;
+    /// An IPI reaches `target`: handled now (running), at its next dispatch
+    /// (preempted), or after waking it (halted).
+    pub(crate) fn on_ipi_arrive(&mut self, target: VcpuId, msg: IpiMsg) {
+        let tlb = (msg.kind == IpiKind::Tlb).then_some((msg.thread, msg.gen));
+        let woken = (msg.kind != IpiKind::Tlb).then_some(msg.thread);
+        // The wake-up path is decided by the target's state when the IPI arrives.
+        let path = match self.vcpus[target.idx()].hv {
+            HvState::Running(_) => PATH_RUNNING,
+            HvState::Runnable => PATH_PREEMPTED,
+            HvState::Halted => PATH_HALTED_IDLE_PCPU,
+        };
+        if let Some(w) = woken {
+            let th = &mut self.threads[w.idx()];
+            if th.woken_at.is_some() && th.vcpu == target {
+                th.wake_path = path;
+            }
+        }
         match self.vcpus[target.idx()].hv {
-            HvState::Running(_) => self.handle_interrupt(target, kind, now, tlb),
-            HvState::Runnable => self.vcpus[target.idx()].pending.push((kind, now, tlb)),
+            HvState::Running(_) => {
+                if msg.kind == IpiKind::Poke {
+                    if self.vcpus[target.idx()].act == Act::IdlePoll {
+                        self.vcpu_continue(target);
+                    } else if self.vcpus[target.idx()].cur.is_none() {
+                        // Stopped polling meanwhile: it needs a real interrupt after all.
+                        self.handle_interrupt(target, IpiKind::Resched, msg.sent, None);
+                    }
+                } else {
+                    self.handle_interrupt(target, msg.kind, msg.sent, tlb);
+                }
+            }
+            HvState::Runnable => {
+                if msg.kind != IpiKind::Poke {
+                    self.vcpus[target.idx()]
+                        .pending
+                        .push((msg.kind, msg.sent, tlb));
+                }
+            }
             HvState::Halted => {
-                self.vcpus[target.idx()].pending.push((kind, now, tlb));
+                let kind = if msg.kind == IpiKind::Poke {
+                    IpiKind::Resched
+                } else {
+                    msg.kind
+                };
+                self.vcpus[target.idx()].pending.push((kind, msg.sent, tlb));
                 self.hv_wake_vcpu(target, true);
+                if let Some(w) = woken {
+                    if !self.last_wake_pcpu_idle && self.threads[w.idx()].woken_at.is_some() {
+                        self.threads[w.idx()].wake_path = PATH_HALTED_BUSY_PCPU;
+                    }
+                }
             }
         }
     }
@@ -165,8 +218,8 @@ impl World {
         let vm = vc.vm.idx();
         let lat = done.0.saturating_sub(sent.0);
         match kind {
-            IpiKind::Resched => self.vms[vm].ipi_resched.record(lat),
             IpiKind::Tlb => self.vms[vm].ipi_tlb.record(lat),
+            _ => self.vms[vm].ipi_resched.record(lat),
         }
         if let Some((sender, gen)) = tlb {
             self.q.push(done, Ev::TlbAck(sender, gen));
@@ -223,8 +276,8 @@ impl World {
             let vm = vc.vm.idx();
             let lat = done.0.saturating_sub(sent.0);
             match kind {
-                IpiKind::Resched => self.vms[vm].ipi_resched.record(lat),
                 IpiKind::Tlb => self.vms[vm].ipi_tlb.record(lat),
+                _ => self.vms[vm].ipi_resched.record(lat),
             }
             if let Some((sender, gen)) = tlb {
                 self.q.push(done, Ev::TlbAck(sender, gen));
@@ -284,7 +337,14 @@ impl World {
             if tv == v || !vc.ran_threads || (pv && vc.hv == HvState::Runnable) {
                 continue;
             }
-            self.deliver_ipi(tv, IpiKind::Tlb, Some((t, gen)));
+            let msg = IpiMsg {
+                kind: IpiKind::Tlb,
+                thread: t,
+                gen,
+                sent: self.now,
+            };
+            let at = self.now + Nanos(self.costs.ipi_send_ns);
+            self.q.push(at, Ev::IpiArrive(tv, msg));
         }
     }
 

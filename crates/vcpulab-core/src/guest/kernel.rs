@@ -94,7 +94,11 @@ impl World {
         }
         let busiest = (m.first_vcpu..m.first_vcpu + m.nvcpus)
             .map(VcpuId)
-            .filter(|s| *s != v && !self.vcpus[s.idx()].rq.is_empty())
+            // Linux pulls only from a CPU with more than one runnable task.
+            .filter(|s| {
+                let sv = &self.vcpus[s.idx()];
+                *s != v && !sv.rq.is_empty() && sv.rq.len() + sv.cur.is_some() as usize >= 2
+            })
             .max_by_key(|s| (self.vcpus[s.idx()].rq.len(), std::cmp::Reverse(s.0)));
         if let Some(s) = busiest {
             let t = self.vcpus[s.idx()].rq.remove(0);
@@ -109,7 +113,9 @@ impl World {
         let switch = self.costs.guest_switch_ns;
         let vm = self.vcpus[v.idx()].vm.idx();
         let vc = &mut self.vcpus[v.idx()];
-        let fresh = vc.last_thread != Some(t);
+        // A context switch unless the same thread simply continues (coming out of the
+        // idle task is a switch too).
+        let fresh = vc.last_thread != Some(t) || vc.idle_since != Nanos::MAX;
         vc.cur = Some(t);
         vc.last_thread = Some(t);
         vc.ran_threads = true;

@@ -11,6 +11,7 @@ pub struct Footprint {
     pub enabled: bool,
     pub capacity_kib: u64,
     pub refill_ns_per_kib: f64,
+    pub touch_kib_per_us: f64,
 }
 
 impl Footprint {
@@ -19,6 +20,7 @@ impl Footprint {
             enabled: c.model == CacheModel::Footprint,
             capacity_kib: c.kib_per_pcpu,
             refill_ns_per_kib: c.refill_ns_per_kib,
+            touch_kib_per_us: c.touch_kib_per_us,
         }
     }
 
@@ -38,6 +40,16 @@ impl Footprint {
         }
     }
 
+    /// KiB a context of `footprint_kib` touches while running `ran_ns` (beyond what it
+    /// refetched at switch-in), which evicts other contexts' data.
+    pub fn touched_kib(&self, footprint_kib: u64, ran_ns: u64) -> u64 {
+        if !self.enabled {
+            return 0;
+        }
+        let t = (ran_ns as f64 / 1e3 * self.touch_kib_per_us) as u64;
+        t.min(footprint_kib.min(self.capacity_kib))
+    }
+
     pub fn refill_ns(&self, kib: u64) -> u64 {
         (kib as f64 * self.refill_ns_per_kib).round() as u64
     }
@@ -52,7 +64,10 @@ mod tests {
             enabled: true,
             capacity_kib: 1000,
             refill_ns_per_kib: 10.0,
+            touch_kib_per_us: 1.0,
         };
+        assert_eq!(f.touched_kib(500, 100_000), 100);
+        assert_eq!(f.touched_kib(500, 10_000_000), 500);
         assert_eq!(f.refetch_kib(500, Some(0)), 0);
         assert_eq!(f.refetch_kib(500, Some(500)), 250);
         assert_eq!(f.refetch_kib(500, Some(5000)), 500);

@@ -52,9 +52,13 @@ impl World {
             self.note_preempted_holder(v);
         }
         self.trace_thread_end(v);
+        let fp = self.vms[self.vcpus[v.idx()].vm.idx()].footprint_kib;
+        let ran = now.0.saturating_sub(self.vcpus[v.idx()].resume_at.0);
+        let touched = self.cache.touched_kib(fp, ran);
         let pc = &mut self.pcpus[p.idx()];
         let (start, entry) = (pc.run_start, pc.entry_until);
         pc.book_run(now);
+        pc.cache_loaded_kib += touched;
         pc.cur = None;
         pc.timer_gen = pc.timer_gen.wrapping_add(1);
         let mark = pc.cache_loaded_kib;

@@ -288,6 +288,9 @@ pub struct CostTable {
     pub wake_ns: u64,
     /// Flushing the local TLB in a shootdown handler.
     pub tlb_flush_ns: u64,
+    /// A cross-CPU wake-up beyond the IPI: the remote runqueue's lock and the task's
+    /// and futex's cache lines moving between CPUs.
+    pub remote_wake_ns: u64,
     /// Handing a contended lock's cache line to the next spinner.
     pub spin_handoff_ns: u64,
     /// Native (unvirtualized) IPI send-to-handler latency.
@@ -303,18 +306,19 @@ impl Default for CostTable {
             vmexit_ns: 500,
             vcpu_switch_same_vm_ns: 1_000,
             vcpu_switch_cross_vm_ns: 2_000,
-            wake_halted_ns: 2_000,
-            ipi_send_ns: 700,
-            ipi_deliver_ns: 800,
-            guest_switch_ns: 1_500,
+            wake_halted_ns: 18_000,
+            ipi_send_ns: 3_000,
+            ipi_deliver_ns: 4_000,
+            guest_switch_ns: 4_500,
             syscall_ns: 200,
             futex_ns: 300,
             wake_ns: 400,
             tlb_flush_ns: 500,
             spin_handoff_ns: 100,
+            remote_wake_ns: 3_000,
             native_ipi_ns: 1_000,
             native_c1_exit_ns: 1_000,
-            native_switch_ns: 1_500,
+            native_switch_ns: 2_500,
         }
     }
 }
@@ -334,6 +338,9 @@ pub struct CacheConfig {
     pub kib_per_pcpu: u64,
     /// Time to refetch one KiB of evicted working set on switch-in.
     pub refill_ns_per_kib: f64,
+    /// How fast a running context touches (and so loads) its working set, KiB per
+    /// microsecond: a run of t us loads min(footprint, t x rate) into the cache.
+    pub touch_kib_per_us: f64,
 }
 impl Default for CacheConfig {
     fn default() -> Self {
@@ -341,6 +348,7 @@ impl Default for CacheConfig {
             model: CacheModel::Footprint,
             kib_per_pcpu: 2_560,
             refill_ns_per_kib: 150.0,
+            touch_kib_per_us: 4.0,
         }
     }
 }

@@ -30,6 +30,8 @@ pub enum Ev {
     Step(VcpuId, u32),
     /// A sleeping thread's timer expires.
     ThreadTimer(ThreadId, u32),
+    /// An IPI reaches its target vCPU.
+    IpiArrive(VcpuId, crate::guest::ipi::IpiMsg),
     /// A TLB-shootdown target acknowledged (sender, generation).
     TlbAck(ThreadId, u32),
     /// A device finished a thread's I/O.
@@ -437,6 +439,7 @@ impl World {
                 self.resched_buf = buf;
             }
             Ev::TlbAck(t, gen) => self.on_tlb_ack(t, gen),
+            Ev::IpiArrive(v, msg) => self.on_ipi_arrive(v, msg),
             Ev::IoDone(t) => self.on_io_done(t),
             Ev::End => {
                 self.stop = Some(StopCause::Duration);

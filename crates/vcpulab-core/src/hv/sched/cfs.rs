@@ -299,8 +299,15 @@ impl HostScheduler for Cfs {
         let p = self.select_rq(v);
         self.update_curr(p, now);
         let min_vr = self.rqs[p].min_vr;
+        let prev_rq = self.ent[v.idx()].rq as usize;
         let e = &mut self.ent[v.idx()];
-        let placed = (min_vr as i64 + e.rel_vr).max(0) as u64;
+        // A sleeper keeps its vruntime on its own runqueue; moving to another, it keeps
+        // its lag relative to the queue's min_vruntime.
+        let placed = if prev_rq == p {
+            e.vruntime
+        } else {
+            (min_vr as i64 + e.rel_vr).max(0) as u64
+        };
         // GENTLE_FAIR_SLEEPERS: a sleeper gets at most half a latency of credit.
         e.vruntime = placed.max(min_vr.saturating_sub(self.latency / 2));
         e.rq = p as u32;
@@ -347,6 +354,7 @@ impl HostScheduler for Cfs {
             StopReason::Blocked => {
                 e.queued = false;
                 e.rel_vr = e.vruntime as i64 - min_vr as i64;
+                self.update_min_vr(pi);
             }
         }
     }
