@@ -7,7 +7,7 @@
 use crate::guest::thread::{Micro, TAct, ThreadState};
 use crate::metrics::Hist;
 use crate::scenario::SpinlockKind;
-use crate::sim::world::World;
+use crate::sim::world::{LockEvent, World};
 use crate::sim::{LockId, Nanos, ThreadId, VcpuId, VmId};
 use std::collections::VecDeque;
 
@@ -98,6 +98,12 @@ impl World {
         let lk = &mut self.locks[l.idx()];
         let free = lk.holder.is_none() && (lk.kind == SpinlockKind::Tas || lk.waiters.is_empty());
         let class = lk.class as usize;
+        if let Some(log) = self.lock_log.as_mut() {
+            log.push(LockEvent::Arrive(l, t, now));
+            if free {
+                log.push(LockEvent::Acquire(l, t, now));
+            }
+        }
         if free {
             lk.holder = Some(t);
             lk.since = now;
@@ -132,6 +138,9 @@ impl World {
     /// The spinning (or pv-halted) thread `t` got lock `l`.
     fn lock_acquired(&mut self, t: ThreadId, l: LockId) {
         let now = self.now;
+        if let Some(log) = self.lock_log.as_mut() {
+            log.push(LockEvent::Acquire(l, t, now));
+        }
         let th = &mut self.threads[t.idx()];
         th.pv_halted = false;
         let waited = now.0.saturating_sub(th.wait_start.0);
@@ -159,6 +168,9 @@ impl World {
             if let Some(i) = th.held.iter().position(|x| *x == l) {
                 th.held.swap_remove(i);
             }
+        }
+        if let Some(log) = self.lock_log.as_mut() {
+            log.push(LockEvent::Release(l, t, now));
         }
         let lk = &mut self.locks[l.idx()];
         debug_assert_eq!(lk.holder, Some(t), "unlock by a non-holder");

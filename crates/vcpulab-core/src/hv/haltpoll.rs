@@ -87,7 +87,7 @@ impl World {
         if halt_ns <= cur {
             // A successful poll: keep the window.
         } else if cur > 0 && halt_ns > max {
-            vc.halt_poll_ns = if shrink == 0 { 0 } else { cur / shrink };
+            vc.halt_poll_ns = cur.checked_div(shrink).unwrap_or(0);
         } else if cur < max && halt_ns < max {
             vc.halt_poll_ns = (cur * grow).max(start).min(max);
         }

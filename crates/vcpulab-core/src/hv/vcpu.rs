@@ -19,6 +19,10 @@ pub enum VCat {
 }
 pub const NCAT: usize = 7;
 
+/// An interrupt waiting for its vCPU to run: kind, sent at, and the TLB-shootdown
+/// sender and generation to acknowledge.
+pub type PendingIpi = (IpiKind, Nanos, Option<(ThreadId, u32)>);
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HvState {
     Running(PcpuId),
@@ -83,7 +87,7 @@ pub struct Vcpu {
     /// When it last became runnable (for the scheduling-latency histogram).
     pub runnable_since: Nanos,
     /// Interrupts (IPIs) waiting for it to run: (kind, sent, TLB sender and generation).
-    pub pending: Vec<(IpiKind, Nanos, Option<(ThreadId, u32)>)>,
+    pub pending: Vec<PendingIpi>,
     /// Device completions waiting for it to run: (thread to wake, raised at).
     pub pending_irq: Vec<(ThreadId, Nanos)>,
     /// Has run a thread of the VM's process (it is in the mm's CPU mask).

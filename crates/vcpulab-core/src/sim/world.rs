@@ -40,6 +40,14 @@ pub enum Ev {
     End,
 }
 
+/// A kernel-spinlock event, logged when `World::lock_log` is set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockEvent {
+    Arrive(LockId, ThreadId, Nanos),
+    Acquire(LockId, ThreadId, Nanos),
+    Release(LockId, ThreadId, Nanos),
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StopCause {
     AllFinished,
@@ -71,6 +79,9 @@ pub struct World {
     pub posted_interrupts: bool,
     /// Whether the pCPU chosen for the last woken halted vCPU was idle.
     pub last_wake_pcpu_idle: bool,
+    /// When set, every kernel-spinlock arrival, acquisition and release is logged
+    /// (for tests of mutual exclusion and FIFO order).
+    pub lock_log: Option<Vec<LockEvent>>,
     pub events: u64,
     pub finite_left: u64,
     pub stop: Option<StopCause>,
@@ -331,6 +342,7 @@ impl World {
             conds,
             queues,
             sems,
+            lock_log: None,
             events: 0,
             finite_left,
             stop: None,

@@ -1,0 +1,288 @@
+//! Guest synchronization: mutual exclusion, FIFO order of ticket and queued locks,
+//! every blocked thread eventually woken, TLB-shootdown acknowledgement, PLE.
+mod common;
+use common::*;
+use proptest::prelude::*;
+use std::collections::HashMap;
+use vcpulab_core::resolve;
+use vcpulab_core::sim::world::{LockEvent, World};
+
+/// A sync-heavy VM of `vcpus` vCPUs and a CPU hog VM sharing `pcpus` pCPUs.
+fn contended(kind: &str, vcpus: u32, pcpus: u32, iters: u32, extra: &str) -> String {
+    format!(
+        r#"
+[run]
+duration = "60s"
+[host]
+pcpus = {pcpus}
+{extra}
+[guest]
+spinlock = "{kind}"
+[[vm]]
+name = "bench"
+vcpus = {vcpus}
+[vm.workload]
+model = "program"
+[[vm.workload.group]]
+threads = {vcpus}
+ops = [{{loop = {{n = {iters}, body = [
+  {{compute = "exp(20us)"}},
+  {{kspin = {{lock = "k", hold = "exp(2us)"}}}},
+  {{lock = "m"}}, {{compute = "1us"}}, {{unlock = "m"}},
+  {{barrier = "b"}},
+  {{count = 1}},
+]}}}}]
+[[vm.workload.group]]
+name = "prod"
+ops = [{{loop = {{n = {iters}, body = [{{compute = "5us"}}, {{push = "q"}}, {{sem_post = "s"}}]}}}}]
+[[vm.workload.group]]
+name = "cons"
+ops = [{{loop = {{n = {iters}, body = [{{pop = "q"}}, {{sem_wait = "s"}}, {{tlb_shootdown = 1}}]}}}}]
+[[vm]]
+name = "hog"
+vcpus = {pcpus}
+workload = {{ model = "cpu-bomb" }}
+"#
+    )
+}
+
+fn run_logged(text: &str, overrides: &[&str]) -> (World, vcpulab_core::sim::world::StopCause) {
+    let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+    let sc = resolve(text, &o, None).unwrap_or_else(|e| panic!("{e}"));
+    let mut w = World::new(&sc).unwrap();
+    w.lock_log = Some(Vec::new());
+    let c = w.run();
+    (w, c)
+}
+
+fn check_log(w: &World, fifo: bool) {
+    let log = w.lock_log.as_ref().unwrap();
+    let mut holder: HashMap<u32, (u32, u64)> = HashMap::new();
+    let mut arrivals: HashMap<u32, Vec<u32>> = HashMap::new();
+    let mut acquisitions: HashMap<u32, Vec<u32>> = HashMap::new();
+    for e in log {
+        match *e {
+            LockEvent::Arrive(l, t, _) => arrivals.entry(l.0).or_default().push(t.0),
+            LockEvent::Acquire(l, t, at) => {
+                assert!(
+                    !holder.contains_key(&l.0),
+                    "lock {} taken by {} while held by {:?}",
+                    l.0,
+                    t.0,
+                    holder[&l.0]
+                );
+                holder.insert(l.0, (t.0, at.0));
+                acquisitions.entry(l.0).or_default().push(t.0);
+            }
+            LockEvent::Release(l, t, _) => {
+                let (h, _) = holder.remove(&l.0).expect("release of a free lock");
+                assert_eq!(h, t.0, "released by a non-holder");
+            }
+        }
+    }
+    if fifo {
+        for (l, arr) in &arrivals {
+            let acq = &acquisitions[l];
+            assert_eq!(
+                &arr[..acq.len()],
+                &acq[..],
+                "lock {l}: acquisitions not in arrival order"
+            );
+        }
+    }
+}
+
+#[test]
+fn spinlocks_exclude_and_fifo_kinds_keep_order() {
+    for kind in ["ticket", "queued", "pv", "tas"] {
+        let (w, cause) = run_logged(&contended(kind, 4, 2, 300, ""), &[]);
+        assert_eq!(
+            cause,
+            vcpulab_core::sim::world::StopCause::AllFinished,
+            "{kind} did not finish"
+        );
+        assert!(w.lock_log.as_ref().unwrap().len() > 1000);
+        check_log(&w, kind != "tas");
+    }
+}
+
+#[test]
+fn every_blocked_thread_is_woken_under_every_policy() {
+    for (kind, extra) in [
+        ("ticket", ""),
+        ("pv", "[host.halt_poll]\nenabled = true"),
+        ("queued", "[host.scheduler]\nkind = \"credit\""),
+        ("tas", "[host.ple]\npolicy = \"off\""),
+    ] {
+        for seed in 1..4u64 {
+            let text = contended(kind, 4, 2, 200, extra);
+            let r = run_with(&text, &[&format!("seed={seed}")]);
+            assert_eq!(r.stop_reason, "all-finished", "{kind} seed {seed}");
+            assert!(r.vms[0].finished);
+        }
+    }
+    // The wake_q variant and guest idle polling too.
+    for o in [
+        "guest.ipi_under_lock=false",
+        "guest.idle=poll",
+        "guest.idle=haltpoll",
+    ] {
+        let r = run_with(&contended("ticket", 4, 2, 200, ""), &[o]);
+        assert_eq!(r.stop_reason, "all-finished", "{o}");
+    }
+}
+
+#[test]
+fn tlb_shootdowns_wait_for_preempted_targets() {
+    let text = |hog_pcpu: &str| {
+        format!(
+            r#"
+[run]
+duration = "20s"
+[host]
+pcpus = 3
+[[vm]]
+name = "bench"
+vcpus = 2
+pin = ["0", "1"]
+[vm.workload]
+model = "program"
+[[vm.workload.group]]
+threads = 2
+ops = [{{loop = {{n = 200, body = [{{compute = "200us"}}, {{tlb_shootdown = 1}}]}}}}]
+[[vm]]
+name = "hog"
+vcpus = 1
+pin = "{hog_pcpu}"
+workload = {{ model = "cpu-bomb" }}
+"#
+        )
+    };
+    // vCPU 1 shares pCPU 1 with a hog: shootdowns aimed at it wait for its turn.
+    let shared = run_toml(&text("1"));
+    let alone = run_toml(&text("2"));
+    let tlb = |r: &vcpulab_core::Report| {
+        r.latencies
+            .iter()
+            .find(|l| l.vm == "bench" && l.kind == "tlb_wait")
+            .map(|l| l.mean_ns)
+            .unwrap()
+    };
+    assert!(shared.vms[0].finished && alone.vms[0].finished);
+    assert_eq!(shared.vms[0].tlb_shootdowns, 400);
+    assert!(
+        tlb(&shared) > 3.0 * tlb(&alone),
+        "shared {} alone {}",
+        tlb(&shared),
+        tlb(&alone)
+    );
+}
+
+#[test]
+fn consolidation_brings_lock_holder_preemption() {
+    let dedicated = run_with(&contended("ticket", 4, 4, 400, ""), &["run.mode=dedicated"]);
+    let shared = run_with(&contended("ticket", 4, 2, 400, ""), &[]);
+    let lhp = |r: &vcpulab_core::Report| r.vms[0].lhp + r.vms[0].lwp;
+    let wait = |r: &vcpulab_core::Report| {
+        r.locks
+            .iter()
+            .filter(|l| l.vm == "bench")
+            .map(|l| l.wait_mean_ns * l.acquisitions as f64)
+            .sum::<f64>()
+    };
+    assert!(
+        lhp(&shared) > 10 * lhp(&dedicated).max(1),
+        "lhp shared {} dedicated {}",
+        lhp(&shared),
+        lhp(&dedicated)
+    );
+    assert!(
+        wait(&shared) > 3.0 * wait(&dedicated),
+        "wait shared {} dedicated {}",
+        wait(&shared),
+        wait(&dedicated)
+    );
+}
+
+#[test]
+fn ple_cuts_spinning_in_a_co_run() {
+    let text = contended("ticket", 4, 2, 300, "");
+    let off = run_with(&text, &["host.ple.policy=off"]);
+    let fixed = run_with(&text, &["host.ple.policy=fixed"]);
+    assert!(fixed.vms[0].ple_exits > 0 && off.vms[0].ple_exits == 0);
+    assert!(
+        fixed.vms[0].time.spin_ns < off.vms[0].time.spin_ns,
+        "spin with PLE {} without {}",
+        fixed.vms[0].time.spin_ns,
+        off.vms[0].time.spin_ns
+    );
+}
+
+#[test]
+fn sync_runs_are_deterministic() {
+    let text = contended("ticket", 4, 2, 100, "");
+    let a = run_with(&text, &["seed=9"]).to_json();
+    let b = run_with(&text, &["seed=9"]).to_json();
+    assert_eq!(a, b);
+}
+
+#[test]
+fn native_and_dedicated_modes_compare() {
+    let text = format!("{}\n", contended("ticket", 4, 2, 100, "")).replace(
+        "[run]\nduration = \"60s\"",
+        "[run]\nduration = \"60s\"\ncompare = [\"dedicated\", \"native\"]",
+    );
+    let r = run_toml(&text);
+    assert_eq!(r.modes.len(), 3);
+    let slow: Vec<f64> = r.modes.iter().map(|m| m.slowdown).collect();
+    assert!((slow[0] - 1.0).abs() < 1e-9);
+    assert!(slow[1] > 1.0 && slow[2] >= slow[1] * 0.9, "{slow:?}");
+}
+
+fn random_program() -> impl Strategy<Value = String> {
+    let op = prop_oneof![
+        Just("{compute = \"exp(10us)\"}".to_string()),
+        Just("{kspin = {lock = \"k1\", hold = \"1us\"}}".to_string()),
+        Just("{kspin = {lock = \"k2\", hold = \"3us\"}}".to_string()),
+        Just("{lock = \"m1\"}, {compute = \"2us\"}, {unlock = \"m1\"}".to_string()),
+        Just(
+            "{lock = \"m2\"}, {kspin = {lock = \"k1\", hold = \"1us\"}}, {unlock = \"m2\"}"
+                .to_string()
+        ),
+        Just("{tlb_shootdown = 1}".to_string()),
+        Just("{sleep = \"20us\"}".to_string()),
+        Just("{io = \"30us\"}".to_string()),
+        Just("{yield = 1}".to_string()),
+    ];
+    (proptest::collection::vec(op, 1..6), 1u32..5, 1u32..4, any::<u8>(), prop_oneof![Just("ticket"), Just("tas"), Just("queued"), Just("pv")], prop_oneof![Just("cfs"), Just("credit")], any::<bool>())
+        .prop_map(|(ops, threads, pcpus, seed, kind, sched, barrier)| {
+            let body = ops.join(", ");
+            let b = if barrier { ", {barrier = \"b\"}" } else { "" };
+            format!(
+                "seed = {seed}\n[run]\nduration = \"30s\"\n[host]\npcpus = {pcpus}\n[host.scheduler]\nkind = \"{sched}\"\n[guest]\nspinlock = \"{kind}\"\n\
+                 [[vm]]\nvcpus = 3\n[vm.workload]\nmodel = \"program\"\n[[vm.workload.group]]\nthreads = {threads}\n\
+                 ops = [{{loop = {{n = 40, body = [{body}{b}, {{count = 1}}]}}}}]\n\
+                 [[vm.workload.group]]\nname = \"p\"\nops = [{{loop = {{n = 40, body = [{{compute = \"5us\"}}, {{push = \"q\"}}]}}}}]\n\
+                 [[vm.workload.group]]\nname = \"c\"\nops = [{{loop = {{n = 40, body = [{{pop = \"q\"}}, {{compute = \"5us\"}}]}}}}]\n\
+                 [[vm]]\nname = \"hog\"\nvcpus = 2\nworkload = {{ model = \"cpu-bomb\" }}\n"
+            )
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, .. ProptestConfig::default() })]
+    #[test]
+    fn random_sync_programs_finish_with_exclusive_locks(text in random_program()) {
+        let sc = resolve(&text, &[], None).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let mut w = World::new(&sc).unwrap();
+        w.lock_log = Some(Vec::new());
+        let cause = w.run();
+        prop_assert_eq!(cause, vcpulab_core::sim::world::StopCause::AllFinished, "{}", text);
+        let fifo = !text.contains("\"tas\"");
+        check_log(&w, fifo);
+        let r = vcpulab_core::run(&sc).unwrap();
+        for v in &r.vcpus {
+            prop_assert_eq!(v.time.total(), r.end_ns);
+        }
+    }
+}
