@@ -45,6 +45,14 @@ fn main() {
 
     let mut files = Vec::new();
     walk(&src, &mut files);
+    if files.is_empty() {
+        // E.g. a source distribution without the core beside the binding: the id then
+        // says nothing about the sources, and the store cannot tell such builds apart.
+        println!(
+            "cargo:warning=no core sources under {}: the build id does not identify the core",
+            src.display()
+        );
+    }
     files.push(core.join("Cargo.toml"));
     let mut named: Vec<(String, PathBuf)> = files
         .into_iter()
