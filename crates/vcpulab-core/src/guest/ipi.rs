@@ -84,7 +84,7 @@ impl World {
         th.woken_at = Some(now);
         th.wake_path = path;
         th.vruntime = th.vruntime.max(min_vr.saturating_sub(latency / 2));
-        self.vcpus[v.idx()].rq.push(t);
+        self.rq_push(v, t);
     }
 
     /// Thread-to-thread wake-up issued on vCPU `from`.

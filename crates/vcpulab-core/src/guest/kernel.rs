@@ -82,6 +82,8 @@ impl World {
                 (th.idle_prio, th.vruntime)
             })?;
         let t = vc.rq.remove(i);
+        let vm = vc.vm.idx();
+        self.vms[vm].queued -= 1;
         vc.min_vr = vc.min_vr.max(self.threads[t.idx()].vruntime);
         Some(t)
     }
@@ -89,7 +91,7 @@ impl World {
     fn guest_pull(&mut self, v: VcpuId) {
         let vm = self.vcpus[v.idx()].vm.idx();
         let m = &self.vms[vm];
-        if !m.guest.load_balance || m.cpuset >> (v.0 - m.first_vcpu) & 1 == 0 {
+        if m.queued == 0 || !m.guest.load_balance || m.cpuset >> (v.0 - m.first_vcpu) & 1 == 0 {
             return;
         }
         let busiest = (m.first_vcpu..m.first_vcpu + m.nvcpus)
@@ -105,6 +107,14 @@ impl World {
             self.threads[t.idx()].vcpu = v;
             self.vcpus[v.idx()].rq.push(t);
         }
+    }
+
+    /// Queues `t` on `v`'s runqueue.
+    #[inline]
+    pub(crate) fn rq_push(&mut self, v: VcpuId, t: ThreadId) {
+        let vc = &mut self.vcpus[v.idx()];
+        vc.rq.push(t);
+        self.vms[vc.vm.idx()].queued += 1;
     }
 
     /// Makes `t` the current thread of `v`, which resumes guest work at `t0`.
@@ -349,7 +359,7 @@ impl World {
         self.trace_thread_end(v);
         let vc = &mut self.vcpus[v.idx()];
         vc.cur = None;
-        vc.rq.push(t);
+        self.rq_push(v, t);
         self.threads[t.idx()].state = ThreadState::Runnable;
     }
 
@@ -556,7 +566,7 @@ impl World {
         th.wake_path = path;
         th.vruntime = th.vruntime.max(min_vr.saturating_sub(latency / 2));
         let wake_vr = th.vruntime;
-        self.vcpus[v.idx()].rq.push(t);
+        self.rq_push(v, t);
         match self.vcpus[v.idx()].hv {
             HvState::Halted => {
                 self.hv_wake_vcpu(v, true);

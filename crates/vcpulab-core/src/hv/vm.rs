@@ -55,6 +55,8 @@ pub struct Vm {
     pub last_boosted: u32,
     /// The workload's cpuset: bit i allows the VM's vCPU i.
     pub cpuset: u128,
+    /// Threads queued on the VM's vCPU runqueues (not running).
+    pub queued: u32,
     /// Where the VM's synchronization objects start in the global arenas.
     pub bases: crate::guest::kernel::ObjBases,
 }

@@ -307,6 +307,7 @@ impl World {
                 last_boosted: 0,
                 cpuset,
                 bases: obj_bases[vi],
+                queued: 0,
             });
         }
         let setup = SchedSetup {
@@ -359,7 +360,7 @@ impl World {
         // Threads start queued on their vCPUs; vCPUs with threads become runnable.
         for t in 0..self.threads.len() {
             let v = self.threads[t].vcpu;
-            self.vcpus[v.idx()].rq.push(ThreadId(t as u32));
+            self.rq_push(v, ThreadId(t as u32));
         }
         for v in 0..self.vcpus.len() {
             if !self.vcpus[v].rq.is_empty() {

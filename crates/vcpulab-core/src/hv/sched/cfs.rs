@@ -36,6 +36,8 @@ struct Rq {
     next_buddy: Option<VcpuId>,
     skip_buddy: Option<VcpuId>,
     last_balance: Nanos,
+    /// Σ load of the running and queued vCPUs, kept incrementally.
+    load_sum: u64,
 }
 
 pub struct Cfs {
@@ -54,6 +56,8 @@ pub struct Cfs {
     used: Vec<u64>,
     throttled: Vec<bool>,
     running_per_vm: Vec<u32>,
+    /// Some VM has a cap (throttling can exclude vCPUs from the load).
+    capped: bool,
 }
 
 fn ms(x: f64) -> u64 {
@@ -101,6 +105,7 @@ impl Cfs {
             used: vec![0; nvm],
             throttled: vec![false; nvm],
             running_per_vm: vec![0; nvm],
+            capped: setup.vm_cap.iter().any(Option::is_some),
             setup,
         }
     }
@@ -158,6 +163,9 @@ impl Cfs {
 
     /// Weighted load of a runqueue (running + queued, throttled excluded).
     fn load(&self, p: usize) -> u64 {
+        if !self.capped {
+            return self.rqs[p].load_sum;
+        }
         let rq = &self.rqs[p];
         let q: u64 = rq
             .queue
@@ -230,6 +238,9 @@ impl Cfs {
         let rel = e.vruntime as i64 - self.rqs[from].min_vr as i64;
         e.vruntime = (self.rqs[to].min_vr as i64 + rel).max(0) as u64;
         e.rq = to as u32;
+        let w = e.load;
+        self.rqs[from].load_sum -= w;
+        self.rqs[to].load_sum += w;
         self.rqs[from].queue.retain(|x| *x != v);
         self.rqs[to].queue.push(v);
     }
@@ -312,7 +323,9 @@ impl HostScheduler for Cfs {
         e.vruntime = placed.max(min_vr.saturating_sub(self.latency / 2));
         e.rq = p as u32;
         e.queued = true;
+        let w = e.load;
         self.rqs[p].queue.push(v);
+        self.rqs[p].load_sum += w;
         let preempt = match self.rqs[p].curr {
             None => true,
             Some(c) => {
@@ -353,6 +366,7 @@ impl HostScheduler for Cfs {
             }
             StopReason::Blocked => {
                 e.queued = false;
+                self.rqs[pi].load_sum -= e.load;
                 e.rel_vr = e.vruntime as i64 - min_vr as i64;
                 self.update_min_vr(pi);
             }
