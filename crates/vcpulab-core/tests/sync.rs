@@ -286,3 +286,25 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn spinners_see_a_barrier_open_or_a_mutex_unlock_at_once() {
+    let text = r#"
+[run]
+duration = "10s"
+[host]
+pcpus = 2
+[[vm]]
+vcpus = 2
+pin = ["0", "1"]
+[vm.workload]
+model = "program"
+[[vm.workload.group]]
+threads = 2
+ops = [{loop = {n = 100, body = [{compute = "100us"}, {spin_barrier = {name = "b", spin = "1ms"}}, {lock = "m"}, {compute = "5us"}, {unlock = "m"}]}}]
+"#;
+    let r = run_with(text, &["host.ple.policy=off", "guest.mutex_spin_us=50"]);
+    let c = r.vms[0].completion_ns.unwrap() as f64;
+    // 100 rounds of 100 us + ~10 us of lock hand-off: far from 100 x 1 ms of spin budget.
+    assert!(c < 15e6, "completion {c} ns");
+}

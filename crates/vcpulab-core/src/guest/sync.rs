@@ -305,6 +305,26 @@ impl World {
         self.vms[vm].tlb_wait.record(w);
     }
 
+    /// Lets threads of `t`'s VM that spin (on a running vCPU) for what `waits_for`
+    /// matches re-check at once; `first_only`: only one of them can win.
+    fn poke_spinners(&mut self, t: ThreadId, waits_for: impl Fn(TAct) -> bool, first_only: bool) {
+        let vm = self.threads[t.idx()].vm.idx();
+        let (first, n) = (self.vms[vm].first_vcpu, self.vms[vm].nvcpus);
+        for i in 0..n {
+            let v = VcpuId(first + i);
+            let vc = &self.vcpus[v.idx()];
+            let Some(c) = vc.cur else { continue };
+            if c == t || !vc.is_running() || !waits_for(self.threads[c.idx()].act) {
+                continue;
+            }
+            self.sync_progress(v);
+            self.vcpu_continue(v);
+            if first_only {
+                return;
+            }
+        }
+    }
+
     /// A pv kick: wakes a halted vCPU, cancels a halt in progress or host polling.
     pub(crate) fn kick_vcpu(&mut self, v: VcpuId) {
         use crate::hv::vcpu::{Act, HvState};
@@ -378,6 +398,9 @@ impl World {
             Micro::MutexUnlock(mx) => {
                 let mu = &mut self.mutexes[mx as usize];
                 mu.holder = None;
+                // A spinner on a running vCPU sees the unlock at once and takes it.
+                self.poke_spinners(t, |a| a == TAct::SpinMutex(mx), true);
+                let mu = &self.mutexes[mx as usize];
                 if !mu.waiters.is_empty() {
                     let bucket = mu.bucket;
                     let f = self.futex_cost();
@@ -397,6 +420,13 @@ impl World {
                 if br.arrived >= br.parties {
                     br.arrived = 0;
                     br.gen += 1;
+                    // Spinners on running vCPUs see the generation change at once.
+                    self.poke_spinners(
+                        t,
+                        |a| matches!(a, TAct::SpinBarrier(x, _) if x == b),
+                        false,
+                    );
+                    let br = &mut self.barriers[b as usize];
                     if !br.waiters.is_empty() {
                         let bucket = br.bucket;
                         let f = self.futex_cost();
