@@ -35,7 +35,15 @@ enum Kind {
     Sp,
 }
 
-const ALL: [Kind; 7] = [Kind::Bt, Kind::Cg, Kind::Ep, Kind::Is, Kind::Lu, Kind::Mg, Kind::Sp];
+const ALL: [Kind; 7] = [
+    Kind::Bt,
+    Kind::Cg,
+    Kind::Ep,
+    Kind::Is,
+    Kind::Lu,
+    Kind::Mg,
+    Kind::Sp,
+];
 
 /// (name, class C iterations, serial seconds per iteration (assumed)).
 fn facts(k: Kind) -> (&'static str, f64, f64) {
@@ -135,15 +143,28 @@ macro_rules! npb_model {
 
 npb_model!(BT, Kind::Bt, "npb-bt", "NPB-BT-like: block-tridiagonal solver, 5 spin barriers per iteration (class C: 200 iterations)", 46_080);
 npb_model!(CG, Kind::Cg, "npb-cg", "NPB-CG-like: conjugate gradient, ≈125 short barrier phases per iteration (class C: 75 iterations)", 65_536);
-npb_model!(EP, Kind::Ep, "npb-ep", "NPB-EP-like: embarrassingly parallel random pairs, one reduction at the end", 64);
-npb_model!(IS, Kind::Is, "npb-is", "NPB-IS-like: integer sort, 3 barriers per iteration (class C: 10 iterations)", 65_536);
+npb_model!(
+    EP,
+    Kind::Ep,
+    "npb-ep",
+    "NPB-EP-like: embarrassingly parallel random pairs, one reduction at the end",
+    64
+);
+npb_model!(
+    IS,
+    Kind::Is,
+    "npb-is",
+    "NPB-IS-like: integer sort, 3 barriers per iteration (class C: 10 iterations)",
+    65_536
+);
 npb_model!(LU, Kind::Lu, "npb-lu", "NPB-LU-like: SSOR with pipelined wavefront sweeps (busy-waited plane flags) (class C: 250 iterations)", 38_912);
 npb_model!(MG, Kind::Mg, "npb-mg", "NPB-MG-like: multigrid V-cycles, 32 barriers per iteration over shrinking levels (class C: 20 iterations)", 65_536);
 npb_model!(SP, Kind::Sp, "npb-sp", "NPB-SP-like: scalar-pentadiagonal solver, 9 spin barriers per iteration (class C: 400 iterations)", 46_080);
 
 pub(super) const SUITE: ModelInfo = ModelInfo {
     name: "npb-suite",
-    description: "the seven NPB-like kernels (BT, CG, EP, IS, LU, MG, SP) one after another in one VM",
+    description:
+        "the seven NPB-like kernels (BT, CG, EP, IS, LU, MG, SP) one after another in one VM",
     params: PARAMS,
     footprint_kib: 65_536,
     build: |p, t| {

@@ -70,6 +70,7 @@ pub(super) const BODYTRACK: ModelInfo = ModelInfo {
             cond_broadcast("bt_cmd"),
             unlock("bt_pool"),
             barrier("bt_done"),
+            count(1),
         ]);
         let master = vec![outer(
             forever,
@@ -77,7 +78,6 @@ pub(super) const BODYTRACK: ModelInfo = ModelInfo {
             vec![
                 cpu(dexp(2e6)), // per-frame serial work: image loading (assumed 2 ms)
                 rep(cmds, master_cmd),
-                count(1),
             ],
         )];
         let mut chunk_body = critical("bt_ticket", dc(200.0));
@@ -155,11 +155,11 @@ fn build_dedup(p: &Params, n: u32) -> Result<Groups, WorkloadError> {
     // 37.1 G instructions for 184 MB of input = 88 coarse chunks of 2 MiB (simlarge).
     let coarse = cpu_ns(37.1) / 88.0;
     let (frag, refine, dd, comp, reord) = (
-        coarse * 0.02,             // fragment (assumed share)
-        coarse * 0.25 / b as f64,  // refine: Rabin fingerprints, per batch (assumed share)
-        coarse * 0.20 / b as f64,  // dedup: SHA-1, per batch (assumed share)
-        coarse * 0.50 / b as f64,  // compress: gzip, per batch (assumed share)
-        coarse * 0.03 / b as f64,  // reorder: write, per batch (assumed share)
+        coarse * 0.02,            // fragment (assumed share)
+        coarse * 0.25 / b as f64, // refine: Rabin fingerprints, per batch (assumed share)
+        coarse * 0.20 / b as f64, // dedup: SHA-1, per batch (assumed share)
+        coarse * 0.50 / b as f64, // compress: gzip, per batch (assumed share)
+        coarse * 0.03 / b as f64, // reorder: write, per batch (assumed share)
     );
     // One queue set per 4 threads of a stage.
     let sets: Vec<u64> = (0..n.div_ceil(4))
@@ -172,13 +172,20 @@ fn build_dedup(p: &Params, n: u32) -> Result<Groups, WorkloadError> {
         frag_body.push(rep(
             nk,
             vec![
-                kern(dexp(20_000.0)), // read(2) of the 2 MiB split (assumed 20 us)
+                // read(2) of the 2 MiB split: page-cache lookups (assumed 20 us)
+                kern(dexp(10_000.0)),
+                rep(8, vec![kspin("dd_i_pages", khold())]),
+                kern(dexp(10_000.0)),
                 cpu(dlog(frag, 0.2)),
                 push(&format!("dd_fr{k}")),
             ],
         ));
     }
-    groups.push(("fragment".into(), 1, vec![outer(forever, rounds, frag_body)]));
+    groups.push((
+        "fragment".into(),
+        1,
+        vec![outer(forever, rounds, frag_body)],
+    ));
     let mut reorder_body = Vec::new();
     for (k, &nk) in sets.iter().enumerate() {
         let (fr, de, co, cd) = (
@@ -191,7 +198,11 @@ fn build_dedup(p: &Params, n: u32) -> Result<Groups, WorkloadError> {
         let refine_body = vec![
             pop(&fr),
             rep(b, vec![cpu(dlog(refine, 0.3)), push(&de)]),
-            kern(dc(5_000.0)),
+            // munmap of the 2 MiB buffer: page-table and zone locks, then the shootdown
+            kern(dc(3_000.0)),
+            kspin("dd_mm_ptl", khold()),
+            kspin("dd_zone", khold()),
+            kspin("dd_zone", khold()),
             tlb(),
         ];
         groups.push((
@@ -220,7 +231,12 @@ fn build_dedup(p: &Params, n: u32) -> Result<Groups, WorkloadError> {
         }
         // compress: gzip the batch, drop the buffer reference (a refcount lock), tell
         // the writer the chunk is compressed, hand it on.
-        let mut comp_body = vec![pop(&co), cpu(dlog(comp, 0.3))];
+        // compress each of the 20 chunks into a fresh heap buffer: a page fault per
+        // chunk (page-table lock; the zone lock every 4th) (derived: ≈4 KiB per chunk)
+        let mut fault = vec![cpu(dlog(comp / 20.0, 0.3)), kspin("dd_mm_ptl", khold())];
+        fault.push(kern(dexp(1_000.0)));
+        let mut comp_body = vec![pop(&co), rep(4, vec![kspin("dd_zone", khold())])];
+        comp_body.push(rep(20, fault));
         comp_body.extend(critical(&format!("dd_ref{k}"), dc(100.0)));
         comp_body.push(sem_post(&cd));
         comp_body.push(push("dd_rr"));
@@ -229,7 +245,12 @@ fn build_dedup(p: &Params, n: u32) -> Result<Groups, WorkloadError> {
         if munmap_every > 0 {
             let per = munmap_every.min(total);
             let mut body = vec![rep(per, comp_body.clone())];
-            body.extend([kern(dc(3_000.0)), tlb()]);
+            body.extend([
+                kern(dc(3_000.0)),
+                kspin("dd_mm_ptl", khold()),
+                kspin("dd_zone", khold()),
+                tlb(),
+            ]);
             comp_prog.push(outer(forever, total / per, body));
             if !forever && total % per > 0 {
                 comp_prog.push(rep(total % per, comp_body));
@@ -244,7 +265,17 @@ fn build_dedup(p: &Params, n: u32) -> Result<Groups, WorkloadError> {
             nk,
             vec![
                 sem_wait(&cd),
-                rep(b, vec![pop("dd_rr"), cpu(dlog(reord, 0.2)), count(1)]),
+                rep(
+                    b,
+                    vec![
+                        pop("dd_rr"),
+                        cpu(dlog(reord, 0.2)),
+                        // write(2) of the batch into the page cache
+                        kspin("dd_i_pages", khold()),
+                        kern(dexp(5_000.0)),
+                        count(1),
+                    ],
+                ),
             ],
         ));
     }
@@ -515,7 +546,8 @@ pub(super) const RAYTRACE: ModelInfo = ModelInfo {
 
 pub(super) const STREAMCLUSTER: ModelInfo = ModelInfo {
     name: "streamcluster",
-    description: "streamcluster-like: 9 spin-then-block barriers per pgain() call with short compute between",
+    description:
+        "streamcluster-like: 9 spin-then-block barriers per pgain() call with short compute between",
     params: &[
         scale("1"),
         ParamInfo {

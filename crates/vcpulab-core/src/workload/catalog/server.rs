@@ -4,10 +4,6 @@
 
 use super::*;
 
-fn khold() -> Dist {
-    dunif(200.0, 1_400.0)
-}
-
 // ---------------------------------------------------------------- kernbench
 
 pub(super) const KERNBENCH: ModelInfo = ModelInfo {
@@ -50,6 +46,7 @@ pub(super) const KERNBENCH: ModelInfo = ModelInfo {
             kspin("kb_lru", khold()),
             kspin("kb_zone", khold()),
             io(dexp(asleep)),
+            count(1),
         ];
         let job = vec![
             // fork + exec + exit of the job's process (assumed 150 us of kernel work)
@@ -59,7 +56,6 @@ pub(super) const KERNBENCH: ModelInfo = ModelInfo {
             rep(cycles, cycle),
             kern(dexp(50_000.0)),
             kspin("kb_tasklist", khold()),
-            count(1),
         ];
         Ok(vec![("make".into(), t, vec![outer(forever, jobs, job)])])
     },
@@ -208,11 +204,7 @@ fn oltp(p: &Params, t: u32, prefix: &str) -> Result<Groups, WorkloadError> {
     tx.extend(critical(&m("log_sys"), dc(1_500.0)));
     tx.push(io(fsync));
     tx.push(count(1));
-    Ok(vec![(
-        "connection".into(),
-        t,
-        vec![outer(forever, n, tx)],
-    )])
+    Ok(vec![("connection".into(), t, vec![outer(forever, n, tx)])])
 }
 
 pub(super) const SYSBENCH_OLTP: ModelInfo = ModelInfo {
@@ -225,7 +217,8 @@ pub(super) const SYSBENCH_OLTP: ModelInfo = ModelInfo {
 
 pub(super) const MYSQL: ModelInfo = ModelInfo {
     name: "mysql",
-    description: "MySQL-like server under the sysbench OLTP read/write mix (same model as sysbench-oltp)",
+    description:
+        "MySQL-like server under the sysbench OLTP read/write mix (same model as sysbench-oltp)",
     params: OLTP_PARAMS,
     footprint_kib: 8_192,
     build: |p, t| oltp(p, t, "mysql"),

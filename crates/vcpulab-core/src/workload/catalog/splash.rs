@@ -37,13 +37,11 @@ pub(super) const CHOLESKY: ModelInfo = ModelInfo {
             body.extend(critical(&format!("ch_col{}", (off + 13) % 32), dc(2_000.0)));
             body.extend(critical("ch_mem", dc(300.0))); // free it
             body.extend(critical("ch_taskq", dc(500.0))); // enqueue the dependent task
+            body.push(count(1));
             let mut prog = vec![cpu(dc(500_000.0 / t as f64)), barrier("ch_b0")];
             let mut step = vec![rep(tasks, body), barrier("ch_b1")];
             step.extend(critical("ch_done", dc(300.0)));
             step.extend([cpu(dlog(2e6 / t as f64, 0.2)), barrier("ch_b2")]);
-            if i == 0 {
-                step.push(count(1));
-            }
             prog.push(outer(forever, 1, step));
             prog.push(barrier("ch_b3"));
             g.push((format!("t{i}"), 1, prog));
@@ -97,9 +95,9 @@ pub(super) const LU_NCB: ModelInfo = ModelInfo {
                     steps.push(cpu(dlog(r * r * u / t as f64, 0.1)));
                 }
                 steps.push(barrier("lu_c"));
-            }
-            if i == 0 {
-                steps.push(count(1));
+                if i == 0 {
+                    steps.push(count(1));
+                }
             }
             let mut prog = vec![barrier("lu_init"), outer(forever, 1, steps)];
             prog.extend(critical("lu_stats", dc(500.0)));

@@ -80,10 +80,13 @@ pub fn parse(text: &str) -> Result<BTreeMap<u32, Vec<OpSpec>>, String> {
             continue;
         }
         let at = |m: String| format!("line {}: {m} (in {:?})", ln + 1, raw.trim());
-        let mut parts = line.splitn(3, char::is_whitespace);
-        let who = parts.next().unwrap_or("");
-        let op = parts.next().ok_or_else(|| at("missing operation".into()))?;
-        let rest = parts.next().unwrap_or("").trim();
+        let (who, tail) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+        let tail = tail.trim_start();
+        if tail.is_empty() {
+            return Err(at("missing operation".into()));
+        }
+        let (op, rest) = tail.split_once(char::is_whitespace).unwrap_or((tail, ""));
+        let rest = rest.trim();
         let ids = threads_of(who)
             .ok_or_else(|| at(format!("{who:?} is not a thread number or range a-b")))?;
         let dist = |s: &str| Dist::parse(s).map_err(&at);
@@ -95,9 +98,8 @@ pub fn parse(text: &str) -> Result<BTreeMap<u32, Vec<OpSpec>>, String> {
             }
         };
         let two = || -> Result<(&str, &str), String> {
-            let mut it = rest.splitn(2, char::is_whitespace);
-            let a = it.next().unwrap_or("");
-            let b = it.next().unwrap_or("").trim();
+            let (a, b) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+            let b = b.trim();
             if a.is_empty() || b.is_empty() {
                 return Err(at(format!("{op} takes two arguments")));
             }
@@ -152,7 +154,9 @@ pub fn parse(text: &str) -> Result<BTreeMap<u32, Vec<OpSpec>>, String> {
             "loop" => Act::Open(match rest {
                 "forever" => LoopCount::Forever("forever".into()),
                 n => LoopCount::Times(n.parse().map_err(|_| {
-                    at(format!("loop takes a whole number or \"forever\", not {n:?}"))
+                    at(format!(
+                        "loop takes a whole number or \"forever\", not {n:?}"
+                    ))
                 })?),
             }),
             "end" => Act::Close,
@@ -178,10 +182,14 @@ pub fn parse(text: &str) -> Result<BTreeMap<u32, Vec<OpSpec>>, String> {
                     if body.is_empty() {
                         return Err(at(format!("thread {id}: empty loop")));
                     }
-                    stack.last_mut().expect("stack").1.push(OpSpec::Loop(LoopSpec {
-                        n: n.expect("loop count"),
-                        body,
-                    }));
+                    stack
+                        .last_mut()
+                        .expect("stack")
+                        .1
+                        .push(OpSpec::Loop(LoopSpec {
+                            n: n.expect("loop count"),
+                            body,
+                        }));
                 }
             }
         }
@@ -192,7 +200,10 @@ pub fn parse(text: &str) -> Result<BTreeMap<u32, Vec<OpSpec>>, String> {
     let mut out = BTreeMap::new();
     for (id, mut stack) in st {
         if stack.len() != 1 {
-            return Err(format!("thread {id}: {} loop(s) without `end`", stack.len() - 1));
+            return Err(format!(
+                "thread {id}: {} loop(s) without `end`",
+                stack.len() - 1
+            ));
         }
         let ops = stack.pop().expect("program").1;
         if ops.is_empty() {
