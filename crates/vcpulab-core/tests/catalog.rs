@@ -251,7 +251,7 @@ fn unknown_params_are_rejected_with_the_allowed_list() {
     assert_eq!(e, "no error");
     let s = alone("dedup", 2, "stages = 3", "1s");
     let err = vcpulab_core::resolve(&s, &[], None)
-        .and_then(|sc| vcpulab_core::run(&sc).map(|_| ()).map_err(Into::into))
+        .and_then(|sc| vcpulab_core::run(&sc).map(|_| ()))
         .err()
         .map(|e| e.to_string())
         .unwrap_or_default();

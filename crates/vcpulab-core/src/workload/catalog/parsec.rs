@@ -252,7 +252,7 @@ fn build_dedup(p: &Params, n: u32) -> Result<Groups, WorkloadError> {
                 tlb(),
             ]);
             comp_prog.push(outer(forever, total / per, body));
-            if !forever && total % per > 0 {
+            if !forever && !total.is_multiple_of(per) {
                 comp_prog.push(rep(total % per, comp_body));
             }
         } else {

@@ -69,11 +69,14 @@ fn threads_of(s: &str) -> Option<std::ops::RangeInclusive<u32>> {
     }
 }
 
+/// An open body: the loop count (None for the program itself) and its operations.
+type Open = (Option<LoopCount>, Vec<OpSpec>);
+
 /// Parses a trace into each thread's operations (ordered by thread number).
 pub fn parse(text: &str) -> Result<BTreeMap<u32, Vec<OpSpec>>, String> {
     // Per thread: a stack of open bodies (the bottom one is the program) and their loop
     // counts.
-    let mut st: BTreeMap<u32, Vec<(Option<LoopCount>, Vec<OpSpec>)>> = BTreeMap::new();
+    let mut st: BTreeMap<u32, Vec<Open>> = BTreeMap::new();
     for (ln, raw) in text.lines().enumerate() {
         let line = raw.split('#').next().unwrap_or("").trim();
         if line.is_empty() {
