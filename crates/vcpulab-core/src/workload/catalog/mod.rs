@@ -1,5 +1,16 @@
-//! The catalog of app models. Each model documents its parameters; their sources are in
-//! docs/model.md. These are models ("-like"), not the benchmarks.
+//! The catalog of app models. Each model documents its parameters; the structure modelled
+//! and the source of every number are in docs/workloads.md. These are models ("-like"),
+//! not the benchmarks.
+//!
+//! One file per family: `parsec`, `splash`, `server`, `npb`, `spec`, `trace`; the basic
+//! loads (matmul, cpu-bomb, freqsleep, compute-sleep) stay here.
+
+mod npb;
+mod parsec;
+mod server;
+mod spec;
+mod splash;
+mod trace;
 
 use super::dist::Dist;
 use super::program::{LoopCount, LoopSpec, OpSpec, Program};
@@ -72,7 +83,151 @@ impl Params {
             )),
         }
     }
+    /// A number (integer or float) in [min, max].
+    pub fn float(&self, k: &str, min: f64, max: f64) -> Result<f64, WorkloadError> {
+        let v = self.get(k);
+        let x = v.as_float().or_else(|| v.as_integer().map(|i| i as f64));
+        match x {
+            Some(x) if x.is_finite() && x >= min && x <= max => Ok(x),
+            _ => Err(WorkloadError::new(
+                format!("params.{k}"),
+                format!("{v} is not allowed; expected a number from {min} to {max}"),
+            )),
+        }
+    }
+    pub fn string(&self, k: &str) -> Result<&str, WorkloadError> {
+        let v = self.get(k);
+        v.as_str().ok_or_else(|| {
+            WorkloadError::new(format!("params.{k}"), format!("{v} is not a string"))
+        })
+    }
+    /// `n` scaled by the `scale` parameter, at least 1.
+    pub fn scaled(&self, n: f64) -> Result<u64, WorkloadError> {
+        let s = self.float("scale", 1e-6, 1e6)?;
+        Ok((n * s).round().max(1.0) as u64)
+    }
 }
+
+// ---- op constructors shared by the families (durations in ns) ----
+
+fn ns_u(ns: f64) -> u64 {
+    if ns.is_finite() {
+        ns.round().max(1.0) as u64
+    } else {
+        1
+    }
+}
+/// A constant duration.
+pub(crate) fn dc(ns: f64) -> Dist {
+    Dist::constant(Nanos(ns_u(ns)))
+}
+/// Exponential with mean `ns`.
+pub(crate) fn dexp(ns: f64) -> Dist {
+    Dist::parse(&format!("exp({}ns)", ns_u(ns))).expect("exp dist")
+}
+/// Lognormal with median `ns` and shape `sigma` (0 = constant).
+pub(crate) fn dlog(ns: f64, sigma: f64) -> Dist {
+    if sigma <= 0.0 {
+        return dc(ns);
+    }
+    Dist::parse(&format!("lognormal({}ns, {sigma})", ns_u(ns))).expect("lognormal dist")
+}
+/// Uniform in [lo, hi].
+pub(crate) fn dunif(lo: f64, hi: f64) -> Dist {
+    Dist::parse(&format!("uniform({}ns, {}ns)", ns_u(lo), ns_u(hi.max(lo)))).expect("uniform")
+}
+/// A kernel spinlock hold: uniform(200ns, 1.4us). Most kernel spinlocks are held for
+/// less than 2^12 cycles (≈1.4 us at 3 GHz), per the KVM PLE-window comment.
+pub(crate) fn khold() -> Dist {
+    dunif(200.0, 1_400.0)
+}
+pub(crate) fn cpu(d: Dist) -> OpSpec {
+    OpSpec::Compute(d)
+}
+pub(crate) fn kern(d: Dist) -> OpSpec {
+    OpSpec::Kernel(d)
+}
+pub(crate) fn io(d: Dist) -> OpSpec {
+    OpSpec::Io(d)
+}
+pub(crate) fn count(n: u64) -> OpSpec {
+    OpSpec::Count(n)
+}
+pub(crate) fn lock(m: &str) -> OpSpec {
+    OpSpec::Lock(m.into())
+}
+pub(crate) fn unlock(m: &str) -> OpSpec {
+    OpSpec::Unlock(m.into())
+}
+/// lock(m); compute(hold); unlock(m).
+pub(crate) fn critical(m: &str, hold: Dist) -> Vec<OpSpec> {
+    vec![lock(m), cpu(hold), unlock(m)]
+}
+pub(crate) fn kspin(l: &str, hold: Dist) -> OpSpec {
+    OpSpec::Kspin(super::program::KspinSpec {
+        lock: l.into(),
+        hold,
+    })
+}
+pub(crate) fn barrier(b: &str) -> OpSpec {
+    OpSpec::Barrier(b.into())
+}
+pub(crate) fn spin_barrier(b: &str, spin: Dist) -> OpSpec {
+    OpSpec::SpinBarrier(super::program::SpinBarrierSpec {
+        name: b.into(),
+        spin,
+    })
+}
+pub(crate) fn push(q: &str) -> OpSpec {
+    OpSpec::Push(q.into())
+}
+pub(crate) fn pop(q: &str) -> OpSpec {
+    OpSpec::Pop(q.into())
+}
+pub(crate) fn sem_post(s: &str) -> OpSpec {
+    OpSpec::SemPost(s.into())
+}
+pub(crate) fn sem_wait(s: &str) -> OpSpec {
+    OpSpec::SemWait(s.into())
+}
+pub(crate) fn cond_wait(c: &str, m: &str) -> OpSpec {
+    OpSpec::CondWait(super::program::CondWaitSpec {
+        cond: c.into(),
+        mutex: m.into(),
+    })
+}
+pub(crate) fn cond_broadcast(c: &str) -> OpSpec {
+    OpSpec::CondBroadcast(c.into())
+}
+pub(crate) fn tlb() -> OpSpec {
+    OpSpec::TlbShootdown(0)
+}
+/// A loop of `n` iterations (n = 0 is raised to 1).
+pub(crate) fn rep(n: u64, body: Vec<OpSpec>) -> OpSpec {
+    lp(Some(n.max(1)), body)
+}
+/// The outermost loop of a model: `n` times, or for ever.
+pub(crate) fn outer(forever: bool, n: u64, body: Vec<OpSpec>) -> OpSpec {
+    lp(if forever { None } else { Some(n.max(1)) }, body)
+}
+
+/// A deterministic pseudo-random permutation offset for thread `i` (to de-correlate the
+/// object names threads of different groups visit; the language has no random choice of
+/// object).
+pub(crate) fn mix(i: u64) -> u64 {
+    let mut z = i.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+pub(crate) const SCALE_HELP: &str =
+    "multiplies the amount of work (iterations); 1 = the size named in docs/workloads.md";
+pub(crate) const FOREVER: ParamInfo = ParamInfo {
+    name: "forever",
+    default: "false",
+    help: "loop the outer structure until the run ends (throughput; count = units done)",
+};
 
 fn compute(d: Dist) -> OpSpec {
     OpSpec::Compute(d)
@@ -205,6 +360,51 @@ pub const MODELS: &[ModelInfo] = &[
             )])
         },
     },
+    parsec::BLACKSCHOLES,
+    parsec::BODYTRACK,
+    parsec::CANNEAL,
+    parsec::DEDUP,
+    parsec::FACESIM,
+    parsec::FERRET,
+    parsec::FLUIDANIMATE,
+    parsec::FREQMINE,
+    parsec::RAYTRACE,
+    parsec::STREAMCLUSTER,
+    parsec::SWAPTIONS,
+    parsec::VIPS,
+    parsec::X264,
+    splash::CHOLESKY,
+    splash::LU_NCB,
+    splash::VOLREND,
+    splash::WATER_NSQUARED,
+    splash::WATER_SPATIAL,
+    server::KERNBENCH,
+    server::DBENCH,
+    server::EBIZZY,
+    server::SYSBENCH_OLTP,
+    server::MYSQL,
+    server::IPERF,
+    npb::BT,
+    npb::CG,
+    npb::EP,
+    npb::IS,
+    npb::LU,
+    npb::MG,
+    npb::SP,
+    npb::SUITE,
+    spec::NAMD,
+    spec::SJENG,
+    spec::H264,
+    spec::ASTAR,
+    spec::SOPLEX,
+    spec::BZIP2,
+    spec::MILC,
+    spec::LIBQUANTUM,
+    spec::MCF,
+    spec::OMNETPP,
+    spec::GCC,
+    spec::XALANCBMK,
+    trace::TRACE,
 ];
 
 pub fn find(name: &str) -> Option<&'static ModelInfo> {

@@ -1,0 +1,712 @@
+//! PARSEC-like models. Structure from the PARSEC 3.0 sources (docs/workloads.md);
+//! instruction and synchronization counts from the PARSEC characterization's Table 2
+//! (simlarge, 8 cores). CPU time = instructions / INSTR_PER_NS per core (assumed IPC 1
+//! at 3 GHz). `threads` is PARSEC's thread parameter (`-n`): pipelines create more.
+
+use super::*;
+
+/// Instructions retired per ns per core (assumed: IPC 1 at 3 GHz).
+pub(crate) const INSTR_PER_NS: f64 = 3.0;
+
+/// Total CPU time, ns, of `ginstr` billion instructions.
+pub(crate) fn cpu_ns(ginstr: f64) -> f64 {
+    ginstr * 1e9 / INSTR_PER_NS
+}
+
+const fn scale(default: &'static str) -> ParamInfo {
+    ParamInfo {
+        name: "scale",
+        default,
+        help: SCALE_HELP,
+    }
+}
+
+// ---------------------------------------------------------------- blackscholes
+
+pub(super) const BLACKSCHOLES: ModelInfo = ModelInfo {
+    name: "blackscholes",
+    description: "blackscholes-like: data-parallel option pricing, the kernel repeated; no synchronization but create/join",
+    params: &[scale("0.2"), FOREVER],
+    footprint_kib: 36_992,
+    build: |p, t| {
+        // 2.67 G instructions for 100 runs of the kernel over 64K options (simlarge).
+        let per_run = cpu_ns(2.67) / 100.0 / t as f64;
+        let body = vec![cpu(dlog(per_run, 0.05)), count(1)];
+        Ok(vec![(
+            "worker".into(),
+            t,
+            vec![outer(p.boolean("forever")?, p.scaled(100.0)?, body)],
+        )])
+    },
+};
+
+// ---------------------------------------------------------------- bodytrack
+
+pub(super) const BODYTRACK: ModelInfo = ModelInfo {
+    name: "bodytrack",
+    description: "bodytrack-like: thread pool; per command a mutex + condvar broadcast, then two barriers (N and N+1 parties); ticket-dispensed work chunks",
+    params: &[
+        scale("0.25"),
+        ParamInfo {
+            name: "commands",
+            default: "22",
+            help: "pool commands per frame (derived: ≈22)",
+        },
+        FOREVER,
+    ],
+    footprint_kib: 2_048,
+    build: |p, t| {
+        let frames = p.scaled(4.0)?; // simlarge: 4 frames
+        let cmds = p.int("commands", 1, 10_000)? as u64;
+        // 14.03 G instructions, 114,621 locks over 4 frames x 22 commands (simlarge).
+        let per_cmd = cpu_ns(14.03) / (4.0 * 22.0);
+        let chunks = (114_621.0f64 / (4.0 * 22.0)).round(); // ≈1,302 ticket grabs
+        let chunk = per_cmd / chunks;
+        let per_worker = (chunks as u64).div_ceil(t as u64);
+        let forever = p.boolean("forever")?;
+        let mut master_cmd = vec![rep(t as u64, vec![sem_wait("bt_ready")])];
+        master_cmd.extend([
+            lock("bt_pool"),
+            cond_broadcast("bt_cmd"),
+            unlock("bt_pool"),
+            barrier("bt_done"),
+            count(1),
+        ]);
+        let master = vec![outer(
+            forever,
+            frames,
+            vec![
+                cpu(dexp(2e6)), // per-frame serial work: image loading (assumed 2 ms)
+                rep(cmds, master_cmd),
+            ],
+        )];
+        let mut chunk_body = critical("bt_ticket", dc(200.0));
+        chunk_body.push(cpu(dlog(chunk, 0.3)));
+        let worker_cmd = vec![
+            lock("bt_pool"),
+            // tells the master this worker is about to wait (stands for the predicate
+            // check the real pool does; see docs: the language has no predicate).
+            sem_post("bt_ready"),
+            cond_wait("bt_cmd", "bt_pool"),
+            unlock("bt_pool"),
+            barrier("bt_start"),
+            rep(per_worker, chunk_body),
+            barrier("bt_done"),
+        ];
+        let worker = vec![outer(forever, frames, vec![rep(cmds, worker_cmd)])];
+        Ok(vec![("main".into(), 1, master), ("worker".into(), t, worker)])
+    },
+};
+
+// ---------------------------------------------------------------- canneal
+
+pub(super) const CANNEAL: ModelInfo = ModelInfo {
+    name: "canneal",
+    description: "canneal-like: lock-free simulated annealing (atomic swaps), one barrier per temperature step",
+    params: &[scale("0.125"), FOREVER],
+    footprint_kib: 52_608,
+    build: |p, t| {
+        // 7.33 G instructions over 128 temperature steps (simlarge); 1,024 barrier waits
+        // = 128 steps x 8 threads.
+        let step = cpu_ns(7.33) / 128.0 / t as f64;
+        let body = vec![cpu(dlog(step, 0.1)), barrier("cn_step"), count(1)];
+        Ok(vec![(
+            "annealer".into(),
+            t,
+            vec![outer(p.boolean("forever")?, p.scaled(128.0)?, body)],
+        )])
+    },
+};
+
+// ---------------------------------------------------------------- dedup
+
+pub(super) const DEDUP: ModelInfo = ModelInfo {
+    name: "dedup",
+    description: "dedup-like: 5-stage pipeline (fragment 1 -> refine N -> dedup N -> compress N -> reorder 1) with bounded queues, hash-bucket mutexes, munmap TLB shootdowns",
+    params: &[
+        scale("1"),
+        ParamInfo {
+            name: "batches",
+            default: "26",
+            help: "20-item batches per 2 MiB coarse chunk (derived: 2 MiB / 4 KiB / 20)",
+        },
+        ParamInfo {
+            name: "buckets",
+            default: "16",
+            help: "hash-bucket mutex names the dedup threads rotate through (stand-in for 65,536)",
+        },
+        ParamInfo {
+            name: "munmap_every",
+            default: "4",
+            help: "compress batches between two munmap/madvise TLB shootdowns (assumed); 0 = none",
+        },
+        FOREVER,
+    ],
+    footprint_kib: 65_536,
+    build: build_dedup,
+};
+
+fn build_dedup(p: &Params, n: u32) -> Result<Groups, WorkloadError> {
+    let rounds = p.scaled(1.0)?; // coarse chunks per refine thread
+    let b = p.int("batches", 1, 100_000)? as u64;
+    let buckets = p.int("buckets", 1, 65_536)? as u64;
+    let munmap_every = p.int("munmap_every", 0, 1_000_000)? as u64;
+    let forever = p.boolean("forever")?;
+    // 37.1 G instructions for 184 MB of input = 88 coarse chunks of 2 MiB (simlarge).
+    let coarse = cpu_ns(37.1) / 88.0;
+    let (frag, refine, dd, comp, reord) = (
+        coarse * 0.02,            // fragment (assumed share)
+        coarse * 0.25 / b as f64, // refine: Rabin fingerprints, per batch (assumed share)
+        coarse * 0.20 / b as f64, // dedup: SHA-1, per batch (assumed share)
+        coarse * 0.50 / b as f64, // compress: gzip, per batch (assumed share)
+        coarse * 0.03 / b as f64, // reorder: write, per batch (assumed share)
+    );
+    // One queue set per 4 threads of a stage.
+    let sets: Vec<u64> = (0..n.div_ceil(4))
+        .map(|k| (n - 4 * k).min(4) as u64)
+        .collect();
+    let mut groups: Groups = Vec::new();
+    // fragment: one coarse chunk per refine thread per round, round-robin over sets.
+    let mut frag_body = Vec::new();
+    for (k, &nk) in sets.iter().enumerate() {
+        frag_body.push(rep(
+            nk,
+            vec![
+                // read(2) of the 2 MiB split: page-cache lookups (assumed 20 us)
+                kern(dexp(10_000.0)),
+                rep(8, vec![kspin("dd_i_pages", khold())]),
+                kern(dexp(10_000.0)),
+                cpu(dlog(frag, 0.2)),
+                push(&format!("dd_fr{k}")),
+            ],
+        ));
+    }
+    groups.push((
+        "fragment".into(),
+        1,
+        vec![outer(forever, rounds, frag_body)],
+    ));
+    let mut reorder_body = Vec::new();
+    for (k, &nk) in sets.iter().enumerate() {
+        let (fr, de, co, cd) = (
+            format!("dd_fr{k}"),
+            format!("dd_de{k}"),
+            format!("dd_co{k}"),
+            format!("dd_cdone{k}"),
+        );
+        // refine: split a coarse chunk into b batches, then free the 2 MiB buffer.
+        let refine_body = vec![
+            pop(&fr),
+            rep(b, vec![cpu(dlog(refine, 0.3)), push(&de)]),
+            // munmap of the 2 MiB buffer: page-table and zone locks, then the shootdown
+            kern(dc(3_000.0)),
+            kspin("dd_mm_ptl", khold()),
+            kspin("dd_zone", khold()),
+            kspin("dd_zone", khold()),
+            tlb(),
+        ];
+        groups.push((
+            format!("refine{k}"),
+            nk as u32,
+            vec![outer(forever, rounds, refine_body)],
+        ));
+        // dedup: per batch, hash 20 chunks and look each up under its bucket's mutex. One
+        // group per thread so that threads visit the bucket names in different orders.
+        for i in 0..nk {
+            let off = mix(k as u64 * 64 + i);
+            let mut body = vec![pop(&de)];
+            for j in 0..20u64 {
+                body.push(cpu(dexp(dd / 20.0)));
+                body.extend(critical(
+                    &format!("dd_bucket{}", (off + j * 7) % buckets),
+                    dc(300.0),
+                ));
+            }
+            body.push(push(&co));
+            groups.push((
+                format!("dedup{k}.{i}"),
+                1,
+                vec![outer(forever, rounds * b, body)],
+            ));
+        }
+        // compress: gzip the batch, drop the buffer reference (a refcount lock), tell
+        // the writer the chunk is compressed, hand it on.
+        // compress each of the 20 chunks into a fresh heap buffer: a page fault per
+        // chunk (page-table lock; the zone lock every 4th) (derived: ≈4 KiB per chunk)
+        let mut fault = vec![cpu(dlog(comp / 20.0, 0.3)), kspin("dd_mm_ptl", khold())];
+        fault.push(kern(dexp(1_000.0)));
+        let mut comp_body = vec![pop(&co), rep(4, vec![kspin("dd_zone", khold())])];
+        comp_body.push(rep(20, fault));
+        comp_body.extend(critical(&format!("dd_ref{k}"), dc(100.0)));
+        comp_body.push(sem_post(&cd));
+        comp_body.push(push("dd_rr"));
+        let total = rounds * b;
+        let mut comp_prog = Vec::new();
+        if munmap_every > 0 {
+            let per = munmap_every.min(total);
+            let mut body = vec![rep(per, comp_body.clone())];
+            body.extend([
+                kern(dc(3_000.0)),
+                kspin("dd_mm_ptl", khold()),
+                kspin("dd_zone", khold()),
+                tlb(),
+            ]);
+            comp_prog.push(outer(forever, total / per, body));
+            if !forever && !total.is_multiple_of(per) {
+                comp_prog.push(rep(total % per, comp_body));
+            }
+        } else {
+            comp_prog.push(outer(forever, total, comp_body));
+        }
+        groups.push((format!("compress{k}"), nk as u32, comp_prog));
+        // reorder: for each coarse chunk of this set, wait until its first chunk is
+        // compressed (condvar in dedup; a semaphore here, see docs), then write b batches.
+        reorder_body.push(rep(
+            nk,
+            vec![
+                sem_wait(&cd),
+                rep(
+                    b,
+                    vec![
+                        pop("dd_rr"),
+                        cpu(dlog(reord, 0.2)),
+                        // write(2) of the batch into the page cache
+                        kspin("dd_i_pages", khold()),
+                        kern(dexp(5_000.0)),
+                        count(1),
+                    ],
+                ),
+            ],
+        ));
+    }
+    groups.push((
+        "reorder".into(),
+        1,
+        vec![outer(forever, rounds, reorder_body)],
+    ));
+    Ok(groups)
+}
+
+// ---------------------------------------------------------------- facesim
+
+pub(super) const FACESIM: ModelInfo = ModelInfo {
+    name: "facesim",
+    description: "facesim-like: task-queue thread pool (mutex + condvar queues), uneven partitions, no barriers",
+    params: &[scale("0.1"), FOREVER],
+    footprint_kib: 19_456,
+    build: |p, t| {
+        // 29.90 G instructions, 3,231 condvar waits, 14,541 locks for 1 frame (simlarge):
+        // ≈ 400 parallel regions of one task per worker (derived: 3,231 / 8).
+        let regions = 400.0;
+        let region = cpu_ns(29.90) / regions;
+        let forever = p.boolean("forever")?;
+        let n = p.scaled(regions)?;
+        let master = vec![outer(
+            forever,
+            n,
+            vec![
+                cpu(dexp(region * 0.05)), // serial part between regions (assumed 5%)
+                rep(t as u64, vec![push("fs_task")]),
+                rep(t as u64, vec![pop("fs_done")]),
+                count(1),
+            ],
+        )];
+        let worker = vec![outer(
+            forever,
+            n,
+            vec![
+                pop("fs_task"),
+                cpu(dlog(region * 0.95 / t as f64, 0.3)),
+                push("fs_done"),
+            ],
+        )];
+        Ok(vec![("main".into(), 1, master), ("worker".into(), t, worker)])
+    },
+};
+
+// ---------------------------------------------------------------- ferret
+
+pub(super) const FERRET: ModelInfo = ModelInfo {
+    name: "ferret",
+    description: "ferret-like: 6-stage similarity-search pipeline (load 1 -> segment, extract, vectorize, rank N each -> output 1) with depth-20 queues",
+    params: &[scale("0.125"), FOREVER],
+    footprint_kib: 6_208,
+    build: |p, n| {
+        // 23.97 G instructions for 256 queries (simlarge); 345,778 locks.
+        let q = cpu_ns(23.97) / 256.0;
+        let per_thread = p.scaled(256.0)?.div_ceil(n as u64);
+        let total = per_thread * n as u64;
+        let forever = p.boolean("forever")?;
+        let rank_locks = ((345_778.0 / 256.0) as u64).max(8); // ≈1,350 per query
+        let stage = |inq: &str, outq: &str, share: f64| {
+            vec![pop(inq), cpu(dlog(q * share, 0.3)), push(outq)]
+        };
+        let mut rank = vec![pop("fe_q4")];
+        let mut inner = Vec::new();
+        for j in 0..8 {
+            inner.push(cpu(dexp(q * 0.59 / rank_locks as f64)));
+            inner.extend(critical(&format!("fe_lsh{j}"), dc(200.0)));
+        }
+        rank.push(rep(rank_locks / 8, inner));
+        rank.push(push("fe_q5"));
+        Ok(vec![
+            (
+                "load".into(),
+                1,
+                vec![outer(
+                    forever,
+                    total,
+                    vec![kern(dexp(q * 0.01)), push("fe_q1")],
+                )],
+            ),
+            (
+                "segment".into(),
+                n,
+                vec![outer(forever, per_thread, stage("fe_q1", "fe_q2", 0.10))],
+            ),
+            (
+                "extract".into(),
+                n,
+                vec![outer(forever, per_thread, stage("fe_q2", "fe_q3", 0.10))],
+            ),
+            (
+                "vectorize".into(),
+                n,
+                vec![outer(forever, per_thread, stage("fe_q3", "fe_q4", 0.20))],
+            ),
+            ("rank".into(), n, vec![outer(forever, per_thread, rank)]),
+            (
+                "output".into(),
+                1,
+                vec![outer(
+                    forever,
+                    total,
+                    vec![pop("fe_q5"), cpu(dc(20_000.0)), count(1)],
+                )],
+            ),
+        ])
+    },
+};
+
+// ---------------------------------------------------------------- fluidanimate
+
+pub(super) const FLUIDANIMATE: ModelInfo = ModelInfo {
+    name: "fluidanimate",
+    description: "fluidanimate-like: 10 barriers per frame; fine-grained border-cell mutexes shared with the neighbouring thread",
+    params: &[
+        scale("0.05"),
+        ParamInfo {
+            name: "frames",
+            default: "1",
+            help: "frames (simlarge: 5); scale sets the fraction of a simlarge frame's work",
+        },
+        FOREVER,
+    ],
+    footprint_kib: 33_216,
+    build: |p, t| {
+        let s = p.float("scale", 1e-6, 1e3)?;
+        let frames = p.int("frames", 1, 1_000_000)? as u64;
+        let forever = p.boolean("forever")?;
+        // 14.06 G instructions, 17,771,909 locks over 5 frames (simlarge).
+        let frame_cpu = cpu_ns(14.06) / 5.0 * s / t as f64;
+        let frame_locks = 17_771_909.0 / 5.0 * s / t as f64;
+        // (phase, CPU share, lock share): RebuildGrid, ComputeDensities, ComputeForces
+        // take the border-cell locks (assumed shares); 7 other phases share 15% of CPU.
+        let locking = [(0.10, 0.20), (0.30, 0.40), (0.45, 0.40)];
+        let mut groups = Vec::new();
+        for i in 0..t {
+            let own = i;
+            let nb = (i + 1) % t;
+            let off = mix(i as u64);
+            let mut frame = Vec::new();
+            for ph in 0..10 {
+                if (1..=3).contains(&ph) {
+                    let (cs, ls) = locking[ph - 1];
+                    let nl = ((frame_locks * ls) / 8.0).round().max(1.0) as u64;
+                    let mut body = Vec::new();
+                    for j in 0..8u64 {
+                        let cell = if j % 2 == 0 { own } else { nb };
+                        body.push(cpu(dexp(frame_cpu * cs / (8 * nl) as f64)));
+                        body.extend(critical(
+                            &format!("fa_cell{cell}_{}", (off + j) % 16),
+                            dc(50.0),
+                        ));
+                    }
+                    frame.push(rep(nl, body));
+                } else {
+                    frame.push(cpu(dlog(frame_cpu * 0.15 / 7.0, 0.1)));
+                }
+                frame.push(barrier(&format!("fa_b{ph}")));
+            }
+            if i == 0 {
+                frame.push(count(1));
+            }
+            groups.push((format!("t{i}"), 1, vec![outer(forever, frames, frame)]));
+        }
+        Ok(groups)
+    },
+};
+
+// ---------------------------------------------------------------- freqmine
+
+pub(super) const FREQMINE: ModelInfo = ModelInfo {
+    name: "freqmine",
+    description: "freqmine-like: OpenMP FP-growth; tree build with a lock per transaction, uneven dynamic mining, libgomp spin-then-block barriers",
+    params: &[
+        scale("0.02"),
+        ParamInfo {
+            name: "spin",
+            default: "\"1ms\"",
+            help: "barrier spin before blocking (libgomp: 300,000 spins)",
+        },
+        FOREVER,
+    ],
+    footprint_kib: 34_624,
+    build: |p, t| {
+        // 33.45 G instructions and 990,025 locks for 990,000 transactions (simlarge).
+        let tx = p.scaled(990_000.0)?;
+        let per_tx = cpu_ns(33.45) / 990_000.0;
+        let spin = p.dist("spin")?;
+        let my_tx = tx.div_ceil(t as u64);
+        let tasks = 64u64.div_ceil(t as u64).max(1);
+        let mut build_body = Vec::new();
+        for j in 0..8 {
+            build_body.push(cpu(dexp(per_tx * 0.30)));
+            build_body.extend(critical(&format!("fm_tree{j}"), dc(300.0)));
+        }
+        let body = vec![
+            // first scan: item counts (10%)
+            cpu(dlog(my_tx as f64 * per_tx * 0.10, 0.05)),
+            spin_barrier("fm_scan", spin.clone()),
+            // tree build: a lock per transaction (30%)
+            rep(my_tx.div_ceil(8), build_body),
+            spin_barrier("fm_build", spin.clone()),
+            // mining conditional trees: dynamic, very uneven (60%)
+            rep(
+                tasks,
+                vec![cpu(dlog(
+                    my_tx as f64 * per_tx * 0.60 / tasks as f64 / 1.65,
+                    1.0,
+                ))],
+            ),
+            spin_barrier("fm_mine", spin),
+            count(1),
+        ];
+        Ok(vec![(
+            "omp".into(),
+            t,
+            vec![outer(p.boolean("forever")?, 1, body)],
+        )])
+    },
+};
+
+// ---------------------------------------------------------------- raytrace
+
+pub(super) const RAYTRACE: ModelInfo = ModelInfo {
+    name: "raytrace",
+    description: "raytrace-like: serial BVH build, then frames of dynamically grabbed tiles (atomic counter) and a barrier per frame",
+    params: &[
+        scale("0.25"),
+        ParamInfo {
+            name: "frames",
+            default: "3",
+            help: "frames rendered (simlarge: 3)",
+        },
+        FOREVER,
+    ],
+    footprint_kib: 55_872,
+    build: |p, t| {
+        let s = p.float("scale", 1e-6, 1e3)?;
+        let frames = p.int("frames", 1, 1_000_000)? as u64;
+        let forever = p.boolean("forever")?;
+        // (assumed) 1 s of CPU per 1920x1080 frame in 2,025 32x32 tiles; 40 ms BVH build.
+        let tiles = (2_025.0 * s).round().max(1.0) as u64;
+        let tile = 1e9 / 2_025.0;
+        let mine = tiles.div_ceil(t as u64);
+        let frame = vec![
+            rep(mine, vec![cpu(dlog(tile / 1.13, 0.5))]),
+            barrier("rt_frame"),
+            count(1),
+        ];
+        let mut main = vec![cpu(dc(40e6 * s)), barrier("rt_start")];
+        main.push(outer(forever, frames, frame.clone()));
+        let mut g = vec![("main".into(), 1, main)];
+        if t > 1 {
+            g.push((
+                "render".into(),
+                t - 1,
+                vec![barrier("rt_start"), outer(forever, frames, frame)],
+            ));
+        }
+        Ok(g)
+    },
+};
+
+// ---------------------------------------------------------------- streamcluster
+
+pub(super) const STREAMCLUSTER: ModelInfo = ModelInfo {
+    name: "streamcluster",
+    description:
+        "streamcluster-like: 9 spin-then-block barriers per pgain() call with short compute between",
+    params: &[
+        scale("1"),
+        ParamInfo {
+            name: "spin",
+            default: "\"100us\"",
+            help: "barrier spin before blocking (35,000 iterations ≈ 0.1 ms)",
+        },
+        FOREVER,
+    ],
+    footprint_kib: 6_912,
+    build: |p, t| {
+        // 22.12 G instructions, 129,600 barrier waits = 16,200 episodes on 8 threads
+        // (simlarge): 455 us of CPU per episode in total.
+        let calls = p.scaled(100.0)?;
+        let episode = cpu_ns(22.12) / 16_200.0;
+        let spin = p.dist("spin")?;
+        let forever = p.boolean("forever")?;
+        let mk = |master: bool| {
+            let mut body = Vec::new();
+            for ph in 0..9 {
+                body.push(cpu(dlog(episode / t as f64, 0.2)));
+                if master && (ph == 3 || ph == 7) {
+                    body.push(cpu(dc(20_000.0))); // serial part on thread 0 (assumed)
+                }
+                body.push(spin_barrier(&format!("sc_b{ph}"), spin.clone()));
+            }
+            if master {
+                body.push(count(1));
+            }
+            vec![outer(forever, calls, body)]
+        };
+        let mut g = vec![("t0".into(), 1, mk(true))];
+        if t > 1 {
+            g.push(("worker".into(), t - 1, mk(false)));
+        }
+        Ok(g)
+    },
+};
+
+// ---------------------------------------------------------------- swaptions
+
+pub(super) const SWAPTIONS: ModelInfo = ModelInfo {
+    name: "swaptions",
+    description: "swaptions-like: data-parallel Monte Carlo pricing, blocks of swaptions per thread, no sharing",
+    params: &[scale("0.25"), FOREVER],
+    footprint_kib: 352,
+    build: |p, t| {
+        // 14.11 G instructions for 64 swaptions x 40K simulations (simlarge).
+        let sw = p.scaled(64.0)?;
+        let one = cpu_ns(14.11) / 64.0;
+        let forever = p.boolean("forever")?;
+        let body = vec![rep(40, vec![cpu(dlog(one / 40.0, 0.05))]), count(1)];
+        let (lo, extra) = (sw / t as u64, sw % t as u64);
+        let mut g = Vec::new();
+        if extra > 0 {
+            g.push((
+                "more".into(),
+                extra as u32,
+                vec![outer(forever, lo + 1, body.clone())],
+            ));
+        }
+        if lo > 0 {
+            g.push((
+                "worker".into(),
+                t - extra as u32,
+                vec![outer(forever, lo, body)],
+            ));
+        } else if forever {
+            g.push(("idle".into(), t - extra as u32, vec![outer(true, 1, body)]));
+        }
+        Ok(g)
+    },
+};
+
+// ---------------------------------------------------------------- vips
+
+pub(super) const VIPS: ModelInfo = ModelInfo {
+    name: "vips",
+    description: "vips-like: thread pool over image tiles; a tile buffer above the mmap threshold is unmapped per tile (TLB shootdown)",
+    params: &[scale("0.03"), FOREVER],
+    footprint_kib: 1_984,
+    build: |p, t| {
+        // 31.21 G instructions, 33,586 locks, 6,361 condvar waits (simlarge): one work
+        // unit per lock, a progress signal per ≈5 units.
+        let unit = cpu_ns(31.21) / 33_586.0;
+        let units = p.scaled(33_586.0)?;
+        let posts = units.div_ceil(5 * t as u64).max(1); // per worker
+        let forever = p.boolean("forever")?;
+        let mut tile = critical("vips_pool", dc(500.0));
+        tile.extend([cpu(dlog(unit, 0.3)), kern(dc(4_000.0)), tlb(), count(1)]);
+        let worker = vec![outer(
+            forever,
+            posts,
+            vec![rep(5, tile), sem_post("vips_progress")],
+        )];
+        let main = vec![outer(
+            forever,
+            posts * t as u64,
+            vec![sem_wait("vips_progress"), cpu(dc(10_000.0))],
+        )];
+        Ok(vec![("main".into(), 1, main), ("worker".into(), t, worker)])
+    },
+};
+
+// ---------------------------------------------------------------- x264
+
+pub(super) const X264: ModelInfo = ModelInfo {
+    name: "x264",
+    description: "x264-like: frame-parallel encoding; each frame waits on the previous frame's row progress (condvar), coarse",
+    params: &[
+        scale("0.5"),
+        ParamInfo {
+            name: "frames",
+            default: "16",
+            help: "frames encoded (simlarge: 128); scale sets the fraction of a frame's work",
+        },
+        FOREVER,
+    ],
+    footprint_kib: 5_120,
+    build: |p, t| {
+        let s = p.float("scale", 1e-6, 1e3)?;
+        let frames = p.int("frames", 1, 10_000_000)? as u64;
+        let forever = p.boolean("forever")?;
+        // 32.4 G instructions, 16,767 locks, 1,056 condvar waits for 128 frames on 8
+        // cores (simlarge): 8 row groups per frame, 16 locks per row group.
+        let frame = cpu_ns(32.4) / 128.0 * s;
+        let (rows, locks) = (8u64, 16u64);
+        let piece = frame / (rows * locks) as f64;
+        let per_thread = frames.div_ceil(t as u64);
+        let rowgroup = |wait: Option<String>, next: &str| {
+            let mut inner = vec![cpu(dlog(piece, 0.3))];
+            inner.extend(critical("x264_mtx", dc(1_000.0)));
+            let mut v = Vec::new();
+            if let Some(w) = wait {
+                v.push(sem_wait(&w));
+            }
+            v.push(rep(locks, inner));
+            v.push(sem_post(next));
+            v
+        };
+        let mut g = Vec::new();
+        for k in 0..t {
+            let me = format!("x264_rows{k}");
+            let next = format!("x264_rows{}", (k + 1) % t);
+            let mut framed = vec![rep(rows, rowgroup(Some(me.clone()), &next))];
+            framed.push(count(1));
+            let mut prog = Vec::new();
+            let mut n = per_thread;
+            if k == 0 {
+                let mut first = vec![rep(rows, rowgroup(None, &next))];
+                first.push(count(1));
+                prog.extend(first);
+                n = n.saturating_sub(1);
+            }
+            if n > 0 || forever {
+                prog.push(outer(forever, n, framed));
+            }
+            g.push((format!("t{k}"), 1, prog));
+        }
+        Ok(g)
+    },
+};

@@ -1,0 +1,218 @@
+//! `trace`: per-thread operation sequences given as text, one operation a line:
+//!
+//! ```text
+//! # comment
+//! <threads> <op> [args]
+//! 0 compute 10us
+//! 0 lock m
+//! 0-3 barrier b
+//! 1 loop 100
+//! 1   sleep exp(1ms)
+//! 1 end
+//! ```
+//!
+//! `<threads>` is a thread number or an inclusive range `a-b`; each distinct number is
+//! one thread. The format is documented in docs/workloads.md.
+
+use super::*;
+use crate::workload::program::{CondWaitSpec, KspinSpec, LoopCount, LoopSpec, SpinBarrierSpec};
+use std::collections::BTreeMap;
+
+pub(super) const TRACE: ModelInfo = ModelInfo {
+    name: "trace",
+    description: "trace-driven: replays per-thread operation sequences given as text lines `<thread> <op> <args>`",
+    params: &[
+        ParamInfo {
+            name: "text",
+            default: "\"0 compute 1ms\\n0 count 1\\n\"",
+            help: "the trace: lines `<thread|a-b> <op> [args]` (docs/workloads.md)",
+        },
+        ParamInfo {
+            name: "repeat",
+            default: "1",
+            help: "replays of each thread's sequence; 0 = for ever",
+        },
+    ],
+    footprint_kib: 256,
+    build: |p, _threads| {
+        let text = p.string("text")?;
+        let repeat = p.int("repeat", 0, i64::MAX)? as u64;
+        let per = parse(text).map_err(|m| WorkloadError::new("params.text", m))?;
+        Ok(per
+            .into_iter()
+            .map(|(id, ops)| {
+                let ops = if repeat == 1 {
+                    ops
+                } else {
+                    vec![OpSpec::Loop(LoopSpec {
+                        n: if repeat == 0 {
+                            LoopCount::Forever("forever".into())
+                        } else {
+                            LoopCount::Times(repeat)
+                        },
+                        body: ops,
+                    })]
+                };
+                (format!("t{id}"), 1, ops)
+            })
+            .collect())
+    },
+};
+
+fn threads_of(s: &str) -> Option<std::ops::RangeInclusive<u32>> {
+    match s.split_once('-') {
+        Some((a, b)) => {
+            let (a, b) = (a.parse().ok()?, b.parse().ok()?);
+            (a <= b && b - a < 100_000).then_some(a..=b)
+        }
+        None => s.parse().ok().map(|a| a..=a),
+    }
+}
+
+/// An open body: the loop count (None for the program itself) and its operations.
+type Open = (Option<LoopCount>, Vec<OpSpec>);
+
+/// Parses a trace into each thread's operations (ordered by thread number).
+pub fn parse(text: &str) -> Result<BTreeMap<u32, Vec<OpSpec>>, String> {
+    // Per thread: a stack of open bodies (the bottom one is the program) and their loop
+    // counts.
+    let mut st: BTreeMap<u32, Vec<Open>> = BTreeMap::new();
+    for (ln, raw) in text.lines().enumerate() {
+        let line = raw.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let at = |m: String| format!("line {}: {m} (in {:?})", ln + 1, raw.trim());
+        let (who, tail) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+        let tail = tail.trim_start();
+        if tail.is_empty() {
+            return Err(at("missing operation".into()));
+        }
+        let (op, rest) = tail.split_once(char::is_whitespace).unwrap_or((tail, ""));
+        let rest = rest.trim();
+        let ids = threads_of(who)
+            .ok_or_else(|| at(format!("{who:?} is not a thread number or range a-b")))?;
+        let dist = |s: &str| Dist::parse(s).map_err(&at);
+        let name = |s: &str| {
+            if s.is_empty() || s.contains(char::is_whitespace) {
+                Err(at(format!("{op} takes one object name")))
+            } else {
+                Ok(s.to_string())
+            }
+        };
+        let two = || -> Result<(&str, &str), String> {
+            let (a, b) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+            let b = b.trim();
+            if a.is_empty() || b.is_empty() {
+                return Err(at(format!("{op} takes two arguments")));
+            }
+            Ok((a, b))
+        };
+        enum Act {
+            Op(OpSpec),
+            Open(LoopCount),
+            Close,
+        }
+        let act = match op {
+            "compute" => Act::Op(OpSpec::Compute(dist(rest)?)),
+            "kernel" => Act::Op(OpSpec::Kernel(dist(rest)?)),
+            "sleep" => Act::Op(OpSpec::Sleep(dist(rest)?)),
+            "io" => Act::Op(OpSpec::Io(dist(rest)?)),
+            "count" => Act::Op(OpSpec::Count(
+                rest.parse()
+                    .map_err(|_| at(format!("{rest:?} is not a whole number")))?,
+            )),
+            "lock" => Act::Op(OpSpec::Lock(name(rest)?)),
+            "unlock" => Act::Op(OpSpec::Unlock(name(rest)?)),
+            "barrier" => Act::Op(OpSpec::Barrier(name(rest)?)),
+            "cond_signal" => Act::Op(OpSpec::CondSignal(name(rest)?)),
+            "cond_broadcast" => Act::Op(OpSpec::CondBroadcast(name(rest)?)),
+            "sem_post" => Act::Op(OpSpec::SemPost(name(rest)?)),
+            "sem_wait" => Act::Op(OpSpec::SemWait(name(rest)?)),
+            "push" => Act::Op(OpSpec::Push(name(rest)?)),
+            "pop" => Act::Op(OpSpec::Pop(name(rest)?)),
+            "yield" => Act::Op(OpSpec::Yield(0)),
+            "tlb_shootdown" => Act::Op(OpSpec::TlbShootdown(0)),
+            "kspin" => {
+                let (l, d) = two()?;
+                Act::Op(OpSpec::Kspin(KspinSpec {
+                    lock: l.into(),
+                    hold: dist(d)?,
+                }))
+            }
+            "spin_barrier" => {
+                let (b, d) = two()?;
+                Act::Op(OpSpec::SpinBarrier(SpinBarrierSpec {
+                    name: b.into(),
+                    spin: dist(d)?,
+                }))
+            }
+            "cond_wait" => {
+                let (c, m) = two()?;
+                Act::Op(OpSpec::CondWait(CondWaitSpec {
+                    cond: c.into(),
+                    mutex: name(m)?,
+                }))
+            }
+            "loop" => Act::Open(match rest {
+                "forever" => LoopCount::Forever("forever".into()),
+                n => LoopCount::Times(n.parse().map_err(|_| {
+                    at(format!(
+                        "loop takes a whole number or \"forever\", not {n:?}"
+                    ))
+                })?),
+            }),
+            "end" => Act::Close,
+            other => {
+                return Err(at(format!(
+                    "unknown operation {other:?}; allowed: compute, kernel, sleep, io, count, \
+                     lock, unlock, kspin, barrier, spin_barrier, cond_wait, cond_signal, \
+                     cond_broadcast, sem_post, sem_wait, yield, push, pop, tlb_shootdown, \
+                     loop, end"
+                )))
+            }
+        };
+        for id in ids {
+            let stack = st.entry(id).or_insert_with(|| vec![(None, Vec::new())]);
+            match &act {
+                Act::Op(o) => stack.last_mut().expect("stack").1.push(o.clone()),
+                Act::Open(n) => stack.push((Some(n.clone()), Vec::new())),
+                Act::Close => {
+                    if stack.len() < 2 {
+                        return Err(at(format!("thread {id}: `end` without `loop`")));
+                    }
+                    let (n, body) = stack.pop().expect("loop");
+                    if body.is_empty() {
+                        return Err(at(format!("thread {id}: empty loop")));
+                    }
+                    stack
+                        .last_mut()
+                        .expect("stack")
+                        .1
+                        .push(OpSpec::Loop(LoopSpec {
+                            n: n.expect("loop count"),
+                            body,
+                        }));
+                }
+            }
+        }
+    }
+    if st.is_empty() {
+        return Err("the trace has no operations".into());
+    }
+    let mut out = BTreeMap::new();
+    for (id, mut stack) in st {
+        if stack.len() != 1 {
+            return Err(format!(
+                "thread {id}: {} loop(s) without `end`",
+                stack.len() - 1
+            ));
+        }
+        let ops = stack.pop().expect("program").1;
+        if ops.is_empty() {
+            return Err(format!("thread {id}: no operations"));
+        }
+        out.insert(id, ops);
+    }
+    Ok(out)
+}

@@ -1,0 +1,262 @@
+//! The workload catalog: every model builds and runs; runs are deterministic per seed;
+//! the mechanisms the models exist for show up (LHP under co-running, barrier spinning,
+//! TLB shootdowns); the trace format parses and rejects bad input.
+
+mod common;
+use common::{run_toml, run_with};
+use vcpulab_core::workload::catalog;
+
+fn alone(model: &str, vcpus: u32, params: &str, duration: &str) -> String {
+    format!(
+        "seed = 7\n[run]\nduration = \"{duration}\"\n[host]\npcpus = {vcpus}\n\
+         [[vm]]\nname = \"a\"\nvcpus = {vcpus}\n\
+         workload = {{ model = \"{model}\", params = {{ {params} }} }}\n"
+    )
+}
+
+fn has_param(model: &str, p: &str) -> bool {
+    catalog::find(model)
+        .map(|m| m.params.iter().any(|x| x.name == p))
+        .unwrap_or(false)
+}
+
+/// Smaller-than-default sizes for the slowest models, so the whole file stays fast.
+fn quick(model: &str) -> &'static str {
+    match model {
+        // LU's 320 flag waits per iteration each spin their whole budget (spinners are
+        // not told when a barrier opens; see docs/workloads.md), so keep the budget short.
+        "npb-lu" | "npb-suite" => "scale = 0.005, grain = 0.02, spin = \"20us\"",
+        m if m.starts_with("npb-") => "scale = 0.005, grain = 0.02",
+        "fluidanimate" => "scale = 0.02",
+        "freqsleep" | "compute-sleep" => "iterations = 100",
+        _ => "",
+    }
+}
+
+#[test]
+fn every_model_runs_to_completion_alone() {
+    let names = catalog::model_names();
+    assert!(names.len() >= 50, "{} models", names.len());
+    for m in names
+        .iter()
+        .filter(|m| **m != "program" && **m != "cpu-bomb")
+    {
+        let r = run_toml(&alone(m, 4, quick(m), "20s"));
+        let v = &r.vms[0];
+        assert!(v.finished, "{m} did not finish: stop {}", r.stop_reason);
+        let c = v.completion_ns.unwrap();
+        assert!(c > 0 && c < 5_000_000_000, "{m}: completion {c} ns");
+        assert!(v.work_units > 0, "{m}: no work counted");
+    }
+}
+
+#[test]
+fn forever_models_run_for_the_whole_run() {
+    for m in catalog::model_names()
+        .iter()
+        .filter(|m| has_param(m, "forever"))
+    {
+        let mut p = String::from("forever = true");
+        if !quick(m).is_empty() {
+            p = format!("{p}, {}", quick(m));
+        }
+        let r = run_toml(&alone(m, 4, &p, "100ms"));
+        let v = &r.vms[0];
+        assert!(!v.finished, "{m}: a forever run finished");
+        assert_eq!(r.stop_reason, "duration", "{m}");
+        assert!(v.work_units > 0, "{m}: no units in 100 ms");
+    }
+}
+
+#[test]
+fn eight_vcpus_and_odd_thread_counts() {
+    for m in [
+        "dedup",
+        "ferret",
+        "x264",
+        "bodytrack",
+        "swaptions",
+        "lu_ncb",
+        "ebizzy",
+    ] {
+        for threads in [1u32, 3, 8] {
+            let s = format!(
+                "seed = 1\n[run]\nduration = \"20s\"\n[host]\npcpus = 8\n[[vm]]\nvcpus = 8\n\
+                 workload = {{ model = \"{m}\", threads = {threads} }}\n"
+            );
+            let r = run_toml(&s);
+            assert!(r.vms[0].finished, "{m} with {threads} threads");
+        }
+    }
+}
+
+#[test]
+fn deterministic_per_seed() {
+    for m in ["dedup", "streamcluster", "sysbench-oltp", "vips"] {
+        let s = alone(m, 4, "", "5s");
+        let a = run_toml(&s);
+        let b = run_toml(&s);
+        assert_eq!(a.events, b.events, "{m}");
+        assert_eq!(a.vms[0].completion_ns, b.vms[0].completion_ns, "{m}");
+        assert_eq!(a.vms[0].time.user_ns, b.vms[0].time.user_ns, "{m}");
+        let c = run_with(&s, &["seed=8"]);
+        assert_ne!(
+            a.vms[0].completion_ns, c.vms[0].completion_ns,
+            "{m}: seed ignored"
+        );
+    }
+}
+
+fn pinned(second: Option<&str>, seed: u64) -> String {
+    let pin = "pin = [\"0\",\"1\",\"2\",\"3\",\"4\",\"5\",\"6\",\"7\"]";
+    let mut s = format!(
+        "seed = {seed}\n[run]\nduration = \"10s\"\n[host]\npcpus = 8\n\
+         [[vm]]\nname = \"dedup\"\nvcpus = 8\n{pin}\n\
+         workload = {{ model = \"dedup\", params = {{ scale = 4 }} }}\n"
+    );
+    if let Some(m) = second {
+        s += &format!(
+            "[[vm]]\nname = \"co\"\nvcpus = 8\n{pin}\nworkload = {{ model = \"{m}\"{} }}\n",
+            if m == "matmul" {
+                ", params = { forever = true }"
+            } else {
+                ""
+            }
+        );
+    }
+    s
+}
+
+/// (LHP + LWP, total lock wait ns, completion ns) of the dedup VM over three seeds.
+fn dedup_stats(second: Option<&str>) -> (u64, f64, u64) {
+    let (mut lh, mut wait, mut comp) = (0, 0.0, 0);
+    for seed in 1..=3 {
+        let r = run_toml(&pinned(second, seed));
+        let v = &r.vms[0];
+        assert!(v.finished);
+        lh += v.lhp + v.lwp;
+        comp += v.completion_ns.unwrap();
+        wait += r
+            .locks
+            .iter()
+            .filter(|l| l.vm == "dedup")
+            .map(|l| l.wait_mean_ns * l.acquisitions as f64)
+            .sum::<f64>();
+    }
+    (lh, wait, comp)
+}
+
+#[test]
+fn dedup_lock_holder_preemption_appears_only_when_co_running() {
+    let (lh0, w0, c0) = dedup_stats(None);
+    for co in ["cpu-bomb", "matmul"] {
+        let (lh1, w1, c1) = dedup_stats(Some(co));
+        eprintln!("dedup alone: lhp+lwp {lh0} wait {w0:.0} ns compl {c0}; with {co}: lhp+lwp {lh1} wait {w1:.0} ns compl {c1}");
+        assert!(lh0 <= 1, "dedup alone on dedicated pCPUs: {lh0} LHP/LWP");
+        assert!(
+            lh1 >= 4 * lh0.max(1),
+            "with {co}: {lh1} LHP/LWP vs {lh0} alone"
+        );
+        assert!(
+            w1 > 4.0 * w0.max(1.0),
+            "with {co}: lock wait {w1} vs {w0} alone"
+        );
+        assert!(c1 > c0 * 3 / 2, "with {co}: completion {c1} vs {c0}");
+    }
+}
+
+#[test]
+fn streamcluster_spins_at_its_barriers() {
+    let r = run_toml(&alone("streamcluster", 8, "", "5s"));
+    let t = &r.vms[0].time;
+    assert!(r.vms[0].finished);
+    assert!(
+        t.spin_ns as f64 > 0.05 * t.user_ns as f64,
+        "spin {} user {}",
+        t.spin_ns,
+        t.user_ns
+    );
+    // A blocking barrier instead (spin 0) spins much less.
+    let r0 = run_toml(&alone("streamcluster", 8, "spin = \"1ns\"", "5s"));
+    assert!(r0.vms[0].time.spin_ns * 4 < t.spin_ns);
+}
+
+#[test]
+fn vips_and_ebizzy_shoot_down_tlbs() {
+    let r = run_toml(&alone("vips", 4, "", "5s"));
+    assert!(
+        r.vms[0].tlb_shootdowns >= 1_000,
+        "{}",
+        r.vms[0].tlb_shootdowns
+    );
+    let e = run_toml(&alone("ebizzy", 4, "", "5s"));
+    assert!(e.vms[0].tlb_shootdowns > 0);
+    let s = run_toml(&alone("swaptions", 4, "", "5s"));
+    assert_eq!(s.vms[0].tlb_shootdowns, 0);
+}
+
+#[test]
+fn kernbench_spends_about_eight_percent_in_the_kernel() {
+    let r = run_toml(&alone("kernbench", 8, "cycles = 60", "10s"));
+    let t = &r.vms[0].time;
+    let k = t.kernel_ns as f64 / (t.kernel_ns + t.user_ns) as f64;
+    assert!((0.05..0.12).contains(&k), "kernel share {k}");
+}
+
+#[test]
+fn trace_replays_its_lines() {
+    let text = "# two threads meet at a barrier\n\
+                0 loop 10\n0   compute 1ms\n0   lock m\n0   compute 10us\n0   unlock m\n0 end\n\
+                1 loop 5\n1   compute 2ms\n1   count 1\n1 end\n\
+                0-1 barrier b\n0 count 3\n";
+    let s = format!(
+        "[run]\nduration = \"1s\"\n[host]\npcpus = 2\n[[vm]]\nvcpus = 2\n\
+         [vm.workload]\nmodel = \"trace\"\nparams = {{ text = {:?} }}\n",
+        text
+    );
+    let r = run_toml(&s);
+    assert!(r.vms[0].finished);
+    assert_eq!(r.vms[0].work_units, 8);
+    let c = r.vms[0].completion_ns.unwrap();
+    assert!((10_000_000..12_000_000).contains(&c), "{c}");
+    for (bad, want) in [
+        ("0 frobnicate 1", "unknown operation"),
+        ("0 loop 2\n0 compute 1us", "without `end`"),
+        ("0 end", "without `loop`"),
+        ("x compute 1us", "thread number"),
+        ("0 compute fast", "line 1"),
+    ] {
+        let parsed = catalog_trace_error(bad);
+        assert!(parsed.contains(want), "{bad:?}: {parsed}");
+    }
+}
+
+fn catalog_trace_error(text: &str) -> String {
+    let s = format!(
+        "[[vm]]\nvcpus = 1\n[vm.workload]\nmodel = \"trace\"\nparams = {{ text = {:?} }}\n",
+        text
+    );
+    match vcpulab_core::resolve(&s, &[], None) {
+        Ok(sc) => match vcpulab_core::run(&sc) {
+            Ok(_) => "no error".into(),
+            Err(e) => e.to_string(),
+        },
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn unknown_params_are_rejected_with_the_allowed_list() {
+    let e = catalog_trace_error("0 compute 1us");
+    assert_eq!(e, "no error");
+    let s = alone("dedup", 2, "stages = 3", "1s");
+    let err = vcpulab_core::resolve(&s, &[], None)
+        .and_then(|sc| vcpulab_core::run(&sc).map(|_| ()))
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        err.contains("stages") && err.contains("munmap_every"),
+        "{err}"
+    );
+}
