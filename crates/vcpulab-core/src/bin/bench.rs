@@ -5,6 +5,19 @@ use std::time::Instant;
 
 const REFERENCE: &[(&str, &str)] = &[
     (
+        "REFERENCE sync-heavy: 4 VMs x 16 vCPUs dedup-like on 16 pCPUs, 10 s",
+        r#"
+[run]
+duration = "10s"
+[host]
+pcpus = 16
+[[vm]]
+vcpus = 16
+count = 4
+workload = { model = "dedup", params = { forever = true } }
+"#,
+    ),
+    (
         "wakeup-heavy: 4 VMs x 16 vCPUs on 16 pCPUs, compute/sleep threads, 2 s",
         r#"
 [run]

@@ -32,12 +32,13 @@ pub enum IpiKind {
 }
 
 /// An IPI in flight. `thread`: the woken thread (reschedule) or the sender (TLB).
+/// Its send time is not carried (events stay small): it is the arrival time minus the
+/// fixed flight time of its kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IpiMsg {
     pub kind: IpiKind,
     pub thread: ThreadId,
     pub gen: u32,
-    pub sent: Nanos,
 }
 
 impl World {
@@ -111,7 +112,6 @@ impl World {
                 kind: IpiKind::Poke,
                 thread: w,
                 gen: 0,
-                sent: self.now,
             };
             self.q
                 .push(self.now + Nanos(remote), Ev::IpiArrive(target, msg));
@@ -128,7 +128,6 @@ impl World {
             kind: IpiKind::Resched,
             thread: w,
             gen: 0,
-            sent: self.now,
         };
         self.q
             .push(self.now + Nanos(remote + send), Ev::IpiArrive(target, msg));
@@ -137,6 +136,12 @@ impl World {
     /// An IPI reaches `target`: handled now (running), at its next dispatch
     /// (preempted), or after waking it (halted).
     pub(crate) fn on_ipi_arrive(&mut self, target: VcpuId, msg: IpiMsg) {
+        let flight = match msg.kind {
+            IpiKind::Poke => self.costs.remote_wake_ns,
+            IpiKind::Resched => self.costs.remote_wake_ns + self.costs.ipi_send_ns,
+            IpiKind::Tlb => self.costs.ipi_send_ns,
+        };
+        let sent = Nanos(self.now.0.saturating_sub(flight));
         let tlb = (msg.kind == IpiKind::Tlb).then_some((msg.thread, msg.gen));
         let woken = (msg.kind != IpiKind::Tlb).then_some(msg.thread);
         // The wake-up path is decided by the target's state when the IPI arrives.
@@ -158,17 +163,15 @@ impl World {
                         self.vcpu_continue(target);
                     } else if self.vcpus[target.idx()].cur.is_none() {
                         // Stopped polling meanwhile: it needs a real interrupt after all.
-                        self.handle_interrupt(target, IpiKind::Resched, msg.sent, None);
+                        self.handle_interrupt(target, IpiKind::Resched, sent, None);
                     }
                 } else {
-                    self.handle_interrupt(target, msg.kind, msg.sent, tlb);
+                    self.handle_interrupt(target, msg.kind, sent, tlb);
                 }
             }
             HvState::Runnable => {
                 if msg.kind != IpiKind::Poke {
-                    self.vcpus[target.idx()]
-                        .pending
-                        .push((msg.kind, msg.sent, tlb));
+                    self.vcpus[target.idx()].pending.push((msg.kind, sent, tlb));
                 }
             }
             HvState::Halted => {
@@ -177,7 +180,7 @@ impl World {
                 } else {
                     msg.kind
                 };
-                self.vcpus[target.idx()].pending.push((kind, msg.sent, tlb));
+                self.vcpus[target.idx()].pending.push((kind, sent, tlb));
                 self.hv_wake_vcpu(target, true);
                 if let Some(w) = woken {
                     if !self.last_wake_pcpu_idle && self.threads[w.idx()].woken_at.is_some() {
@@ -341,7 +344,6 @@ impl World {
                 kind: IpiKind::Tlb,
                 thread: t,
                 gen,
-                sent: self.now,
             };
             let at = self.now + Nanos(self.costs.ipi_send_ns);
             self.q.push(at, Ev::IpiArrive(tv, msg));

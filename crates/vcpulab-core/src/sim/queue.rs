@@ -8,14 +8,21 @@ use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
 struct Entry<E> {
-    /// (time << 0, seq) packed so that comparison is a single u128 compare.
-    key: u128,
+    time: u64,
+    seq: u64,
     ev: E,
+}
+
+impl<E> Entry<E> {
+    #[inline]
+    fn key(&self) -> (u64, u64) {
+        (self.time, self.seq)
+    }
 }
 
 impl<E> PartialEq for Entry<E> {
     fn eq(&self, o: &Self) -> bool {
-        self.key == o.key
+        self.key() == o.key()
     }
 }
 impl<E> Eq for Entry<E> {}
@@ -27,7 +34,7 @@ impl<E> PartialOrd for Entry<E> {
 impl<E> Ord for Entry<E> {
     fn cmp(&self, o: &Self) -> Ordering {
         // Reversed: BinaryHeap is a max-heap and we want the earliest first.
-        o.key.cmp(&self.key)
+        o.key().cmp(&self.key())
     }
 }
 
@@ -52,18 +59,22 @@ impl<E> EventQueue<E> {
 
     #[inline]
     pub fn push(&mut self, at: Nanos, ev: E) {
-        let key = ((at.0 as u128) << 64) | self.seq as u128;
+        let seq = self.seq;
         self.seq += 1;
-        self.heap.push(Entry { key, ev });
+        self.heap.push(Entry {
+            time: at.0,
+            seq,
+            ev,
+        });
     }
 
     #[inline]
     pub fn pop(&mut self) -> Option<(Nanos, E)> {
-        self.heap.pop().map(|e| (Nanos((e.key >> 64) as u64), e.ev))
+        self.heap.pop().map(|e| (Nanos(e.time), e.ev))
     }
 
     pub fn peek_time(&self) -> Option<Nanos> {
-        self.heap.peek().map(|e| Nanos((e.key >> 64) as u64))
+        self.heap.peek().map(|e| Nanos(e.time))
     }
 
     pub fn len(&self) -> usize {

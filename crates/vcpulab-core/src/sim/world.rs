@@ -83,6 +83,8 @@ pub struct World {
     /// (for tests of mutual exclusion and FIFO order).
     pub lock_log: Option<Vec<LockEvent>>,
     pub events: u64,
+    /// Cancelled entries popped and dropped (not counted as events).
+    pub stale_events: u64,
     pub finite_left: u64,
     pub stop: Option<StopCause>,
     pub limit: Nanos,
@@ -345,6 +347,7 @@ impl World {
             sems,
             lock_log: None,
             events: 0,
+            stale_events: 0,
             finite_left,
             stop: None,
             limit: sc.run.duration.0,
@@ -391,6 +394,8 @@ impl World {
             let live = self.dispatch_event(ev);
             if live {
                 self.events += 1;
+            } else {
+                self.stale_events += 1;
             }
             if let Some(c) = self.stop {
                 self.finish();
