@@ -40,6 +40,8 @@ pub struct LockClass {
 #[derive(Clone, Debug)]
 pub struct Mutex {
     pub holder: Option<ThreadId>,
+    /// Threads spinning for it (so an unlock looks for spinners only when some spin).
+    pub spinners: u32,
     pub waiters: VecDeque<ThreadId>,
     pub bucket: LockId,
 }
@@ -47,6 +49,7 @@ pub struct Mutex {
 #[derive(Clone, Debug)]
 pub struct Barrier {
     pub parties: u32,
+    pub spinners: u32,
     pub arrived: u32,
     pub gen: u64,
     pub waiters: Vec<ThreadId>,
@@ -238,6 +241,7 @@ impl World {
             TAct::SpinMutex(m) => {
                 if self.mutexes[m as usize].holder.is_none() {
                     self.mutexes[m as usize].holder = Some(t);
+                    self.mutexes[m as usize].spinners -= 1;
                     self.threads[t.idx()].act = TAct::Work;
                     true
                 } else {
@@ -246,6 +250,7 @@ impl World {
             }
             TAct::SpinBarrier(b, g) => {
                 if self.barriers[b as usize].gen > g {
+                    self.barriers[b as usize].spinners -= 1;
                     self.threads[t.idx()].act = TAct::Work;
                     true
                 } else {
@@ -271,6 +276,7 @@ impl World {
         match th.act {
             TAct::SpinMutex(m) => {
                 th.act = TAct::Work;
+                self.mutexes[m as usize].spinners -= 1;
                 let b = self.mutexes[m as usize].bucket;
                 let th = &mut self.threads[t.idx()];
                 th.micro.push_front(Micro::MutexSleep(m));
@@ -282,6 +288,7 @@ impl World {
             }
             TAct::SpinBarrier(b, g) => {
                 th.act = TAct::Work;
+                self.barriers[b as usize].spinners -= 1;
                 let bucket = self.barriers[b as usize].bucket;
                 let th = &mut self.threads[t.idx()];
                 th.micro.push_front(Micro::BarrierSleep(b, g));
@@ -371,6 +378,8 @@ impl World {
                 let spin = self.vms[self.threads[t.idx()].vm.idx()].guest.mutex_spin;
                 let th = &mut self.threads[t.idx()];
                 th.wait_start = self.now;
+                self.mutexes[mx as usize].spinners += 1;
+                let th = &mut self.threads[t.idx()];
                 if spin == 0 {
                     th.act = TAct::SpinMutex(mx);
                     self.spin_exhausted(t);
@@ -399,7 +408,9 @@ impl World {
                 let mu = &mut self.mutexes[mx as usize];
                 mu.holder = None;
                 // A spinner on a running vCPU sees the unlock at once and takes it.
-                self.poke_spinners(t, |a| a == TAct::SpinMutex(mx), true);
+                if self.mutexes[mx as usize].spinners > 0 {
+                    self.poke_spinners(t, |a| a == TAct::SpinMutex(mx), true);
+                }
                 let mu = &self.mutexes[mx as usize];
                 if !mu.waiters.is_empty() {
                     let bucket = mu.bucket;
@@ -421,11 +432,13 @@ impl World {
                     br.arrived = 0;
                     br.gen += 1;
                     // Spinners on running vCPUs see the generation change at once.
-                    self.poke_spinners(
-                        t,
-                        |a| matches!(a, TAct::SpinBarrier(x, _) if x == b),
-                        false,
-                    );
+                    if self.barriers[b as usize].spinners > 0 {
+                        self.poke_spinners(
+                            t,
+                            |a| matches!(a, TAct::SpinBarrier(x, _) if x == b),
+                            false,
+                        );
+                    }
                     let br = &mut self.barriers[b as usize];
                     if !br.waiters.is_empty() {
                         let bucket = br.bucket;
@@ -448,6 +461,7 @@ impl World {
                 th.wait_start = self.now;
                 if th.spin_left > 0 {
                     th.act = TAct::SpinBarrier(b, g);
+                    self.barriers[b as usize].spinners += 1;
                     return Flow::Wait;
                 }
                 th.micro.push_front(Micro::BarrierSleep(b, g));

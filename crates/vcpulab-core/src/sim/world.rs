@@ -169,6 +169,7 @@ impl World {
                 let b = new_lock(futex_class);
                 mutexes.push(Mutex {
                     holder: None,
+                    spinners: 0,
                     waiters: Default::default(),
                     bucket: b,
                 });
@@ -177,6 +178,7 @@ impl World {
             for (bi, _) in w.symbols.barriers.iter().enumerate() {
                 let b = new_lock(futex_class);
                 barriers.push(Barrier {
+                    spinners: 0,
                     parties: w.barrier_parties[bi].max(1),
                     arrived: 0,
                     gen: 0,
@@ -198,6 +200,7 @@ impl World {
                 let b = new_lock(futex_class);
                 mutexes.push(Mutex {
                     holder: None,
+                    spinners: 0,
                     waiters: Default::default(),
                     bucket: b,
                 });
