@@ -260,9 +260,9 @@ impl World {
         if self.vcpus[v.idx()].pending.is_empty() && self.vcpus[v.idx()].pending_irq.is_empty() {
             return;
         }
-        let pend = std::mem::take(&mut self.vcpus[v.idx()].pending);
+        let mut pend = std::mem::take(&mut self.vcpus[v.idx()].pending);
         let now = self.now;
-        for (kind, sent, tlb) in pend {
+        for &(kind, sent, tlb) in &pend {
             let cost = if kind == IpiKind::Tlb {
                 self.costs.tlb_flush_ns
             } else {
@@ -285,6 +285,11 @@ impl World {
             if let Some((sender, gen)) = tlb {
                 self.q.push(done, Ev::TlbAck(sender, gen));
             }
+        }
+        // Give the buffer back (emptied) so the next interrupt does not allocate.
+        pend.clear();
+        if self.vcpus[v.idx()].pending.is_empty() {
+            self.vcpus[v.idx()].pending = pend;
         }
         let irqs = std::mem::take(&mut self.vcpus[v.idx()].pending_irq);
         for (t, raised) in irqs {

@@ -573,10 +573,13 @@ impl World {
                 Flow::Next
             }
             Micro::FlushWakes => {
-                let ws = std::mem::take(&mut self.threads[t.idx()].deferred_wakes);
-                for w in ws {
+                let mut ws = std::mem::take(&mut self.threads[t.idx()].deferred_wakes);
+                for &w in &ws {
                     self.send_wake(v, w);
                 }
+                // Keep the buffer for the next wake-up path.
+                ws.clear();
+                self.threads[t.idx()].deferred_wakes = ws;
                 Flow::Next
             }
             Micro::TlbWait => {

@@ -99,12 +99,12 @@ impl Dist {
     pub fn sample(&self, rng: &mut Rng) -> Nanos {
         Nanos(match &self.kind {
             DistKind::Const(c) => *c,
-            DistKind::Exp(m) => rng.exp(*m).round() as u64,
+            DistKind::Exp(m) => (rng.exp(*m) + 0.5) as u64,
             DistKind::Uniform(a, b) => a + rng.below(b - a + 1),
             DistKind::LogNormal { median, sigma } => {
-                (median * (sigma * rng.normal()).exp()).round() as u64
+                (median * (sigma * rng.normal()).exp() + 0.5) as u64
             }
-            DistKind::Normal { mean, sd } => (mean + sd * rng.normal()).max(0.0).round() as u64,
+            DistKind::Normal { mean, sd } => ((mean + sd * rng.normal()).max(0.0) + 0.5) as u64,
             DistKind::Empirical(v) => v[rng.below(v.len() as u64) as usize],
         })
     }

@@ -114,8 +114,9 @@ impl Cfs {
         self.setup.vcpu_vm[v.idx()].idx()
     }
 
+    #[inline]
     fn throttled(&self, v: VcpuId) -> bool {
-        self.throttled[self.vm_of(v)]
+        self.capped && self.throttled[self.vm_of(v)]
     }
 
     fn update_curr(&mut self, p: usize, now: Nanos) {
