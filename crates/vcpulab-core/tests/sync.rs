@@ -308,3 +308,31 @@ ops = [{loop = {n = 100, body = [{compute = "100us"}, {spin_barrier = {name = "b
     // 100 rounds of 100 us + ~10 us of lock hand-off: far from 100 x 1 ms of spin budget.
     assert!(c < 15e6, "completion {c} ns");
 }
+
+#[test]
+fn changing_the_cpuset_migrates_threads() {
+    // Four CPU-bound threads on four vCPUs; after 50 ms one thread shrinks the cpuset
+    // to vCPUs 0-1: from then on vCPUs 2 and 3 halt, and all work finishes on 0-1.
+    let text = r#"
+[run]
+duration = "10s"
+[host]
+pcpus = 4
+[[vm]]
+vcpus = 4
+[vm.workload]
+model = "program"
+[[vm.workload.group]]
+name = "ctl"
+ops = [{compute = "50ms"}, {cpuset = "0-1"}, {compute = "50ms"}]
+[[vm.workload.group]]
+threads = 3
+ops = [{loop = {n = 100, body = [{compute = "1ms"}]}}]
+"#;
+    let r = run_toml(text);
+    assert_eq!(r.stop_reason, "all-finished");
+    let late: Vec<u64> = r.vcpus.iter().map(|v| v.time.cpu_ns).collect();
+    // vCPUs 2 and 3 ran only until the change (about 50 ms); 0 and 1 carried the rest.
+    assert!(late[2] < 60_000_000 && late[3] < 60_000_000, "{late:?}");
+    assert!(late[0] + late[1] > 240_000_000, "{late:?}");
+}

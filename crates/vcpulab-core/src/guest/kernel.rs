@@ -109,6 +109,76 @@ impl World {
         }
     }
 
+    /// Changes a VM's cpuset: queued threads on vCPUs left out move to the least loaded
+    /// allowed vCPU, and running ones are preempted and moved (as set_cpus_allowed_ptr
+    /// migrates them), except inside a kernel spinlock section, which they finish first.
+    /// `exec`: the vCPU running the change (its own thread is handled by the caller).
+    pub(crate) fn set_cpuset(&mut self, vm: usize, mask: u128, exec: VcpuId) {
+        self.vms[vm].cpuset = mask;
+        let (first, n) = (self.vms[vm].first_vcpu, self.vms[vm].nvcpus);
+        for i in 0..n {
+            if mask >> i & 1 == 1 {
+                continue;
+            }
+            let v = VcpuId(first + i);
+            if let Some(c) = self.vcpus[v.idx()].cur.filter(|_| v != exec) {
+                let th = &self.threads[c.idx()];
+                if th.held.is_empty() && th.act == TAct::Work && !th.idle_prio {
+                    self.sync_progress(v);
+                    self.guest_preempt(v, c);
+                }
+            }
+            while let Some(t) = self.vcpus[v.idx()]
+                .rq
+                .iter()
+                .copied()
+                .find(|t| !self.threads[t.idx()].idle_prio)
+            {
+                let pos = self.vcpus[v.idx()]
+                    .rq
+                    .iter()
+                    .position(|x| *x == t)
+                    .unwrap_or(0);
+                self.vcpus[v.idx()].rq.remove(pos);
+                self.vms[vm].queued -= 1;
+                let to = (0..n)
+                    .filter(|j| mask >> j & 1 == 1)
+                    .map(|j| VcpuId(first + j))
+                    .min_by_key(|d| {
+                        let dv = &self.vcpus[d.idx()];
+                        (dv.rq.len() + dv.cur.is_some() as usize, d.0)
+                    })
+                    .unwrap_or(v);
+                self.threads[t.idx()].vcpu = to;
+                self.rq_push(to, t);
+                if to != exec {
+                    self.kick_vcpu_for_work(to);
+                }
+            }
+            if v != exec && self.vcpus[v.idx()].is_running() && self.vcpus[v.idx()].cur.is_none() {
+                // Nothing left for it: it idles (and halts).
+                self.vcpu_continue(v);
+            }
+        }
+    }
+
+    /// `to` got a thread from `from`'s side: make sure it notices (wake it if halted,
+    /// let an idle loop pick it up, interrupt a busy one).
+    fn kick_vcpu_for_work(&mut self, to: VcpuId) {
+        match self.vcpus[to.idx()].hv {
+            HvState::Halted => self.hv_wake_vcpu(to, true),
+            HvState::Runnable => {}
+            HvState::Running(_) => {
+                if self.vcpus[to.idx()].cur.is_none() {
+                    if self.vcpus[to.idx()].act == Act::HostPoll {
+                        self.end_host_poll(to, true);
+                    }
+                    self.vcpu_continue(to);
+                }
+            }
+        }
+    }
+
     /// Queues `t` on `v`'s runqueue.
     #[inline]
     pub(crate) fn rq_push(&mut self, v: VcpuId, t: ThreadId) {
@@ -489,6 +559,27 @@ impl World {
                     th.vruntime = th.vruntime.max(max_vr + 1);
                     self.guest_preempt(v, t);
                     return Advance::Left;
+                }
+                Instr::Cpuset(mask) => {
+                    let vm = th.vm.idx();
+                    let n = self.vms[vm].nvcpus;
+                    let mask = mask
+                        & if n >= 128 {
+                            u128::MAX
+                        } else {
+                            (1u128 << n) - 1
+                        };
+                    if mask != 0 {
+                        let leaves = mask >> (v.0 - self.vms[vm].first_vcpu) & 1 == 0;
+                        if leaves {
+                            // This thread's own vCPU is left out: it moves too.
+                            self.guest_preempt(v, t);
+                        }
+                        self.set_cpuset(vm, mask, v);
+                        if leaves {
+                            return Advance::Left;
+                        }
+                    }
                 }
                 Instr::Push(q) => {
                     let q = bases.queue + q;

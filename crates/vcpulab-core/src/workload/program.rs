@@ -43,6 +43,9 @@ pub enum OpSpec {
     SemWait(String),
     /// sched_yield(): let another runnable thread of the vCPU run.
     Yield(u32),
+    /// Change the workload's cpuset (its allowed vCPUs, e.g. "0-3"): threads on vCPUs
+    /// left out migrate at once.
+    Cpuset(String),
     CondSignal(String),
     CondBroadcast(String),
     /// Put one item into / take one item from a bounded queue (blocking).
@@ -121,6 +124,7 @@ pub enum Instr {
     SemPost(u32),
     SemWait(u32),
     Yield,
+    Cpuset(u128),
     Push(u32),
     Pop(u32),
     TlbShootdown,
@@ -225,6 +229,14 @@ impl Program {
                 OpSpec::SemPost(s) => self.code.push(Instr::SemPost(intern(&mut syms.sems, s))),
                 OpSpec::SemWait(s) => self.code.push(Instr::SemWait(intern(&mut syms.sems, s))),
                 OpSpec::Yield(_) => self.code.push(Instr::Yield),
+                OpSpec::Cpuset(s) => {
+                    let m = crate::host::cpumask::CpuMask::parse(s, 128)
+                        .map_err(|e| format!("cpuset: {e}"))?;
+                    if m.is_empty() {
+                        return Err(format!("cpuset {s:?} allows no vCPU"));
+                    }
+                    self.code.push(Instr::Cpuset(m.0))
+                }
                 OpSpec::Push(q) => self.code.push(Instr::Push(intern(&mut syms.queues, q))),
                 OpSpec::Pop(q) => self.code.push(Instr::Pop(intern(&mut syms.queues, q))),
                 OpSpec::TlbShootdown(_) => self.code.push(Instr::TlbShootdown),
