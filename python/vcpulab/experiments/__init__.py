@@ -5,6 +5,17 @@ trend as data, and a function computing the simulated counterpart from the sweep
 DataFrame. `run_experiment` runs the sweep, writes a CSV, a PNG (published beside
 simulated) and a verdict line: agrees / partly / disagrees, with the numbers.
 
+An entry either sweeps one scenario over a grid (`scenarios[0]`, `grid`), or lists
+`points`: each `Point` is its own scenario file and overrides (e.g. the same benchmark
+natively and virtualized, in four settings). Every point is run as an independent sweep
+over the seeds (and the grid, if any) through the same sweep/store/executor machinery, so
+the store's cache, the progress bar and `--quick` apply; `simulate` then receives one
+frame with a `point_label` column.
+
+Published rows are {x, published} and may carry `bound`: "above" (or "below") when the
+paper gives only a bound ("> 96 us"); such a point agrees when the simulated value lies
+beyond it.
+
 Add a system by writing `experiments/<system>.py` with a module-level `EXPERIMENTS`
 list and naming the module in `_MODULES` below.
 """
@@ -31,7 +42,7 @@ if TYPE_CHECKING:
     from vcpulab.store import ResultsStore
     from vcpulab.sweeps import Backend
 
-_MODULES = ("examples",)
+_MODULES = ("examples", "gleaner")
 
 VERDICTS = ("agrees", "partly", "disagrees")
 
@@ -39,6 +50,25 @@ VERDICTS = ("agrees", "partly", "disagrees")
 # simulated_ci95, (label)]
 PublishedFn = Callable[["pd.DataFrame"], "pd.DataFrame"]
 SimulateFn = Callable[["pd.DataFrame"], "pd.DataFrame"]
+# explain(merged frame with x, published, simulated, ...) -> a sentence for the verdict line
+ExplainFn = Callable[["pd.DataFrame"], str]
+# plotter(experiment, merged frame, verdict, png path)
+PlotFn = Callable[["Experiment", "pd.DataFrame", str, Path], None]
+
+POINT_COLUMN = "point_label"
+"""The column naming the point of a points experiment in the frame given to `simulate`."""
+
+
+@dataclass(frozen=True)
+class Point:
+    """One independently run configuration of a points experiment."""
+
+    label: str
+    """Unique within the experiment; the `point_label` column of the simulated frame."""
+    scenario: str
+    """Scenario file, relative to the `scenarios/` folder."""
+    overrides: tuple[str, ...] = ()
+    """`key=value` overrides, applied after the experiment's own (and before --quick's)."""
 
 
 @dataclass(frozen=True)
@@ -47,7 +77,8 @@ class Experiment:
     system: str
     title: str
     scenarios: tuple[str, ...]
-    """Scenario files, relative to the `scenarios/` folder (the sweep runs the first)."""
+    """Scenario files, relative to the `scenarios/` folder (the sweep runs the first; with
+    `points`, may be left empty: the points' files, in order)."""
     published: Sequence[dict[str, Any]] | PublishedFn
     """The published trend: rows of {x, published}, or a function of the simulated frame
     for closed-form trends that depend on the scenario (e.g. the number of vCPUs)."""
@@ -76,6 +107,26 @@ class Experiment:
     """Its sweep frame -> DataFrame[x, extra columns...]."""
     beside_plot: tuple[tuple[str, str], ...] = ()
     """(column, legend label) of the extra columns to draw."""
+    points: Sequence[Point] = ()
+    """Run these configurations instead of sweeping `scenarios[0]` (see the module doc)."""
+    explain: ExplainFn | None = None
+    """A sentence appended to the verdict's detail (e.g. what a mean hides)."""
+    plotter: PlotFn | None = None
+    """Draws the PNG instead of the default published-beside-simulated plot."""
+
+    def __post_init__(self) -> None:
+        if self.points:
+            labels = [p.label for p in self.points]
+            dupes = sorted({x for x in labels if labels.count(x) > 1})
+            if dupes:
+                raise ValueError(f"{self.id}: point label given twice: {', '.join(dupes)}")
+            if self.beside is not None:
+                raise ValueError(f"{self.id}: `beside` is not supported with `points`")
+            if not self.scenarios:
+                files = tuple(dict.fromkeys(p.scenario for p in self.points))
+                object.__setattr__(self, "scenarios", files)
+        elif not self.scenarios:
+            raise ValueError(f"{self.id}: no scenario and no points")
 
 
 @dataclass
@@ -152,10 +203,7 @@ def compare(merged: pd.DataFrame, tolerance: tuple[float, float]) -> tuple[str, 
     rows = merged.dropna(subset=["published", "simulated"])
     if rows.empty:
         return "disagrees", "no simulated values to compare"
-    errs: list[float] = []
-    for _, r in rows.iterrows():
-        pub, sim = float(r["published"]), float(r["simulated"])
-        errs.append(abs(sim - pub) / abs(pub) if pub != 0 else abs(sim))
+    errs = [_relative_error(r) for _, r in rows.iterrows()]
     worst = max(range(len(errs)), key=lambda i: errs[i])
     w = rows.iloc[worst]
     if "label" in rows.columns and isinstance(w["label"], str):
@@ -175,13 +223,60 @@ def compare(merged: pd.DataFrame, tolerance: tuple[float, float]) -> tuple[str, 
     mean_err = sum(errs) / len(errs)
     detail = (
         f"max relative error {100 * errs[worst]:.1f}% at {label} "
-        f"(published {_g(w['published'])}, simulated {_g(w['simulated'])}), "
+        f"(published {_published_text(w)}, simulated {_g(w['simulated'])}), "
         f"mean {100 * mean_err:.1f}% over {len(errs)} points; "
         f"tolerance {100 * agree_tol:.0f}%/{100 * partly_tol:.0f}%"
     )
     if verdict != "agrees":
         detail += "; trend order " + ("matches" if same_trend else "differs")
     return verdict, detail
+
+
+def _bound(row: Any) -> str:
+    b = row.get("bound") if hasattr(row, "get") else None
+    return b if isinstance(b, str) and b in ("above", "below") else ""
+
+
+def _relative_error(row: Any) -> float:
+    """|simulated - published| / |published|; for a bound, the shortfall (0 when beyond it)."""
+    pub, sim = float(row["published"]), float(row["simulated"])
+    bound = _bound(row)
+    if bound == "above" and sim > pub or bound == "below" and sim < pub:
+        return 0.0
+    return abs(sim - pub) / abs(pub) if pub != 0 else abs(sim)
+
+
+def _published_text(row: Any) -> str:
+    bound = _bound(row)
+    return {"above": "> ", "below": "< "}.get(bound, "") + _g(row["published"])
+
+
+def point_checks(merged: pd.DataFrame, tolerance: float) -> tuple[list[float], list[str]]:
+    """Per row: the relative error (as in `compare`) and a short check, e.g. 'within 25%',
+    'above 96', 'off by +324%' (empty where a value is missing)."""
+    errors: list[float] = []
+    checks: list[str] = []
+    for _, r in merged.iterrows():
+        try:
+            pub, sim = float(r["published"]), float(r["simulated"])
+        except (TypeError, ValueError, KeyError):
+            pub = sim = math.nan
+        if math.isnan(pub) or math.isnan(sim):
+            errors.append(math.nan)
+            checks.append("")
+            continue
+        err = _relative_error(r)
+        errors.append(err)
+        bound = _bound(r)
+        if bound:
+            ok = err == 0.0
+            checks.append(f"{bound} {_g(pub)}" if ok else f"not {bound} {_g(pub)}")
+        elif err <= tolerance:
+            checks.append(f"within {100 * tolerance:.0f}%")
+        else:
+            sign = "+" if sim > pub else "-"
+            checks.append(f"off by {sign}{100 * err:.0f}%")
+    return errors, checks
 
 
 def _same_trend(pub: list[float], sim: list[float]) -> bool:
@@ -225,23 +320,37 @@ def run_experiment(
     start = time.monotonic()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    path = scenario_path(exp.scenarios[0])
     overrides = [*exp.overrides, *(exp.quick_overrides if quick else ())]
-    outcome = run_sweep(
-        path,
-        exp.grid or None,
-        exp.quick_seeds if quick else exp.seeds,
-        overrides=overrides,
-        executor=executor,
-        jobs=jobs,
-        store=store,
-        table=exp.table,
-        progress=progress,
-        backend=backend,
-    )
-    frame = outcome.frame
+    seeds = exp.quick_seeds if quick else exp.seeds
+    sweep_ids: str | dict[str, str]
+    if exp.points:
+        frame, sweep_ids, planned, failed = _run_points(
+            exp,
+            seeds,
+            quick=quick,
+            executor=executor,
+            jobs=jobs,
+            store=store,
+            progress=progress,
+            backend=backend,
+        )
+    else:
+        outcome = run_sweep(
+            scenario_path(exp.scenarios[0]),
+            exp.grid or None,
+            seeds,
+            overrides=overrides,
+            executor=executor,
+            jobs=jobs,
+            store=store,
+            table=exp.table,
+            progress=progress,
+            backend=backend,
+        )
+        frame, sweep_ids = outcome.frame, outcome.sweep_id
+        planned, failed = outcome.planned, outcome.failed
     if frame is None or frame.empty:
-        reasons = "; ".join(f["error"] for f in outcome.failed[:3]) or "no results"
+        reasons = "; ".join(f["error"] for f in failed[:3]) or "no results"
         raise RuntimeError(f"{exp.id}: every point failed: {reasons}")
     sim = exp.simulate(frame).reset_index(drop=True)
     pub = (
@@ -251,13 +360,16 @@ def run_experiment(
     if "simulated_ci95" not in merged.columns:
         merged["simulated_ci95"] = math.nan
     verdict, detail = compare(merged, exp.tolerance)
-    if outcome.failed:
-        detail += f"; {len(outcome.failed)} point(s) failed"
+    merged["relative_error"], merged["check"] = point_checks(merged, exp.tolerance[0])
+    if exp.explain is not None:
+        detail += "; " + exp.explain(merged)
+    if failed:
+        detail += f"; {len(failed)} point(s) failed"
     if exp.beside is not None and exp.beside_simulate is not None:
         beside = run_sweep(
             scenario_path(exp.beside),
             exp.grid or None,
-            exp.quick_seeds if quick else exp.seeds,
+            seeds,
             overrides=overrides,
             executor=executor,
             jobs=jobs,
@@ -273,7 +385,7 @@ def run_experiment(
     csv_path = out / f"{exp.id}.csv"
     merged.to_csv(csv_path, index=False)
     png_path = out / f"{exp.id}.png"
-    plot(exp, merged, verdict, png_path)
+    (exp.plotter or plot)(exp, merged, verdict, png_path)
     result = ExperimentResult(
         id=exp.id,
         title=exp.title,
@@ -298,9 +410,9 @@ def run_experiment(
                 "detail": detail,
                 "quick": quick,
                 "source": exp.source,
-                "sweep_id": outcome.sweep_id,
-                "points": outcome.planned,
-                "failed": outcome.failed,
+                "sweep_id": sweep_ids,
+                "points": planned,
+                "failed": failed,
                 "rows": json.loads(merged.to_json(orient="records")),
             },
             indent=2,
@@ -309,6 +421,72 @@ def run_experiment(
         encoding="utf-8",
     )
     return result
+
+
+def _run_points(
+    exp: Experiment,
+    seeds: int,
+    *,
+    quick: bool,
+    executor: str | Executor,
+    jobs: int | None,
+    store: str | Path | ResultsStore | None,
+    progress: bool,
+    backend: Backend | None,
+) -> tuple[pd.DataFrame | None, dict[str, str], int, list[dict[str, Any]]]:
+    """Run every point of `exp` as its own sweep (seeds x grid) on one executor and one
+    store; the frames are stacked with a `point_label` column. One progress bar counts the
+    runs of all points."""
+    import pandas as pd
+
+    from vcpulab.executors import make_executor
+    from vcpulab.progress import Progress
+    from vcpulab.store import ResultsStore
+    from vcpulab.sweeps import run_sweep
+
+    # Resolve every file first: a missing scenario is reported before anything runs.
+    paths = [scenario_path(pt.scenario) for pt in exp.points]
+    ex = make_executor(executor, jobs) if isinstance(executor, str) else executor
+    db = store if isinstance(store, ResultsStore) else ResultsStore(store or ":memory:")
+    frames: list[pd.DataFrame] = []
+    sweep_ids: dict[str, str] = {}
+    failed: list[dict[str, Any]] = []
+    planned = 0
+    grid_size = math.prod(len(v) for v in exp.grid.values()) if exp.grid else 1
+    bar = Progress(len(exp.points) * seeds * grid_size, label="runs", enabled=progress)
+    try:
+        for pt, path in zip(exp.points, paths, strict=True):
+            outcome = run_sweep(
+                path,
+                exp.grid or None,
+                seeds,
+                overrides=[
+                    *exp.overrides,
+                    *pt.overrides,
+                    *(exp.quick_overrides if quick else ()),
+                ],
+                executor=ex,
+                store=db,
+                table=exp.table,
+                progress=False,
+                backend=backend,
+            )
+            sweep_ids[pt.label] = outcome.sweep_id
+            planned += outcome.planned
+            failed += [{"point_label": pt.label, **f} for f in outcome.failed]
+            if outcome.frame is not None and not outcome.frame.empty:
+                frames.append(outcome.frame.assign(**{POINT_COLUMN: pt.label}))
+            bar.update(outcome.planned - len(outcome.failed))
+            if outcome.failed:
+                bar.update(len(outcome.failed), failed=True)
+    finally:
+        bar.close()
+        if isinstance(executor, str):
+            ex.close()
+        if not isinstance(store, ResultsStore):
+            db.close()
+    frame = pd.concat(frames, ignore_index=True, sort=False) if frames else None
+    return frame, sweep_ids, planned, failed
 
 
 def _series_text(frame: pd.DataFrame, x: str, col: str, ci: str | None = None) -> str:
@@ -322,7 +500,7 @@ def _series_text(frame: pd.DataFrame, x: str, col: str, ci: str | None = None) -
         if v is None or (isinstance(v, float) and math.isnan(v)):
             parts.append(f"{label}: -")
             continue
-        text = f"{label}: {_g(v)}"
+        text = f"{label}: {_published_text(r) if col == 'published' else _g(v)}"
         if ci and ci in frame.columns and not math.isnan(float(r[ci])):
             half = float(r[ci])
             # Rounding noise of identical runs is no uncertainty.
@@ -362,6 +540,8 @@ def plot(exp: Experiment, merged: pd.DataFrame, verdict: str, path: Path) -> Non
             color="#2f6db5",
         )
         ax.set_xticks(pos, labels)
+        if exp.log_y:
+            ax.set_yscale("log")
     else:
         order = sorted(range(len(xs)), key=lambda i: float(xs[i]))
         xo = [float(xs[i]) for i in order]
