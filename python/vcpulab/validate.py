@@ -121,6 +121,12 @@ def write_reports(
             if exp.grid:
                 grid = "; ".join(f"`{k}` = {', '.join(map(str, v))}" for k, v in exp.grid.items())
                 md.append(f"- sweep: {grid}")
+            if exp.points:
+                pts = "; ".join(
+                    f"{pt.label} = `{pt.scenario}`" + "".join(f" `--set {o}`" for o in pt.overrides)
+                    for pt in exp.points
+                )
+                md.append(f"- points: {pts}")
         md.append(f"- verdict: **{r.verdict}** — {_md_cell(r.detail)}")
         if r.png is not None:
             rel = os.path.relpath(r.png, docs)

@@ -241,7 +241,7 @@ def _relative_error(row: Any) -> float:
     """|simulated - published| / |published|; for a bound, the shortfall (0 when beyond it)."""
     pub, sim = float(row["published"]), float(row["simulated"])
     bound = _bound(row)
-    if bound == "above" and sim > pub or bound == "below" and sim < pub:
+    if (bound == "above" and sim > pub) or (bound == "below" and sim < pub):
         return 0.0
     return abs(sim - pub) / abs(pub) if pub != 0 else abs(sim)
 
