@@ -204,17 +204,19 @@ def compare(merged: pd.DataFrame, tolerance: tuple[float, float]) -> tuple[str, 
     if rows.empty:
         return "disagrees", "no simulated values to compare"
     errs = [_relative_error(r) for _, r in rows.iterrows()]
-    worst = max(range(len(errs)), key=lambda i: errs[i])
+    # A bound the simulation does not reach is missed however close it comes.
+    missed = [bool(_bound(r)) and e > 0 for (_, r), e in zip(rows.iterrows(), errs, strict=True)]
+    worst = max(range(len(errs)), key=lambda i: (errs[i], missed[i]))
     w = rows.iloc[worst]
     if "label" in rows.columns and isinstance(w["label"], str):
         label = w["label"]
     else:
         label = _g(w["x"]) if isinstance(w["x"], int | float) else str(w["x"])
-    within_partly = sum(e <= partly_tol for e in errs)
+    within_partly = sum(e <= partly_tol and not m for e, m in zip(errs, missed, strict=True))
     same_trend = _same_trend(
         [float(v) for v in rows["published"]], [float(v) for v in rows["simulated"]]
     )
-    if all(e <= agree_tol for e in errs):
+    if all(e <= agree_tol for e in errs) and not any(missed):
         verdict = "agrees"
     elif within_partly * 2 >= len(errs) or (same_trend and len(errs) > 1):
         verdict = "partly"
@@ -227,6 +229,12 @@ def compare(merged: pd.DataFrame, tolerance: tuple[float, float]) -> tuple[str, 
         f"mean {100 * mean_err:.1f}% over {len(errs)} points; "
         f"tolerance {100 * agree_tol:.0f}%/{100 * partly_tol:.0f}%"
     )
+    for (_, r), m in zip(rows.iterrows(), missed, strict=True):
+        if m:
+            name = r["label"] if isinstance(r.get("label"), str) else str(r["x"])
+            detail += (
+                f"; {name} not {_bound(r)} {_g(r['published'])} (simulated {_g(r['simulated'])})"
+            )
     if verdict != "agrees":
         detail += "; trend order " + ("matches" if same_trend else "differs")
     return verdict, detail
