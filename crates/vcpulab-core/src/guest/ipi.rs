@@ -200,33 +200,12 @@ impl World {
         sent: Nanos,
         tlb: Option<(ThreadId, u32)>,
     ) {
-        let now = self.now;
         if self.vcpus[v.idx()].act == Act::HostPoll {
             self.end_host_poll(v, true);
         }
         self.sync_progress(v);
-        let mut cost = if self.posted_interrupts {
-            0
-        } else {
-            self.costs.ipi_deliver_ns
-        };
-        if kind == IpiKind::Tlb {
-            cost += self.costs.tlb_flush_ns;
-        }
-        let vc = &mut self.vcpus[v.idx()];
-        vc.charge(now);
-        vc.overhead_until = vc.overhead_until.max(now) + Nanos(cost);
-        vc.resume_at = vc.resume_at.max(vc.overhead_until);
-        let done = vc.overhead_until;
-        let vm = vc.vm.idx();
-        let lat = done.0.saturating_sub(sent.0);
-        match kind {
-            IpiKind::Tlb => self.vms[vm].ipi_tlb.record(lat),
-            _ => self.vms[vm].ipi_resched.record(lat),
-        }
-        if let Some((sender, gen)) = tlb {
-            self.q.push(done, Ev::TlbAck(sender, gen));
-        }
+        self.inject_ipi(v, kind, sent, tlb);
+        let vm = self.vcpus[v.idx()].vm.idx();
         if let Some(c) = self.vcpus[v.idx()].cur {
             // Wake-up preemption in the guest: a woken thread that is far enough
             // behind the current one takes the vCPU (never inside a kernel spin
@@ -255,6 +234,35 @@ impl World {
         self.vcpu_continue(v);
     }
 
+    /// Injects an IPI sent at `sent` into the running `v`: an exit and injection
+    /// (none with posted interrupts), the TLB flush for a shootdown; records its
+    /// latency and schedules the shootdown's acknowledgement when the handler is done.
+    fn inject_ipi(&mut self, v: VcpuId, kind: IpiKind, sent: Nanos, tlb: Option<(ThreadId, u32)>) {
+        let now = self.now;
+        let mut cost = if self.posted_interrupts {
+            0
+        } else {
+            self.costs.ipi_deliver_ns
+        };
+        if kind == IpiKind::Tlb {
+            cost += self.costs.tlb_flush_ns;
+        }
+        let vc = &mut self.vcpus[v.idx()];
+        vc.charge(now);
+        vc.overhead_until = vc.overhead_until.max(now) + Nanos(cost);
+        vc.resume_at = vc.resume_at.max(vc.overhead_until);
+        let done = vc.overhead_until;
+        let vm = vc.vm.idx();
+        let lat = done.0.saturating_sub(sent.0);
+        match kind {
+            IpiKind::Tlb => self.vms[vm].ipi_tlb.record(lat),
+            _ => self.vms[vm].ipi_resched.record(lat),
+        }
+        if let Some((sender, gen)) = tlb {
+            self.q.push(done, Ev::TlbAck(sender, gen));
+        }
+    }
+
     /// Interrupts that arrived while `v` was not running, handled as it resumes.
     pub(crate) fn process_pending(&mut self, v: VcpuId) {
         if self.vcpus[v.idx()].pending.is_empty() && self.vcpus[v.idx()].pending_irq.is_empty() {
@@ -263,28 +271,7 @@ impl World {
         let mut pend = std::mem::take(&mut self.vcpus[v.idx()].pending);
         let now = self.now;
         for &(kind, sent, tlb) in &pend {
-            let cost = if kind == IpiKind::Tlb {
-                self.costs.tlb_flush_ns
-            } else {
-                0
-            } + if self.posted_interrupts {
-                0
-            } else {
-                self.costs.ipi_deliver_ns
-            };
-            let vc = &mut self.vcpus[v.idx()];
-            vc.overhead_until = vc.overhead_until.max(now) + Nanos(cost);
-            vc.resume_at = vc.resume_at.max(vc.overhead_until);
-            let done = vc.overhead_until;
-            let vm = vc.vm.idx();
-            let lat = done.0.saturating_sub(sent.0);
-            match kind {
-                IpiKind::Tlb => self.vms[vm].ipi_tlb.record(lat),
-                _ => self.vms[vm].ipi_resched.record(lat),
-            }
-            if let Some((sender, gen)) = tlb {
-                self.q.push(done, Ev::TlbAck(sender, gen));
-            }
+            self.inject_ipi(v, kind, sent, tlb);
         }
         // Give the buffer back (emptied) so the next interrupt does not allocate.
         pend.clear();
