@@ -504,40 +504,15 @@ impl World {
                         .push_back(Micro::BarrierArrive(bases.barrier + barrier));
                 }
                 Instr::CondWait { cond, mutex } => {
-                    let (c, m) = (bases.cond + cond, bases.mutex + mutex);
-                    let bucket = self.conds[c as usize].bucket;
-                    let f = Micro::Work {
-                        ns: self.costs.syscall_ns + self.costs.futex_ns,
-                        kernel: true,
-                    };
-                    let th = &mut self.threads[t.idx()];
-                    th.micro.extend([
-                        f,
-                        Micro::KLock(bucket),
-                        Micro::CondRegister(c),
-                        Micro::KUnlock(bucket),
-                        Micro::MutexUnlock(m),
-                        Micro::Block,
-                        Micro::MutexLock(m),
-                    ]);
+                    self.push_cond_wait(t, bases.cond + cond, bases.mutex + mutex, None);
                 }
                 Instr::CondSignal(c) | Instr::CondBroadcast(c) => {
                     let all = matches!(prog.code[pc], Instr::CondBroadcast(_));
                     let c = bases.cond + c;
                     if !self.conds[c as usize].waiters.is_empty() {
                         let bucket = self.conds[c as usize].bucket;
-                        let f = Micro::Work {
-                            ns: self.costs.syscall_ns + self.costs.futex_ns,
-                            kernel: true,
-                        };
-                        let th = &mut self.threads[t.idx()];
-                        th.micro.extend([
-                            f,
-                            Micro::KLock(bucket),
-                            Micro::WakeCond { cond: c, all },
-                            Micro::KUnlock(bucket),
-                            Micro::FlushWakes,
-                        ]);
+                        let f = self.futex_cost();
+                        self.push_wake_path(t, bucket, Micro::WakeCond { cond: c, all }, f);
                     }
                 }
                 Instr::SemPost(s) => th.micro.push_back(Micro::SemPost(bases.sem + s)),

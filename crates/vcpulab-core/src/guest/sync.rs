@@ -348,7 +348,7 @@ impl World {
         }
     }
 
-    fn futex_cost(&self) -> Micro {
+    pub(crate) fn futex_cost(&self) -> Micro {
         Micro::Work {
             ns: self.costs.syscall_ns + self.costs.futex_ns,
             kernel: true,
@@ -606,7 +606,7 @@ impl World {
     }
 
     /// futex_wake: take the bucket lock, wake, release (and send deferred IPIs).
-    fn push_wake_path(&mut self, t: ThreadId, bucket: LockId, wake: Micro, cost: Micro) {
+    pub(crate) fn push_wake_path(&mut self, t: ThreadId, bucket: LockId, wake: Micro, cost: Micro) {
         let th = &mut self.threads[t.idx()];
         th.micro.push_front(Micro::FlushWakes);
         th.micro.push_front(Micro::KUnlock(bucket));
@@ -616,7 +616,7 @@ impl World {
     }
 
     /// pthread_cond_wait(c, m), then `then`.
-    fn push_cond_wait(&mut self, t: ThreadId, c: u32, m: u32, then: Option<Micro>) {
+    pub(crate) fn push_cond_wait(&mut self, t: ThreadId, c: u32, m: u32, then: Option<Micro>) {
         let bucket = self.conds[c as usize].bucket;
         let f = self.futex_cost();
         let th = &mut self.threads[t.idx()];
