@@ -73,20 +73,12 @@ def test_native_within_25_percent(reproduced: tuple[str, Rows], point: str) -> N
 
 
 @needs_core
-@pytest.mark.xfail(
-    reason="D VM: simulated mean 74 us (median 39 us); published > 96 us",
-    strict=False,
-)
 def test_vm_d_above_96(reproduced: tuple[str, Rows]) -> None:
-    assert _sim(reproduced[1], "D VM") > D_VM_ABOVE_US
+    sim = _sim(reproduced[1], "D VM")
+    assert sim > D_VM_ABOVE_US, f"D VM: simulated {sim:.3g} us, published > {D_VM_ABOVE_US}"
 
 
 @needs_core
-@pytest.mark.xfail(
-    reason="D PM: simulated mean 72 us (median 6.9 us: most wake-ups preempt matmul at once, "
-    "2% wait ~3 ms for its slice); published 17 us",
-    strict=False,
-)
 def test_native_d_within_25_percent(reproduced: tuple[str, Rows]) -> None:
     sim, pub = _sim(reproduced[1], "D PM"), PUBLISHED_US["D PM"]
     assert abs(sim - pub) <= TOLERANCE * pub, f"D PM: simulated {sim:.3g} us, published {pub}"

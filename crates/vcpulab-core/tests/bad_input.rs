@@ -77,3 +77,19 @@ fn resolved_scenarios_round_trip() {
     assert_eq!(again.to_toml(), text);
     assert!(text.contains("kind = \"credit\"") && text.contains("seed = 5"));
 }
+
+#[test]
+fn warm_up_and_tlb_parameters_are_checked() {
+    let e = err(OK, &["run.duration=1s", "run.warmup=2s"]);
+    assert!(
+        e.contains("run.warmup") && e.contains("run.duration"),
+        "{e}"
+    );
+    let e = err(OK, &["host.cache.page_walk_ref_ns=-1"]);
+    assert!(
+        e.contains("host.cache.page_walk_ref_ns") && e.contains("-1"),
+        "{e}"
+    );
+    let e = err(OK, &["host.cache.tlb_entries=0"]);
+    assert!(e.contains("host.cache.tlb_entries"), "{e}");
+}

@@ -79,9 +79,9 @@ impl World {
         let now = self.now;
         let latency = self.vms[self.vcpus[v.idx()].vm.idx()].guest.latency;
         let min_vr = self.vcpus[v.idx()].min_vr;
+        self.move_thread(t, v);
         let th = &mut self.threads[t.idx()];
         th.state = ThreadState::Runnable;
-        th.vcpu = v;
         th.woken_at = Some(now);
         th.wake_path = path;
         th.vruntime = th.vruntime.max(min_vr.saturating_sub(latency / 2));

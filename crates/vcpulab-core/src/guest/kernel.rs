@@ -104,7 +104,7 @@ impl World {
             .max_by_key(|s| (self.vcpus[s.idx()].rq.len(), std::cmp::Reverse(s.0)));
         if let Some(s) = busiest {
             let t = self.vcpus[s.idx()].rq.remove(0);
-            self.threads[t.idx()].vcpu = v;
+            self.move_thread(t, v);
             self.vcpus[v.idx()].rq.push(t);
         }
     }
@@ -149,7 +149,7 @@ impl World {
                         (dv.rq.len() + dv.cur.is_some() as usize, d.0)
                     })
                     .unwrap_or(v);
-                self.threads[t.idx()].vcpu = to;
+                self.move_thread(t, to);
                 self.rq_push(to, t);
                 if to != exec {
                     self.kick_vcpu_for_work(to);
@@ -179,6 +179,21 @@ impl World {
         }
     }
 
+    /// Assigns `t` to vCPU `to`, carrying its vruntime over as Linux's
+    /// migrate_task_rq_fair does: relative to the old runqueue's min_vruntime, then
+    /// based on the new one's (else a thread from a busier runqueue would queue far
+    /// behind, or one from an idler runqueue far ahead).
+    pub(crate) fn move_thread(&mut self, t: ThreadId, to: VcpuId) {
+        let from = self.threads[t.idx()].vcpu;
+        if from != to {
+            let (old, new) = (self.vcpus[from.idx()].min_vr, self.vcpus[to.idx()].min_vr);
+            let th = &mut self.threads[t.idx()];
+            let rel = th.vruntime as i128 - old as i128;
+            th.vruntime = (new as i128 + rel).max(0) as u64;
+            th.vcpu = to;
+        }
+    }
+
     /// Queues `t` on `v`'s runqueue.
     #[inline]
     pub(crate) fn rq_push(&mut self, v: VcpuId, t: ThreadId) {
@@ -187,10 +202,32 @@ impl World {
         self.vms[vc.vm.idx()].queued += 1;
     }
 
+    /// `t` stops being `v`'s current thread: the pages it brought into the TLB while it
+    /// ran evict other processes' translations.
+    fn guest_tlb_leave(&mut self, v: VcpuId, t: ThreadId) {
+        let th = &self.threads[t.idx()];
+        let (pages, process) = (self.tlb.loaded_pages(th.slice_used), th.process as usize);
+        let vc = &mut self.vcpus[v.idx()];
+        vc.guest_tlb_loaded += pages;
+        vc.process_tlb_mark[process] = vc.guest_tlb_loaded;
+    }
+
+    /// TLB refill of `t` resuming on `v` after other processes' threads ran there.
+    fn guest_tlb_refill(&self, v: VcpuId, t: ThreadId) -> u64 {
+        let vc = &self.vcpus[v.idx()];
+        let mark = vc.process_tlb_mark[self.threads[t.idx()].process as usize];
+        if mark == u64::MAX {
+            // The process never ran on this vCPU: its first run finds the TLB cold,
+            // which the host-level model already charges when the vCPU itself is new.
+            return 0;
+        }
+        self.tlb.refill_ns(Some(vc.guest_tlb_loaded - mark))
+    }
+
     /// Makes `t` the current thread of `v`, which resumes guest work at `t0`.
     fn become_current(&mut self, v: VcpuId, t: ThreadId, t0: Nanos) {
         let now = self.now;
-        let switch = self.costs.guest_switch_ns;
+        let switch = self.costs.guest_switch_ns + self.guest_tlb_refill(v, t);
         let vm = self.vcpus[v.idx()].vm.idx();
         let vc = &mut self.vcpus[v.idx()];
         // A context switch unless the same thread simply continues (coming out of the
@@ -254,6 +291,7 @@ impl World {
                     let th = &self.threads[t.idx()];
                     if th.debt.0 == 0 && th.remaining.0 == 0 {
                         if let Advance::Left = self.thread_advance(t, v) {
+                            self.guest_tlb_leave(v, t);
                             self.vcpus[v.idx()].cur = None;
                         }
                         continue;
@@ -427,6 +465,7 @@ impl World {
     /// Puts the current thread back on the runqueue (its guest slice is over).
     pub(crate) fn guest_preempt(&mut self, v: VcpuId, t: ThreadId) {
         self.trace_thread_end(v);
+        self.guest_tlb_leave(v, t);
         let vc = &mut self.vcpus[v.idx()];
         vc.cur = None;
         self.rq_push(v, t);

@@ -113,6 +113,8 @@ pub struct Thread {
     pub finite: bool,
     /// SCHED_IDLE: picked only when no normal thread is runnable.
     pub idle_prio: bool,
+    /// Its process (address space) within the VM's workload.
+    pub process: u16,
     /// pv spinlock: the vCPU has halted for this thread's lock since it last spun.
     pub pv_halted: bool,
 }
@@ -147,6 +149,7 @@ impl Thread {
             wake_path: 0,
             rng,
             idle_prio: false,
+            process: 0,
             pv_halted: false,
         }
     }

@@ -3,3 +3,4 @@
 pub mod cache;
 pub mod cpumask;
 pub mod pcpu;
+pub mod tlb;

@@ -15,6 +15,8 @@ pub struct Pcpu {
     pub last_vcpu: Option<VcpuId>,
     /// KiB brought into this pCPU's cache by all contexts so far (footprint model).
     pub cache_loaded_kib: u64,
+    /// Pages brought into this pCPU's TLB by all contexts so far (TLB model).
+    pub tlb_loaded: u64,
     pub guest_ns: u64,
     pub overhead_ns: u64,
     /// Host halt polling on behalf of `cur`.

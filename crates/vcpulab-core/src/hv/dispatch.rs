@@ -55,10 +55,13 @@ impl World {
         let fp = self.vms[self.vcpus[v.idx()].vm.idx()].footprint_kib;
         let ran = now.0.saturating_sub(self.vcpus[v.idx()].resume_at.0);
         let touched = self.cache.touched_kib(fp, ran);
+        let pages = self.tlb.loaded_pages(ran);
         let pc = &mut self.pcpus[p.idx()];
         let (start, entry) = (pc.run_start, pc.entry_until);
         pc.book_run(now);
         pc.cache_loaded_kib += touched;
+        pc.tlb_loaded += pages;
+        let tlb_mark = pc.tlb_loaded;
         pc.cur = None;
         pc.timer_gen = pc.timer_gen.wrapping_add(1);
         let mark = pc.cache_loaded_kib;
@@ -67,6 +70,7 @@ impl World {
         vc.act = Act::Off;
         vc.last_pcpu = Some(p);
         vc.cache_mark_out = mark;
+        vc.tlb_mark_out = tlb_mark;
         if why == StopReason::Blocked {
             vc.hv = HvState::Halted;
             vc.set_cat(now, VCat::Halted);
@@ -94,13 +98,16 @@ impl World {
         };
         let overhead = c.vmexit_ns + switch;
         let vc = &self.vcpus[v.idx()];
-        let evicting = match vc.last_pcpu {
-            Some(lp) if lp == p => Some(pc.cache_loaded_kib - vc.cache_mark_out),
-            _ => None,
+        let (evicting, tlb_evicting) = match vc.last_pcpu {
+            Some(lp) if lp == p => (
+                Some(pc.cache_loaded_kib - vc.cache_mark_out),
+                Some(pc.tlb_loaded - vc.tlb_mark_out),
+            ),
+            _ => (None, None),
         };
         let fp = self.vms[vm.idx()].footprint_kib;
         let kib = self.cache.refetch_kib(fp, evicting);
-        let refill = self.cache.refill_ns(kib);
+        let refill = self.cache.refill_ns(kib) + self.tlb.refill_ns(tlb_evicting);
         let migrated = vc.last_pcpu.is_some_and(|lp| lp != p);
         let switched = pc.last_vcpu != Some(v);
 

@@ -76,7 +76,13 @@ pub struct Vcpu {
     // cache footprint
     pub last_pcpu: Option<PcpuId>,
     pub cache_mark_out: u64,
+    /// The pCPU's `tlb_loaded` when this vCPU left it.
+    pub tlb_mark_out: u64,
     pub refill_ns: u64,
+    /// Guest level: pages brought into this vCPU's TLB by the threads it ran, and per
+    /// process of the VM the count when its last thread left (u64::MAX: never ran here).
+    pub guest_tlb_loaded: u64,
+    pub process_tlb_mark: Vec<u64>,
 
     // counters
     pub switches: u64,
@@ -124,7 +130,10 @@ impl Vcpu {
             time: [0; NCAT],
             last_pcpu: None,
             cache_mark_out: 0,
+            tlb_mark_out: 0,
             refill_ns: 0,
+            guest_tlb_loaded: 0,
+            process_tlb_mark: Vec::new(),
             switches: 0,
             migrations: 0,
             halts: 0,

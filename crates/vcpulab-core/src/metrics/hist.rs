@@ -73,6 +73,15 @@ impl Hist {
         self.min = self.min.min(x);
     }
 
+    /// Forgets every sample (the end of a warm-up).
+    pub fn clear(&mut self) {
+        self.counts.fill(0);
+        self.n = 0;
+        self.sum = 0;
+        self.min = u64::MAX;
+        self.max = 0;
+    }
+
     pub fn count(&self) -> u64 {
         self.n
     }

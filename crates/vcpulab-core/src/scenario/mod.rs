@@ -71,6 +71,10 @@ pub struct RunConfig {
     /// Upper bound on simulated time. The run ends earlier when every fixed-work
     /// workload has finished.
     pub duration: Dur,
+    /// Latency histograms (wake-up, IPI, dispatch wait, lock wait and hold, TLB
+    /// shootdown, interrupts) record only after this warm-up; time accounting and
+    /// counters cover the whole run.
+    pub warmup: Dur,
     /// How the scenario runs: consolidated as written, or its focus VM alone natively
     /// or dedicated.
     pub mode: Mode,
@@ -83,6 +87,7 @@ impl Default for RunConfig {
     fn default() -> Self {
         RunConfig {
             duration: Dur(Nanos::from_ms(10_000)),
+            warmup: Dur(Nanos::ZERO),
             mode: Mode::Consolidated,
             focus: None,
             compare: Vec::new(),
@@ -341,6 +346,16 @@ pub struct CacheConfig {
     /// How fast a running context touches (and so loads) its working set, KiB per
     /// microsecond: a run of t us loads min(footprint, t x rate) into the cache.
     pub touch_kib_per_us: f64,
+    /// Translations a CPU's TLB holds (second-level TLB entries, 4 KiB pages).
+    pub tlb_entries: u64,
+    /// Distinct pages a running context brings into the TLB per microsecond.
+    pub tlb_touch_pages_per_us: f64,
+    /// Pages a context touches first when it resumes (kernel entry, scheduler, wake
+    /// path, its stack): the translations it must re-walk once evicted. 0 turns the
+    /// TLB model off.
+    pub tlb_resume_pages: u64,
+    /// Mean time of one page-table memory reference during a refill walk.
+    pub page_walk_ref_ns: f64,
 }
 impl Default for CacheConfig {
     fn default() -> Self {
@@ -349,6 +364,10 @@ impl Default for CacheConfig {
             kib_per_pcpu: 2_560,
             refill_ns_per_kib: 150.0,
             touch_kib_per_us: 4.0,
+            tlb_entries: 512,
+            tlb_touch_pages_per_us: 16.0,
+            tlb_resume_pages: 64,
+            page_walk_ref_ns: 40.0,
         }
     }
 }
@@ -496,6 +515,11 @@ pub struct GroupSpec {
     /// preempted at once by any wake-up).
     #[serde(default)]
     pub priority: Priority,
+    /// The process (address space) the group's threads belong to; groups without one
+    /// share the workload's main process. Threads of different processes evict each
+    /// other's TLB entries when they share a CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<String>,
     pub ops: Vec<OpSpec>,
 }
 

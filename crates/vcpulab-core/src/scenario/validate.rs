@@ -53,6 +53,15 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
             "0 is not allowed; expected a positive duration",
         ));
     }
+    if sc.run.warmup.0 >= sc.run.duration.0 {
+        return Err(ScenarioError::new(
+            "run.warmup",
+            format!(
+                "{} is not allowed; expected a warm-up shorter than run.duration ({})",
+                sc.run.warmup.0, sc.run.duration.0
+            ),
+        ));
+    }
     match &h.scheduler {
         SchedulerConfig::Cfs(c) => {
             range_f(
@@ -120,6 +129,27 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
     range_f(
         "host.cache.refill_ns_per_kib",
         h.cache.refill_ns_per_kib,
+        0.0,
+        1e6,
+        " ns",
+    )?;
+    range_u("host.cache.tlb_entries", h.cache.tlb_entries, 1, 1 << 24)?;
+    range_f(
+        "host.cache.tlb_touch_pages_per_us",
+        h.cache.tlb_touch_pages_per_us,
+        0.0,
+        1e6,
+        " pages/us",
+    )?;
+    range_u(
+        "host.cache.tlb_resume_pages",
+        h.cache.tlb_resume_pages,
+        0,
+        1 << 24,
+    )?;
+    range_f(
+        "host.cache.page_walk_ref_ns",
+        h.cache.page_walk_ref_ns,
         0.0,
         1e6,
         " ns",

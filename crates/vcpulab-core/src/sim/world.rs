@@ -8,6 +8,7 @@ use crate::guest::sync::{Barrier, Cond, LockClass, Mutex, Queue, Sem, SpinLock};
 use crate::guest::thread::Thread;
 use crate::host::cache::Footprint;
 use crate::host::pcpu::Pcpu;
+use crate::host::tlb::Tlb;
 use crate::hv::ple::{self, PleWindow};
 use crate::hv::sched::{self, HostScheduler, SchedSetup};
 use crate::hv::vcpu::Vcpu;
@@ -36,6 +37,8 @@ pub enum Ev {
     TlbAck(ThreadId, u32),
     /// A device finished a thread's I/O.
     IoDone(ThreadId),
+    /// The warm-up is over: latency histograms start afresh.
+    WarmupEnd,
     /// The run's time limit.
     End,
 }
@@ -59,6 +62,7 @@ pub struct World {
     pub q: EventQueue<Ev>,
     pub costs: CostTable,
     pub cache: Footprint,
+    pub tlb: Tlb,
     pub pcpus: Vec<Pcpu>,
     pub vms: Vec<Vm>,
     pub vcpus: Vec<Vcpu>,
@@ -88,6 +92,7 @@ pub struct World {
     pub finite_left: u64,
     pub stop: Option<StopCause>,
     pub limit: Nanos,
+    pub warmup: Nanos,
     pub(crate) resched_buf: Vec<PcpuId>,
 }
 
@@ -118,8 +123,11 @@ impl World {
                 ScenarioError::new(format!("vm.{vi}.workload.{}", e.key), e.message)
             })?;
             let first = vcpus.len() as u32;
+            let processes = w.groups.iter().map(|g| g.process as usize + 1).max();
             for (i, m) in masks.into_iter().enumerate() {
-                vcpus.push(Vcpu::new(vm_id, i as u32, m));
+                let mut v = Vcpu::new(vm_id, i as u32, m);
+                v.process_tlb_mark = vec![u64::MAX; processes.unwrap_or(1)];
+                vcpus.push(v);
             }
             let g = &vc.guest;
             let cpuset: u128 = match &g.cpuset {
@@ -256,6 +264,7 @@ impl World {
                         Rng::stream(sc.seed, Stream::Thread, ((vi as u64) << 32) | t_in_vm),
                     );
                     th.idle_prio = grp.idle_priority;
+                    th.process = grp.process;
                     threads.push(th);
                     t_in_vm += 1;
                 }
@@ -329,6 +338,7 @@ impl World {
             q: EventQueue::new(),
             costs: sc.host.costs.clone(),
             cache: Footprint::new(&sc.host.cache),
+            tlb: Tlb::new(&sc.host.cache, sc.run.mode != crate::scenario::Mode::Native),
             pcpus: (0..npcpu).map(|_| Pcpu::new()).collect(),
             vms,
             vcpus,
@@ -354,6 +364,7 @@ impl World {
             finite_left,
             stop: None,
             limit: sc.run.duration.0,
+            warmup: sc.run.warmup.0,
             resched_buf: Vec::new(),
         })
     }
@@ -383,9 +394,31 @@ impl World {
         if let Some(g) = self.sched.global_period() {
             self.q.push(g, Ev::GlobalTick);
         }
+        if self.warmup > Nanos::ZERO && self.warmup < self.limit {
+            self.q.push(self.warmup, Ev::WarmupEnd);
+        }
         self.q.push(self.limit, Ev::End);
         if self.finite_left == 0 {
             // Fixed-time run: nothing to finish.
+        }
+    }
+
+    /// Discards the latency samples recorded during the warm-up.
+    fn end_warmup(&mut self) {
+        for vm in &mut self.vms {
+            vm.wake_latency.clear();
+            vm.dispatch_wait.clear();
+            for h in &mut vm.wake_paths {
+                h.clear();
+            }
+            vm.ipi_resched.clear();
+            vm.ipi_tlb.clear();
+            vm.tlb_wait.clear();
+            vm.irq_latency.clear();
+        }
+        for c in &mut self.lock_classes {
+            c.wait.clear();
+            c.hold.clear();
         }
     }
 
@@ -459,6 +492,7 @@ impl World {
                 }
                 self.resched_buf = buf;
             }
+            Ev::WarmupEnd => self.end_warmup(),
             Ev::TlbAck(t, gen) => self.on_tlb_ack(t, gen),
             Ev::IpiArrive(v, msg) => self.on_ipi_arrive(v, msg),
             Ev::IoDone(t) => self.on_io_done(t),

@@ -15,6 +15,9 @@ pub struct ThreadGroup {
     pub name: String,
     pub threads: u32,
     pub idle_priority: bool,
+    /// Index of the group's process (address space) within the workload; 0 is the main
+    /// process.
+    pub process: u16,
     pub program: Arc<Program>,
 }
 
@@ -85,7 +88,22 @@ pub fn build(spec: &WorkloadSpec, vcpus: u32) -> Result<BuiltWorkload, WorkloadE
         let mut groups = Vec::new();
         let mut forever = false;
         let mut symbols = Symbols::default();
+        let mut processes: Vec<&str> = vec![""];
         for (i, g) in spec.group.iter().enumerate() {
+            let name = g.process.as_deref().unwrap_or("");
+            let process = match processes.iter().position(|p| *p == name) {
+                Some(k) => k,
+                None => {
+                    processes.push(name);
+                    processes.len() - 1
+                }
+            };
+            if process > 64 {
+                return Err(WorkloadError::new(
+                    format!("group.{i}.process"),
+                    "a workload may name at most 64 processes",
+                ));
+            }
             let p = Program::compile_with(&g.ops, &mut symbols)
                 .map_err(|m| WorkloadError::new(format!("group.{i}.ops"), m))?;
             if g.threads == 0 {
@@ -99,6 +117,7 @@ pub fn build(spec: &WorkloadSpec, vcpus: u32) -> Result<BuiltWorkload, WorkloadE
                 name: g.name.clone().unwrap_or_else(|| format!("g{i}")),
                 threads: g.threads,
                 idle_priority: g.priority == crate::scenario::Priority::Idle,
+                process: process as u16,
                 program: Arc::new(p),
             });
         }

@@ -463,6 +463,7 @@ pub fn build(model: &str, params: &Table, threads: u32) -> Result<BuiltWorkload,
             name,
             threads: n,
             idle_priority: false,
+            process: 0,
             program: Arc::new(prog),
         });
     }
