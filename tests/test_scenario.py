@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from vcpulab.errors import UsageError
+from vcpulab.errors import ScenarioError, UsageError
 from vcpulab.scenario import check_override, dumps_toml, load_scenario, normalize_overrides
 
 
@@ -53,3 +53,30 @@ def test_overrides_normalized() -> None:
     ]
     assert normalize_overrides(None) == []
     assert normalize_overrides("run.duration=2s") == ["run.duration=2s"]
+
+
+def test_trace_file_is_read_relative_to_the_scenario(tmp_path: Path) -> None:
+    (tmp_path / "t.trace").write_text("0 compute 1ms\n0 count 1\n")
+    sc = tmp_path / "s.toml"
+    sc.write_text(
+        '[[vm]]\nvcpus = 1\nworkload = { model = "trace", params = { file = "t.trace" } }\n'
+    )
+    text = load_scenario(sc)
+    assert "0 compute 1ms" in text and "file" not in text
+
+
+@pytest.mark.parametrize(
+    ("params", "needle"),
+    [
+        ('{ file = "missing.trace" }', "cannot read"),
+        ('{ file = "t.trace", text = "0 compute 1ms" }', "either inline"),
+        ("{ file = 3 }", "path string"),
+    ],
+)
+def test_bad_trace_files_name_the_key(tmp_path: Path, params: str, needle: str) -> None:
+    (tmp_path / "t.trace").write_text("0 compute 1ms\n")
+    sc = tmp_path / "s.toml"
+    sc.write_text(f'[[vm]]\nvcpus = 1\nworkload = {{ model = "trace", params = {params} }}\n')
+    with pytest.raises(ScenarioError, match=needle) as info:
+        load_scenario(sc)
+    assert "vm.0.workload.params.file" in str(info.value)

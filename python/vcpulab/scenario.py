@@ -44,6 +44,53 @@ def load_scenario(scenario: ScenarioInput) -> str:
 
 
 def _read(path: Path) -> str:
+    return inline_trace_files(_read_text(path), path.parent)
+
+
+def inline_trace_files(text: str, base: Path) -> str:
+    """Replace `params.file` of every `trace` workload by the file's text (`params.text`).
+
+    The core does no file I/O; the resolved scenario then carries the trace itself, so
+    its hash (the results store's key) changes with the trace's content. Relative paths
+    are taken from `base`, the scenario file's folder.
+    """
+    if "file" not in text:
+        return text
+    import tomllib
+
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return text  # the core reports the syntax error with its position
+    vms = data.get("vm")
+    if not isinstance(vms, list):
+        return text
+    changed = False
+    for i, vm in enumerate(vms):
+        workload = vm.get("workload") if isinstance(vm, dict) else None
+        params = workload.get("params") if isinstance(workload, dict) else None
+        if not isinstance(params, dict) or "file" not in params:
+            continue
+        key = f"vm.{i}.workload.params.file"
+        if workload.get("model") != "trace":
+            raise ScenarioError(f"{key}: only the trace model reads a file")
+        if "text" in params:
+            raise ScenarioError(f"{key}: give the trace either inline (text) or as a file")
+        name = params.pop("file")
+        if not isinstance(name, str):
+            raise ScenarioError(f"{key}: {name!r} is not allowed; expected a path string")
+        path = Path(name) if Path(name).is_absolute() else base / name
+        try:
+            params["text"] = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ScenarioError(f"{key}: cannot read {str(path)!r} ({exc.strerror})") from None
+        except UnicodeDecodeError:
+            raise ScenarioError(f"{key}: {str(path)!r} is not UTF-8 text") from None
+        changed = True
+    return dumps_toml(data) if changed else text
+
+
+def _read_text(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
