@@ -7,6 +7,7 @@
 use super::{HostScheduler, SchedSetup, StopReason, WakePlacement};
 use crate::scenario::CfsParams;
 use crate::sim::{Nanos, PcpuId, VcpuId};
+use std::cell::Cell;
 
 const NICE_0_LOAD: u64 = 1024;
 /// vruntimes start here so that relative placement never underflows.
@@ -38,6 +39,9 @@ struct Rq {
     last_balance: Nanos,
     /// Σ load of the running and queued vCPUs, kept incrementally.
     load_sum: u64,
+    /// The leftmost queued vCPU as last computed (None: stale). Queued vCPUs' vruntimes
+    /// do not change while they wait, so it stays right until the queue changes.
+    left: Cell<Option<Option<VcpuId>>>,
 }
 
 pub struct Cfs {
@@ -135,16 +139,29 @@ impl Cfs {
         self.update_min_vr(p);
     }
 
-    fn leftmost(&self, p: usize) -> Option<(usize, VcpuId)> {
-        let mut best: Option<(usize, VcpuId)> = None;
-        for (i, &v) in self.rqs[p].queue.iter().enumerate() {
+    /// The queued, unthrottled vCPU with the least vruntime (the first of equals in
+    /// queue order). Cached until the queue changes; with caps, throttling changes it
+    /// too, so it is recomputed every time.
+    #[inline]
+    fn leftmost(&self, p: usize) -> Option<VcpuId> {
+        let rq = &self.rqs[p];
+        if !self.capped {
+            if let Some(l) = rq.left.get() {
+                return l;
+            }
+        }
+        let mut best: Option<VcpuId> = None;
+        for &v in &rq.queue {
             if self.throttled(v) {
                 continue;
             }
             match best {
-                Some((_, b)) if self.ent[b.idx()].vruntime <= self.ent[v.idx()].vruntime => {}
-                _ => best = Some((i, v)),
+                Some(b) if self.ent[b.idx()].vruntime <= self.ent[v.idx()].vruntime => {}
+                _ => best = Some(v),
             }
+        }
+        if !self.capped {
+            rq.left.set(Some(best));
         }
         best
     }
@@ -152,7 +169,7 @@ impl Cfs {
     fn update_min_vr(&mut self, p: usize) {
         let rq = &self.rqs[p];
         let mut m = rq.curr.map(|c| self.ent[c.idx()].vruntime);
-        if let Some((_, l)) = self.leftmost(p) {
+        if let Some(l) = self.leftmost(p) {
             let lv = self.ent[l.idx()].vruntime;
             m = Some(m.map_or(lv, |c| c.min(lv)));
         }
@@ -244,6 +261,8 @@ impl Cfs {
         self.rqs[to].load_sum += w;
         self.rqs[from].queue.retain(|x| *x != v);
         self.rqs[to].queue.push(v);
+        self.rqs[from].left.set(None);
+        self.rqs[to].left.set(None);
     }
 
     /// Pulls one queued vCPU allowed on `p` from the most loaded runqueue when that
@@ -326,6 +345,7 @@ impl HostScheduler for Cfs {
         e.queued = true;
         let w = e.load;
         self.rqs[p].queue.push(v);
+        self.rqs[p].left.set(None);
         self.rqs[p].load_sum += w;
         let preempt = match self.rqs[p].curr {
             None => true,
@@ -361,6 +381,7 @@ impl HostScheduler for Cfs {
             StopReason::Preempted | StopReason::Yielded => {
                 e.queued = true;
                 self.rqs[pi].queue.push(v);
+                self.rqs[pi].left.set(None);
                 if why == StopReason::Yielded {
                     self.rqs[pi].skip_buddy = Some(v);
                 }
@@ -380,7 +401,13 @@ impl HostScheduler for Cfs {
             // newidle balance: an idle pCPU pulls work, cache-hot or not.
             self.pull_one(pi, now, false);
         }
-        let (li, lv) = self.leftmost(pi)?;
+        let lv = self.leftmost(pi)?;
+        let li = self.rqs[pi]
+            .queue
+            .iter()
+            .position(|x| *x == lv)
+            .unwrap_or(0);
+        debug_assert_eq!(self.rqs[pi].queue.get(li), Some(&lv));
         let l_vr = self.ent[lv.idx()].vruntime as i64;
         let mut pick = (li, lv);
         let rq = &self.rqs[pi];
@@ -409,6 +436,7 @@ impl HostScheduler for Cfs {
         rq.next_buddy = None;
         rq.skip_buddy = None;
         rq.queue.swap_remove(pick.0);
+        rq.left.set(None);
         let v = pick.1;
         rq.curr = Some(v);
         rq.exec_start = now;
@@ -443,7 +471,7 @@ impl HostScheduler for Cfs {
             if ran > ideal {
                 resched = true;
             } else if ran >= self.min_gran {
-                if let Some((_, l)) = self.leftmost(pi) {
+                if let Some(l) = self.leftmost(pi) {
                     let d = self.ent[c.idx()].vruntime as i64 - self.ent[l.idx()].vruntime as i64;
                     if d > ideal as i64 {
                         resched = true;
