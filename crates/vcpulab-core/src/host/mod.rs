@@ -2,4 +2,5 @@
 
 pub mod cache;
 pub mod cpumask;
+pub mod frag;
 pub mod pcpu;
