@@ -119,9 +119,14 @@ def _vor_simulated(frame: pd.DataFrame) -> pd.DataFrame:
         # CVS is the adaptive choice among the three; the best is judged among those.
         three = {k: v for k, v in means.items() if k in BEST_CODE and not math.isnan(v)}
         if three:
-            best = min(three, key=lambda k: three[k])
+            low = min(three.values())
+            # Identical runs (no PLE exit, so the action never ran) tie; a tie that
+            # includes the published best counts as that one.
+            tied = [k for k, v in three.items() if abs(v - low) <= 1e-9 * low]
+            published = _published_best(row["x"])
+            best = published if published in tied else tied[0]
             row["simulated"] = BEST_CODE[best]
-            row["simulated_best"] = best
+            row["simulated_best"] = best if len(tied) == 1 else "tie " + "/".join(tied)
         else:
             row["simulated"] = math.nan
             row["simulated_best"] = ""
