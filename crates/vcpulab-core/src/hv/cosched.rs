@@ -1,5 +1,6 @@
 //! PLE-exit actions of the co-scheduling family (SYSTEMS.md §4.2, §4.6): yield-to-head,
-//! yield-to-tail (Xen's own yield), co-schedule the spinner's VM now, and CVS, which
+//! yield-to-tail (literally: behind every queued vCPU; Xen's own `yield` action stays
+//! behind its priority only), co-schedule the spinner's VM now, and CVS, which
 //! picks one of the three by the vCPU over-commitment rate (VOR) seen at the exit.
 //!
 //! CVS's decision reads every vCPU's run state to count the runnable ones, so its cost
@@ -56,25 +57,29 @@ impl World {
             .count()
     }
 
-    /// Yield-to-tail: Xen's yield, behind every vCPU of the spinner's priority.
+    /// Yield-to-tail: the spinner goes behind every vCPU queued on its runqueue, so it
+    /// runs again after all of them (about VOR - 1 slices later).
     pub(crate) fn ple_yield_tail(&mut self, p: PcpuId, v: VcpuId) {
         let vm = self.vcpus[v.idx()].vm.idx();
         self.vms[vm].yields_ok += 1;
         self.cosched[vm].yield_tail += 1;
         self.deschedule(p, v, StopReason::Yielded);
+        self.sched.requeue(v, false);
         self.schedule(p);
     }
 
-    /// Yield-to-head: the spinner gives the pCPU to the next queued vCPU and is queued
-    /// ahead of the vCPUs of its priority, so it runs again after that one.
+    /// Yield-to-head: the spinner gives the pCPU to the next queued vCPU and is put at
+    /// the head of its runqueue, so it runs again right after that one.
     pub(crate) fn ple_yield_head(&mut self, p: PcpuId, v: VcpuId) {
         let vm = self.vcpus[v.idx()].vm.idx();
         self.vms[vm].yields_ok += 1;
         self.cosched[vm].yield_head += 1;
         self.deschedule(p, v, StopReason::Yielded);
+        // Behind the others for the pick, so another vCPU gets the pCPU; then first.
+        self.sched.requeue(v, false);
         self.schedule(p);
         // Picked again at once when nothing else was queued: then it simply runs.
-        self.sched.move_to_head(v);
+        self.sched.requeue(v, true);
     }
 
     /// Co-schedule the spinner's VM: each preempted sibling is made the next vCPU of a

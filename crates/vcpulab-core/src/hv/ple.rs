@@ -138,6 +138,7 @@ impl World {
                 self.schedule(p);
             }
             PleAction::YieldToHead => self.ple_yield_head(p, v),
+            PleAction::YieldToTail => self.ple_yield_tail(p, v),
             PleAction::Coschedule => self.ple_coschedule(p, v),
             PleAction::Cvs => self.ple_cvs(p, v),
             PleAction::DirectedYield => {

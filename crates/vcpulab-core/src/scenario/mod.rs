@@ -131,12 +131,14 @@ pub enum PlePolicy {
 pub enum PleAction {
     /// KVM's kvm_vcpu_on_spin: directed yield to a preempted sibling vCPU.
     DirectedYield,
-    /// Xen: the spinner yields (goes behind the vCPUs of its priority): yield-to-tail.
-    #[serde(alias = "yield-to-tail")]
+    /// Xen: the spinner yields (goes behind the vCPUs of its priority).
     Yield,
-    /// Yield-to-head: the spinner yields and is queued ahead of the vCPUs of its
-    /// priority, so it runs again after one other vCPU.
+    /// Yield-to-head: the spinner gives its pCPU to the next queued vCPU and is put at
+    /// the head of its runqueue, so it runs again right after that one.
     YieldToHead,
+    /// Yield-to-tail: the spinner is put at the tail of its runqueue, behind every
+    /// queued vCPU whatever its priority.
+    YieldToTail,
     /// Co-schedule the spinner's VM now: its preempted siblings run at once on pCPUs
     /// not running the VM (hv/cosched.rs).
     Coschedule,

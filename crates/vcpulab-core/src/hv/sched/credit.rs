@@ -403,20 +403,19 @@ impl HostScheduler for Credit {
         true
     }
 
-    fn move_to_head(&mut self, v: VcpuId) -> bool {
+    fn requeue(&mut self, v: VcpuId, head: bool) -> bool {
         let home = self.svc[v.idx()].cpu as usize;
         let Some(i) = self.pcpus[home].runq.iter().position(|x| *x == v) else {
             return false;
         };
         self.pcpus[home].runq.remove(i);
-        let pri = self.svc[v.idx()].pri;
-        let q = &self.pcpus[home].runq;
-        // Ahead of every vCPU of its priority, still behind higher priorities.
-        let pos = q
-            .iter()
-            .position(|x| self.svc[x.idx()].pri <= pri)
-            .unwrap_or(q.len());
-        self.pcpus[home].runq.insert(pos, v);
+        // Out of priority order until the next accounting period re-sorts the queue
+        // (as Xen's csched_runq_sort does).
+        if head {
+            self.pcpus[home].runq.insert(0, v);
+        } else {
+            self.pcpus[home].runq.push(v);
+        }
         true
     }
 }

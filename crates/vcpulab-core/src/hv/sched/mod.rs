@@ -84,9 +84,10 @@ pub trait HostScheduler {
         false
     }
 
-    /// Yield-to-head: the queued `v` moves to the head of its runqueue (ahead of the
-    /// vCPUs of its priority). False when `v` is not queued or the scheduler cannot.
-    fn move_to_head(&mut self, _v: VcpuId) -> bool {
+    /// Yield-to-head / yield-to-tail: the queued `v` moves to the head (or the tail)
+    /// of its runqueue, whatever its priority. False when `v` is not queued or the
+    /// scheduler cannot.
+    fn requeue(&mut self, _v: VcpuId, _head: bool) -> bool {
         false
     }
 

@@ -215,8 +215,8 @@ impl HostScheduler for RelaxedCo {
         self.inner.run_next(p, v)
     }
 
-    fn move_to_head(&mut self, v: VcpuId) -> bool {
-        self.inner.move_to_head(v)
+    fn requeue(&mut self, v: VcpuId, head: bool) -> bool {
+        self.inner.requeue(v, head)
     }
 
     fn drain_resched(&mut self, out: &mut Vec<PcpuId>) {
