@@ -54,7 +54,10 @@ fn relaxed_coscheduling_bounds_skew_and_credit_does_not() {
     );
     // The co-stopped vCPU's pCPU idles while the bomb VM has nothing else to run there.
     let idle0 = relaxed.pcpus[0].idle_ns;
-    assert!(idle0 > 0.3e9 as u64, "pCPU 0 idles while vCPU 0 is co-stopped: {idle0}");
+    assert!(
+        idle0 > 0.3e9 as u64,
+        "pCPU 0 idles while vCPU 0 is co-stopped: {idle0}"
+    );
 }
 
 /// Two 2-vCPU bomb VMs on 3 pCPUs: strict gangs never fit side by side.
@@ -87,7 +90,12 @@ fn strict_coscheduling_shows_fragmentation() {
         "gang: idle while runnable {idle_runnable} of {end}"
     );
     for vm in &g.vms {
-        assert!((vm.cpu_share - 1.0 / 3.0).abs() < 0.02, "{}: {}", vm.vm, vm.cpu_share);
+        assert!(
+            (vm.cpu_share - 1.0 / 3.0).abs() < 0.02,
+            "{}: {}",
+            vm.vm,
+            vm.cpu_share
+        );
     }
     // Both vCPUs of a VM run exactly together: equal run time, and never alone.
     for v in &g.vcpus {
@@ -126,29 +134,46 @@ fn every_ple_action_runs_and_counts_its_decisions() {
     let cos = run_toml(&spin_heavy("coschedule", ""));
     let n: u64 = cos.vms.iter().map(|v| v.ple_coschedules).sum();
     let moved: u64 = cos.vms.iter().map(|v| v.ple_cosched_vcpus).sum();
-    assert!(n > 0 && moved > 0, "co-schedule: {n} exits, {moved} vCPUs moved");
+    assert!(
+        n > 0 && moved > 0,
+        "co-schedule: {n} exits, {moved} vCPUs moved"
+    );
     let yth = run_toml(&spin_heavy("yield-to-head", ""));
     assert!(yth.vms.iter().map(|v| v.ple_yield_head).sum::<u64>() > 0);
     let ytt = run_toml(&spin_heavy("yield-to-tail", ""));
-    assert!(ytt.vms.iter().all(|v| v.ple_yield_head == 0 && v.ple_coschedules == 0));
+    assert!(ytt
+        .vms
+        .iter()
+        .all(|v| v.ple_yield_head == 0 && v.ple_coschedules == 0));
     // CVS at VOR <= 3 (12 vCPUs on 4 pCPUs) co-schedules; with thresholds 0 it never does.
     let cvs = run_toml(&spin_heavy("cvs", ""));
     let d: u64 = cvs.vms.iter().map(|v| v.cvs_decisions).sum();
     let c: u64 = cvs.vms.iter().map(|v| v.ple_coschedules).sum();
     assert!(d > 0 && c > 0, "cvs: {d} decisions, {c} co-schedules");
     let per = cvs.vms.iter().map(|v| v.cvs_decision_ns).sum::<u64>() / d;
-    assert_eq!(per, 100 + 20 * 12, "decision cost = fixed + per-vCPU x 12 vCPUs");
+    assert_eq!(
+        per,
+        100 + 20 * 12,
+        "decision cost = fixed + per-vCPU x 12 vCPUs"
+    );
     let tail = run_toml(&spin_heavy(
         "cvs",
         "cvs_coschedule_below = 0.0\ncvs_yield_head_below = 0.0",
     ));
-    assert!(tail.vms.iter().all(|v| v.ple_coschedules == 0 && v.ple_yield_head == 0));
+    assert!(tail
+        .vms
+        .iter()
+        .all(|v| v.ple_coschedules == 0 && v.ple_yield_head == 0));
     assert!(tail.vms.iter().map(|v| v.ple_yield_tail).sum::<u64>() > 0);
 }
 
 #[test]
 fn cosched_runs_are_deterministic() {
-    for s in [gangs("gang"), skewed("relaxed_co", ""), spin_heavy("cvs", "")] {
+    for s in [
+        gangs("gang"),
+        skewed("relaxed_co", ""),
+        spin_heavy("cvs", ""),
+    ] {
         let a = run_toml(&s).to_json();
         let b = run_toml(&s).to_json();
         assert_eq!(a, b);

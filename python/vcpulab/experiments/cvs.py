@@ -147,7 +147,8 @@ def _vor_explain(merged: pd.DataFrame) -> str:
             if f"{name}_exec_s" in r
         )
         parts.append(
-            f"VOR {_g(r['x'])}: best {r.get('simulated_best', '?')} (published {pub_text}; {times} s)"
+            f"VOR {_g(r['x'])}: best {r.get('simulated_best', '?')} "
+            f"(published {pub_text}; {times} s)"
         )
     return "; ".join(parts)
 
@@ -273,10 +274,12 @@ def _bomb_simulated(frame: pd.DataFrame) -> pd.DataFrame:
 
     bench = frame[frame["vm"] == "bench"]
     times: dict[tuple[str, int], list[float]] = {}
+    exits: dict[tuple[str, int], float] = {}
     for label, runs in bench.groupby(POINT_COLUMN):
         alg, k = str(label).rsplit(" ", 1)
         done = runs[runs["finished"].astype(bool)]
         times[(alg, int(k))] = (done["completion_ns"].astype(float) / 1e9).tolist()
+        exits[(alg, int(k))] = float(runs["ple_exits"].astype(float).mean())
     rows = []
     for k in BOMBS:
         row: dict[str, Any] = {"x": float(k), "vor": (k + 1) * 8 / PCPUS}
@@ -289,6 +292,7 @@ def _bomb_simulated(frame: pd.DataFrame) -> pd.DataFrame:
             mean, half, _ = mean_ci(vals)
             row[f"{alg}_exec_s"] = mean
             row[f"{alg}_exec_ci95"] = half
+            row[f"{alg}_ple_exits"] = exits.get((alg, k), math.nan)
             if alg != "YTT":
                 row[f"{alg}_vs_YTT"] = mean / ytt_mean if ytt_mean > 0 else math.nan
         row["simulated"] = row.get("CVS_vs_YTT", math.nan)
@@ -307,9 +311,12 @@ def _bomb_published(frame: pd.DataFrame) -> pd.DataFrame:
 def _bomb_explain(merged: pd.DataFrame) -> str:
     parts = []
     for _, r in merged.sort_values("x").iterrows():
-        text = f"{int(r['x'])} bombs: YTT {_g(r.get('YTT_exec_s'))} s, CVS {_g(r.get('CVS_exec_s'))} s"
+        text = (
+            f"{int(r['x'])} bombs: YTT {_g(r.get('YTT_exec_s'))} s, CVS {_g(r.get('CVS_exec_s'))} s"
+        )
         if "CVS-no-YTH_exec_s" in r and not math.isnan(float(r["CVS-no-YTH_exec_s"])):
             text += f", CVS-no-YTH {_g(r['CVS-no-YTH_exec_s'])} s"
+        text += f" (bench PLE exits under YTT {_g(r.get('YTT_ple_exits'))})"
         parts.append(text)
     return "; ".join(parts)
 

@@ -32,7 +32,12 @@ impl FragMeter {
     }
 
     fn w_at(&self, now: Nanos) -> u64 {
-        self.w_acc + if self.waiting > 0 { (now - self.w_last).0 } else { 0 }
+        self.w_acc
+            + if self.waiting > 0 {
+                (now - self.w_last).0
+            } else {
+                0
+            }
     }
 
     /// A vCPU starts (`true`) or stops waiting for a pCPU.

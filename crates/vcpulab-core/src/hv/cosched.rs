@@ -141,7 +141,8 @@ impl World {
     pub(crate) fn ple_cvs(&mut self, p: PcpuId, v: VcpuId) {
         let now = self.now;
         let vor = self.runnable_vcpus() as f64 / self.pcpus.len() as f64;
-        let cost = self.costs.cvs_decision_ns + self.costs.cvs_per_vcpu_ns * self.vcpus.len() as u64;
+        let cost =
+            self.costs.cvs_decision_ns + self.costs.cvs_per_vcpu_ns * self.vcpus.len() as u64;
         let vm = self.vcpus[v.idx()].vm.idx();
         self.cosched[vm].cvs_decisions += 1;
         self.cosched[vm].cvs_decision_ns += cost;

@@ -186,8 +186,7 @@ impl Gang {
                     break;
                 }
                 // A gang that has waited a whole slice reserves the pCPUs freed next.
-                if rank == 0 && now.0.saturating_sub(self.vms[vm].waiting_since.0) >= self.slice.0
-                {
+                if rank == 0 && now.0.saturating_sub(self.vms[vm].waiting_since.0) >= self.slice.0 {
                     break;
                 }
             }
@@ -277,9 +276,9 @@ impl HostScheduler for Gang {
                     preempt: true,
                 };
             }
-        } else if let Some(q) = (0..self.pcpus.len()).find(|&q| {
-            self.pcpus[q].curr.is_none() && self.pcpus[q].plan.is_none()
-        }) {
+        } else if let Some(q) = (0..self.pcpus.len())
+            .find(|&q| self.pcpus[q].curr.is_none() && self.pcpus[q].plan.is_none())
+        {
             // Plan at that pCPU's next pick, once every wake-up of this instant is in:
             // a gang then starts with all of its runnable vCPUs.
             self.pending.push(PcpuId(q as u32));
@@ -306,11 +305,7 @@ impl HostScheduler for Gang {
             self.end_gang(vm, now);
         }
         let g = &self.vms[vm];
-        if g.running
-            && g.vcpus
-                .iter()
-                .all(|x| self.st[x.idx()] == VState::Blocked)
-        {
+        if g.running && g.vcpus.iter().all(|x| self.st[x.idx()] == VState::Blocked) {
             // Every member halted: the gang is over.
             self.vms[vm].running = false;
         }
@@ -403,8 +398,12 @@ mod tests {
         drain(&mut g);
         assert_eq!(running.len(), 2, "one 2-vCPU gang on 3 pCPUs: {running:?}");
         let vm_running = g.vm_of(VcpuId(running[0].1));
-        assert!(running.iter().all(|&(_, v)| g.vm_of(VcpuId(v)) == vm_running));
-        let idle: Vec<u32> = (0..3).filter(|p| running.iter().all(|r| r.0 != *p)).collect();
+        assert!(running
+            .iter()
+            .all(|&(_, v)| g.vm_of(VcpuId(v)) == vm_running));
+        let idle: Vec<u32> = (0..3)
+            .filter(|p| running.iter().all(|r| r.0 != *p))
+            .collect();
         assert_eq!(idle.len(), 1);
         assert!(
             g.pick_next(PcpuId(idle[0]), Nanos(1000)).is_none(),
@@ -417,10 +416,16 @@ mod tests {
         g.put_prev(PcpuId(p0), VcpuId(v0), StopReason::Preempted, end);
         let resched = drain(&mut g);
         let (p1, _) = running[1];
-        assert!(resched.contains(&p1), "the sibling's pCPU stops too: {resched:?}");
+        assert!(
+            resched.contains(&p1),
+            "the sibling's pCPU stops too: {resched:?}"
+        );
         assert!(!g.vms[vm_running].running);
         let other = 1 - vm_running;
-        assert!(g.vms[other].running, "the waiting gang starts on the freed pCPUs");
+        assert!(
+            g.vms[other].running,
+            "the waiting gang starts on the freed pCPUs"
+        );
         let mut started = 0;
         for p in 0..3u32 {
             if p == p1 {
