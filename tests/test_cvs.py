@@ -50,7 +50,7 @@ def test_vor_compares_all_four_algorithms(reproduced: dict[str, tuple[str, Rows]
     rows = reproduced["cvs-vor"][1]
     assert [_f(r, "vor") for r in rows] == [1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0]
     for r in rows:
-        for alg in ("co-sched", "YTH", "YTT", "CVS"):
+        for alg in ("co-sched", "YTH", "YTT", "CVS", "gang"):
             assert _f(r, f"{alg}_exec_s") > 0, (r["vor"], alg)
             assert _f(r, f"{alg}_user_s") > 0
             assert _f(r, f"{alg}_system_s") > 0
@@ -92,6 +92,9 @@ def test_published_ranges_are_coded() -> None:
     assert {r["published"] for r in rows} == set(BEST_CODE.values())
     for exp_id in IDS:
         assert get(exp_id).system == "cvs"
+    vor = get("cvs-vor")
+    assert len(vor.points) == 5 * 7
+    assert {p.label.split()[0] for p in vor.points} == {"co-sched", "YTH", "YTT", "CVS", "gang"}
     npb = get("cvs-bomb-npb")
     assert any(p.label.startswith("CVS-no-YTH") for p in npb.points)
     assert npb.points[0].scenario == "cvs/bench-alone.toml"
