@@ -138,11 +138,11 @@ def _vor_simulated(frame: pd.DataFrame) -> pd.DataFrame:
             best = published if published in tied else tied[0]
             row["simulated"] = BEST_CODE[best]
             row["simulated_best"] = best if len(tied) == 1 else "tie " + "/".join(tied)
+            # How far apart the three are: (slowest - fastest) / fastest.
+            row["spread"] = (max(three.values()) - low) / low if low > 0 else math.nan
         else:
             row["simulated"] = math.nan
             row["simulated_best"] = ""
-            # How far apart the three are: (slowest - fastest) / fastest.
-            row["spread"] = (max(three.values()) - low) / low if low > 0 else math.nan
         if "CVS" in means and three:
             row["cvs_vs_best"] = means["CVS"] / min(three.values())
         rows.append(row)
@@ -233,7 +233,7 @@ VOR = Experiment(
     x="vor",
     x_label="VOR (vCPUs / pCPUs)",
     y_label="best algorithm (1 co-sched, 2 YTH, 3 YTT)",
-    seeds=3,
+    seeds=5,
     quick_seeds=1,
     quick_overrides=(
         "vm.0.workload.params.jobs=1",
