@@ -179,3 +179,51 @@ fn cosched_runs_are_deterministic() {
         assert_eq!(a, b);
     }
 }
+
+fn rejected(text: &str, overrides: &[&str]) -> String {
+    let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+    match vcpulab_core::resolve(text, &o, None) {
+        Ok(_) => panic!("accepted bad input: {overrides:?}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn bad_cosched_input_names_key_value_and_range() {
+    let base = "[host]\npcpus = 2\n[[vm]]\nvcpus = 2\nworkload = { model = \"matmul\" }\n";
+    let e = rejected(base, &["host.scheduler.kind=\"gang\"", "vm.0.vcpus=3"]);
+    assert!(
+        e.contains("vm.0.vcpus") && e.contains('3') && e.contains("at most"),
+        "{e}"
+    );
+    let e = rejected(base, &["host.ple.action=\"yield-to-middle\""]);
+    assert!(
+        e.contains("yield-to-middle") && e.contains("yield-to-head"),
+        "{e}"
+    );
+    let e = rejected(
+        base,
+        &[
+            "host.ple.cvs_coschedule_below=4",
+            "host.ple.cvs_yield_head_below=3",
+        ],
+    );
+    assert!(
+        e.contains("host.ple.cvs_yield_head_below") && e.contains('3'),
+        "{e}"
+    );
+    let e = rejected(
+        base,
+        &[
+            "host.scheduler.kind=\"relaxed_co\"",
+            "host.scheduler.skew_threshold_ms=0",
+        ],
+    );
+    assert!(e.contains("skew_threshold_ms") && e.contains("0.01"), "{e}");
+    // The presets resolve, with Xen's PLE conventions for gang and relaxed_co.
+    for preset in ["cvs", "cvs-no-yth", "gang", "relaxed-co"] {
+        let sc = vcpulab_core::resolve(base, &[format!("preset=\"{preset}\"")], None)
+            .unwrap_or_else(|e| panic!("{preset}: {e}"));
+        assert_eq!(sc.host.ple.window_cycles, 4096, "{preset}");
+    }
+}

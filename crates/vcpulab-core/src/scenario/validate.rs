@@ -117,6 +117,18 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
         }
         SchedulerConfig::Gang(c) => {
             range_f("host.scheduler.slice_ms", c.slice_ms, 0.1, 1_000.0, " ms")?;
+            // A strict gang needs a pCPU per vCPU at once.
+            for (i, vm) in sc.vm.iter().enumerate() {
+                if vm.vcpus > h.pcpus {
+                    return Err(ScenarioError::new(
+                        format!("vm.{i}.vcpus"),
+                        format!(
+                            "{} is not allowed with host.scheduler.kind = \"gang\"; a gang runs all its vCPUs at once, so expected at most host.pcpus = {}",
+                            vm.vcpus, h.pcpus
+                        ),
+                    ));
+                }
+            }
         }
         SchedulerConfig::RelaxedCo(c) => {
             range_f("host.scheduler.slice_ms", c.slice_ms, 0.1, 1_000.0, " ms")?;
