@@ -111,7 +111,7 @@ impl Gang {
             .copied()
             .filter(|v| self.st[v.idx()] == VState::Waiting)
             .collect();
-        // A VM wider than the host runs as much of itself as the host holds.
+        // Validation keeps every VM within the host; a guard all the same.
         members.truncate(self.pcpus.len());
         let mut used: u128 = 0;
         let mut out = Vec::with_capacity(members.len());
