@@ -459,7 +459,7 @@ OVERHEAD = Experiment(
     y_label="CVS decision time, % of CPU time",
     grid={VCPUS: list(OVERHEAD_VCPUS)},
     overrides=("preset=cvs",),
-    seeds=2,
+    seeds=5,
     quick_seeds=1,
     quick_overrides=(
         "vm.0.workload.params.jobs=1",
