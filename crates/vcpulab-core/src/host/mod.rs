@@ -2,5 +2,6 @@
 
 pub mod cache;
 pub mod cpumask;
+pub mod frag;
 pub mod pcpu;
 pub mod tlb;

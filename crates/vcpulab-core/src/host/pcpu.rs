@@ -22,6 +22,9 @@ pub struct Pcpu {
     /// Host halt polling on behalf of `cur`.
     pub poll_since: Option<Nanos>,
     pub poll_ns: u64,
+    /// Hypervisor work done on this pCPU that the next switch-in pays for (CVS's
+    /// decision when the spinner yields).
+    pub pending_overhead_ns: u64,
 }
 
 impl Pcpu {

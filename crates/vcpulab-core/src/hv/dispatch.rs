@@ -42,6 +42,7 @@ impl World {
         if let Some((v, slice)) = self.sched.pick_next(p, self.now) {
             self.dispatch(p, v, slice);
         }
+        self.drain_sched_resched();
     }
 
     /// Takes the running `v` off `p`.
@@ -80,6 +81,10 @@ impl World {
             vc.runnable_since = now;
         }
         vc.overhead_until = now;
+        self.frag.pcpu_idle(p, now);
+        if why != StopReason::Blocked {
+            self.frag.vcpu_waiting(now, true);
+        }
         self.trace_vcpu_run(p, v, start, entry, now);
         self.sched.put_prev(p, v, why, now);
     }
@@ -96,7 +101,7 @@ impl World {
             Some(_) => c.vcpu_switch_cross_vm_ns,
             None => c.vcpu_switch_cross_vm_ns,
         };
-        let overhead = c.vmexit_ns + switch;
+        let overhead = c.vmexit_ns + switch + pc.pending_overhead_ns;
         let vc = &self.vcpus[v.idx()];
         let (evicting, tlb_evicting) = match vc.last_pcpu {
             Some(lp) if lp == p => (
@@ -112,6 +117,7 @@ impl World {
         let switched = pc.last_vcpu != Some(v);
 
         let pc = &mut self.pcpus[p.idx()];
+        pc.pending_overhead_ns = 0;
         pc.cur = Some(v);
         pc.run_start = now;
         pc.entry_until = now + Nanos(overhead);
@@ -126,7 +132,9 @@ impl World {
         self.ple.on_sched_in(v);
         let vc = &mut self.vcpus[v.idx()];
         let waited = now - vc.runnable_since;
+        self.frag.pcpu_busy(p, now);
         if vc.hv == HvState::Runnable {
+            self.frag.vcpu_waiting(now, false);
             self.vms[vm.idx()].dispatch_wait.record(waited.0);
         }
         let vc = &mut self.vcpus[v.idx()];
@@ -183,6 +191,7 @@ impl World {
         vc.set_cat(now, VCat::Runnable);
         vc.runnable_since = now;
         vc.wakes += count as u64;
+        self.frag.vcpu_waiting(now, true);
         self.adapt_halt_poll(v);
         let wp = self.sched.enqueue_wake(v, now);
         self.last_wake_pcpu_idle = self.pcpus[wp.pcpu.idx()].cur.is_none();
@@ -190,6 +199,19 @@ impl World {
             let delay = if count { self.costs.wake_halted_ns } else { 0 };
             self.request_resched(wp.pcpu, now + Nanos(delay));
         }
+        self.drain_sched_resched();
+    }
+
+    /// Reschedules now the pCPUs the host scheduler asked for (gangs, co-stops).
+    pub(crate) fn drain_sched_resched(&mut self) {
+        let mut buf = std::mem::take(&mut self.sched_resched);
+        self.sched.drain_resched(&mut buf);
+        let now = self.now;
+        for &q in &buf {
+            self.request_resched(q, now);
+        }
+        buf.clear();
+        self.sched_resched = buf;
     }
 
     /// The vCPU's HLT exit completed: it blocks and its pCPU picks again.

@@ -1,6 +1,7 @@
 //! The hypervisor: vCPUs and their states, VMs, host schedulers and the dispatch
 //! mechanics (switch costs, slice timers, halts and wake-ups).
 
+pub mod cosched;
 pub mod dispatch;
 pub mod haltpoll;
 pub mod ple;

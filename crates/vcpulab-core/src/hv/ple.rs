@@ -137,6 +137,10 @@ impl World {
                 self.deschedule(p, v, StopReason::Yielded);
                 self.schedule(p);
             }
+            PleAction::YieldToHead => self.ple_yield_head(p, v),
+            PleAction::YieldToTail => self.ple_yield_tail(p, v),
+            PleAction::Coschedule => self.ple_coschedule(p, v),
+            PleAction::Cvs => self.ple_cvs(p, v),
             PleAction::DirectedYield => {
                 if let Some(tp) = self.directed_yield(p, v) {
                     self.vms[vm].yields_ok += 1;

@@ -101,6 +101,13 @@ pub struct VmRow {
     pub tlb_wait_mean_ns: f64,
     pub halt_poll_hits: u64,
     pub halt_poll_misses: u64,
+    /// Co-scheduling family PLE-exit actions (hv/cosched.rs).
+    pub ple_coschedules: u64,
+    pub ple_cosched_vcpus: u64,
+    pub ple_yield_head: u64,
+    pub ple_yield_tail: u64,
+    pub cvs_decisions: u64,
+    pub cvs_decision_ns: u64,
 }
 
 /// The focus VM run in one execution mode, and its slowdown against it.
@@ -193,6 +200,8 @@ pub struct PcpuRow {
     pub overhead_ns: u64,
     pub idle_ns: u64,
     pub poll_ns: u64,
+    /// Idle while some vCPU waited for a pCPU (CPU fragmentation).
+    pub idle_runnable_ns: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -345,6 +354,12 @@ impl Report {
                 tlb_wait_mean_ns: m.tlb_wait.mean(),
                 halt_poll_hits: m.halt_poll_hits,
                 halt_poll_misses: m.halt_poll_misses,
+                ple_coschedules: w.cosched[i].coschedules,
+                ple_cosched_vcpus: w.cosched[i].cosched_vcpus,
+                ple_yield_head: w.cosched[i].yield_head,
+                ple_yield_tail: w.cosched[i].yield_tail,
+                cvs_decisions: w.cosched[i].cvs_decisions,
+                cvs_decision_ns: w.cosched[i].cvs_decision_ns,
             });
         }
         let vcpus = w
@@ -371,6 +386,7 @@ impl Report {
                 overhead_ns: p.overhead_ns,
                 idle_ns: end.saturating_sub(p.guest_ns + p.overhead_ns + p.poll_ns),
                 poll_ns: p.poll_ns,
+                idle_runnable_ns: w.frag.idle_runnable_ns[i],
             })
             .collect();
         let locks = w

@@ -119,7 +119,8 @@ fn normalize(t: &mut Table) -> Result<(), ScenarioError> {
                 .map(str::to_string),
             _ => Some("cfs".to_string()),
         };
-        let xen = kind.as_deref() == Some("credit");
+        // Gang and relaxed co-scheduling are built on Xen credit's conventions.
+        let xen = matches!(kind.as_deref(), Some("credit" | "gang" | "relaxed_co"));
         let ple = host
             .entry("ple")
             .or_insert_with(|| Value::Table(Table::new()));

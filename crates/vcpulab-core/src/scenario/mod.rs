@@ -138,6 +138,18 @@ pub enum PleAction {
     DirectedYield,
     /// Xen: the spinner yields (goes behind the vCPUs of its priority).
     Yield,
+    /// Yield-to-head: the spinner gives its pCPU to the next queued vCPU and is put at
+    /// the head of its runqueue, so it runs again right after that one.
+    YieldToHead,
+    /// Yield-to-tail: the spinner is put at the tail of its runqueue, behind every
+    /// queued vCPU whatever its priority.
+    YieldToTail,
+    /// Co-schedule the spinner's VM now: its preempted siblings run at once on pCPUs
+    /// not running the VM (hv/cosched.rs).
+    Coschedule,
+    /// CVS: co-schedule, yield-to-head or yield-to-tail by the vCPU over-commitment
+    /// rate at the exit (thresholds `cvs_coschedule_below`, `cvs_yield_head_below`).
+    Cvs,
 }
 
 /// Pause-loop exiting (arch/x86/kvm/vmx/vmx.c defaults, in TSC cycles).
@@ -150,6 +162,11 @@ pub struct PleConfig {
     pub shrink: u64,
     pub max_cycles: u64,
     pub action: PleAction,
+    /// CVS: co-schedule while VOR (runnable vCPUs / pCPUs) is below this.
+    pub cvs_coschedule_below: f64,
+    /// CVS: else yield-to-head while VOR is below this, else yield-to-tail. Equal to
+    /// `cvs_coschedule_below`: the variant without yield-to-head.
+    pub cvs_yield_head_below: f64,
 }
 impl Default for PleConfig {
     fn default() -> Self {
@@ -160,6 +177,8 @@ impl Default for PleConfig {
             shrink: 0,
             max_cycles: u32::MAX as u64,
             action: PleAction::DirectedYield,
+            cvs_coschedule_below: 3.0,
+            cvs_yield_head_below: 5.0,
         }
     }
 }
@@ -208,12 +227,18 @@ pub enum SchedulerConfig {
     Cfs(CfsParams),
     /// Xen's credit scheduler.
     Credit(CreditParams),
+    /// Strict co-scheduling (gang): a VM's runnable vCPUs run together or not at all.
+    Gang(GangParams),
+    /// Xen credit with VMware-ESX-style relaxed co-scheduling (a skew bound).
+    RelaxedCo(RelaxedCoParams),
 }
 impl SchedulerConfig {
     pub fn name(&self) -> &'static str {
         match self {
             SchedulerConfig::Cfs(_) => "cfs",
             SchedulerConfig::Credit(_) => "credit",
+            SchedulerConfig::Gang(_) => "gang",
+            SchedulerConfig::RelaxedCo(_) => "relaxed_co",
         }
     }
 }
@@ -267,6 +292,54 @@ impl Default for CreditParams {
     }
 }
 
+/// Strict co-scheduling (hv/sched/gang.rs).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GangParams {
+    /// A gang's time slice (all its vCPUs start and stop together).
+    pub slice_ms: f64,
+}
+impl Default for GangParams {
+    fn default() -> Self {
+        GangParams { slice_ms: 30.0 }
+    }
+}
+
+/// Relaxed co-scheduling on Xen credit (hv/sched/relaxed.rs).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RelaxedCoParams {
+    pub slice_ms: f64,
+    pub ticks_per_slice: u32,
+    pub ratelimit_us: f64,
+    pub boost: bool,
+    /// A vCPU whose progress leads its slowest runnable sibling by more than this is
+    /// co-stopped until the sibling catches up.
+    pub skew_threshold_ms: f64,
+}
+impl Default for RelaxedCoParams {
+    fn default() -> Self {
+        let c = CreditParams::default();
+        RelaxedCoParams {
+            slice_ms: c.slice_ms,
+            ticks_per_slice: c.ticks_per_slice,
+            ratelimit_us: c.ratelimit_us,
+            boost: c.boost,
+            skew_threshold_ms: 3.0,
+        }
+    }
+}
+impl RelaxedCoParams {
+    pub fn credit(&self) -> CreditParams {
+        CreditParams {
+            slice_ms: self.slice_ms,
+            ticks_per_slice: self.ticks_per_slice,
+            ratelimit_us: self.ratelimit_us,
+            boost: self.boost,
+        }
+    }
+}
+
 /// Costs of hypervisor and guest mechanisms, in nanoseconds. Sources in docs/model.md.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -304,6 +377,10 @@ pub struct CostTable {
     pub native_c1_exit_ns: u64,
     /// A thread context switch on bare metal (no two-dimensional page walks).
     pub native_switch_ns: u64,
+    /// CVS decision at a PLE exit: fixed part (compare VOR, pick the action).
+    pub cvs_decision_ns: u64,
+    /// CVS decision: reading one vCPU's run state to count the runnable ones.
+    pub cvs_per_vcpu_ns: u64,
 }
 impl Default for CostTable {
     fn default() -> Self {
@@ -324,6 +401,8 @@ impl Default for CostTable {
             native_ipi_ns: 1_000,
             native_c1_exit_ns: 1_000,
             native_switch_ns: 2_500,
+            cvs_decision_ns: 100,
+            cvs_per_vcpu_ns: 20,
         }
     }
 }

@@ -64,6 +64,59 @@ mode = "native"
 mode = "dedicated"
 "#,
     },
+    Preset {
+        name: "cvs",
+        description: "CVS on Xen credit: at a PLE exit, co-schedule the VM when VOR < 3, yield-to-head when VOR < 5, else yield-to-tail",
+        toml: r#"
+[host.scheduler]
+kind = "credit"
+[host.ple]
+policy = "fixed"
+window_cycles = 4096
+action = "cvs"
+cvs_coschedule_below = 3.0
+cvs_yield_head_below = 5.0
+"#,
+    },
+    Preset {
+        name: "cvs-no-yth",
+        description: "CVS without yield-to-head: co-schedule when VOR < 4, else yield-to-tail",
+        toml: r#"
+[host.scheduler]
+kind = "credit"
+[host.ple]
+policy = "fixed"
+window_cycles = 4096
+action = "cvs"
+cvs_coschedule_below = 4.0
+cvs_yield_head_below = 4.0
+"#,
+    },
+    Preset {
+        name: "gang",
+        description: "strict co-scheduling: a VM's runnable vCPUs start and stop together (30 ms gang slices); a PLE exit yields",
+        toml: r#"
+[host.scheduler]
+kind = "gang"
+[host.ple]
+policy = "fixed"
+window_cycles = 4096
+action = "yield"
+"#,
+    },
+    Preset {
+        name: "relaxed-co",
+        description: "Xen credit with VMware-ESX-style relaxed co-scheduling (co-stop a vCPU leading its slowest sibling by 3 ms)",
+        toml: r#"
+[host.scheduler]
+kind = "relaxed_co"
+skew_threshold_ms = 3.0
+[host.ple]
+policy = "fixed"
+window_cycles = 4096
+action = "yield"
+"#,
+    },
 ];
 
 pub fn preset_names() -> Vec<&'static str> {

@@ -124,7 +124,59 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
                 " us",
             )?;
         }
+        SchedulerConfig::Gang(c) => {
+            range_f("host.scheduler.slice_ms", c.slice_ms, 0.1, 1_000.0, " ms")?;
+            // A strict gang needs a pCPU per vCPU at once.
+            for (i, vm) in sc.vm.iter().enumerate() {
+                if vm.vcpus > h.pcpus {
+                    return Err(ScenarioError::new(
+                        format!("vm.{i}.vcpus"),
+                        format!(
+                            "{} is not allowed with host.scheduler.kind = \"gang\"; a gang runs all its vCPUs at once, so expected at most host.pcpus = {}",
+                            vm.vcpus, h.pcpus
+                        ),
+                    ));
+                }
+            }
+        }
+        SchedulerConfig::RelaxedCo(c) => {
+            range_f("host.scheduler.slice_ms", c.slice_ms, 0.1, 1_000.0, " ms")?;
+            range_u(
+                "host.scheduler.ticks_per_slice",
+                c.ticks_per_slice as u64,
+                1,
+                100,
+            )?;
+            range_f(
+                "host.scheduler.ratelimit_us",
+                c.ratelimit_us,
+                0.0,
+                500_000.0,
+                " us",
+            )?;
+            range_f(
+                "host.scheduler.skew_threshold_ms",
+                c.skew_threshold_ms,
+                0.01,
+                10_000.0,
+                " ms",
+            )?;
+        }
     }
+    range_f(
+        "host.ple.cvs_coschedule_below",
+        h.ple.cvs_coschedule_below,
+        0.0,
+        1e6,
+        " (a VOR: runnable vCPUs per pCPU)",
+    )?;
+    range_f(
+        "host.ple.cvs_yield_head_below",
+        h.ple.cvs_yield_head_below,
+        h.ple.cvs_coschedule_below,
+        1e6,
+        " (a VOR, at least host.ple.cvs_coschedule_below)",
+    )?;
     range_u("host.cache.kib_per_pcpu", h.cache.kib_per_pcpu, 1, 1 << 30)?;
     range_f(
         "host.cache.refill_ns_per_kib",

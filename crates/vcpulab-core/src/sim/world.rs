@@ -94,6 +94,14 @@ pub struct World {
     pub limit: Nanos,
     pub warmup: Nanos,
     pub(crate) resched_buf: Vec<PcpuId>,
+    /// pCPUs the host scheduler asked to reschedule (drained after its decisions).
+    pub(crate) sched_resched: Vec<PcpuId>,
+    /// Idle pCPU time while vCPUs wait (CPU fragmentation).
+    pub frag: crate::host::frag::FragMeter,
+    /// Per VM: co-scheduling family PLE-exit actions.
+    pub cosched: Vec<crate::hv::cosched::CoschedStats>,
+    pub cvs_coschedule_below: f64,
+    pub cvs_yield_head_below: f64,
 }
 
 fn ns(ms: f64) -> u64 {
@@ -332,6 +340,7 @@ impl World {
             vm_cap: vms.iter().map(|v| v.cap).collect(),
         };
         let nvcpus = vcpus.len();
+        let nvms = vms.len();
         let finite_left = vms.iter().map(|v| v.finite_threads as u64).sum();
         Ok(World {
             now: Nanos::ZERO,
@@ -366,6 +375,11 @@ impl World {
             limit: sc.run.duration.0,
             warmup: sc.run.warmup.0,
             resched_buf: Vec::new(),
+            sched_resched: Vec::new(),
+            frag: crate::host::frag::FragMeter::new(npcpu as usize),
+            cosched: vec![Default::default(); nvms],
+            cvs_coschedule_below: sc.host.ple.cvs_coschedule_below,
+            cvs_yield_head_below: sc.host.ple.cvs_yield_head_below,
         })
     }
 
@@ -479,6 +493,7 @@ impl World {
                 if self.sched.tick(p, self.now) {
                     self.resched(p);
                 }
+                self.drain_sched_resched();
             }
             Ev::GlobalTick => {
                 if let Some(period) = self.sched.global_period() {
@@ -491,6 +506,7 @@ impl World {
                     self.resched(p);
                 }
                 self.resched_buf = buf;
+                self.drain_sched_resched();
             }
             Ev::WarmupEnd => self.end_warmup(),
             Ev::TlbAck(t, gen) => self.on_tlb_ack(t, gen),
@@ -519,6 +535,7 @@ impl World {
         for v in &mut self.vcpus {
             v.charge(now);
         }
+        self.frag.finish(now);
         if let Some(t) = self.trace.as_mut() {
             t.finish();
         }

@@ -23,6 +23,8 @@ struct Svc {
     pri: Pri,
     active: bool,
     parked: bool,
+    /// Co-stopped by relaxed co-scheduling: queued but not eligible to run.
+    held: bool,
     /// Blocked (halted): not queued, not running.
     blocked: bool,
     cpu: u32,
@@ -37,6 +39,8 @@ struct Pcpu {
     picked_at: Nanos,
     /// The vCPU preempted at the last put_prev and how long it had run (rate limit).
     last_preempted: Option<(VcpuId, Nanos)>,
+    /// Co-scheduling: the vCPU this pCPU runs next, ahead of its runqueue.
+    forced: Option<VcpuId>,
 }
 
 pub struct Credit {
@@ -62,6 +66,7 @@ impl Credit {
                 pri: Pri::Under,
                 active: false,
                 parked: false,
+                held: false,
                 blocked: true,
                 cpu: setup.vcpu_mask[i].iter().next().unwrap_or(0),
                 start: Nanos::ZERO,
@@ -103,12 +108,14 @@ impl Credit {
             .runq
             .iter()
             .enumerate()
-            .find(|(_, v)| !self.svc[v.idx()].parked)
+            .find(|(_, v)| !self.svc[v.idx()].parked && !self.svc[v.idx()].held)
             .map(|(i, v)| (i, *v))
     }
 
     fn is_idle(&self, p: usize) -> bool {
-        self.pcpus[p].curr.is_none() && self.runnable_head(p).is_none()
+        self.pcpus[p].curr.is_none()
+            && self.pcpus[p].forced.is_none()
+            && self.runnable_head(p).is_none()
     }
 
     /// csched_cpu_pick: the previous pCPU if idle, else an idle one, else the previous.
@@ -143,7 +150,10 @@ impl Credit {
             }
             let found = self.pcpus[q].runq.iter().position(|v| {
                 let s = &self.svc[v.idx()];
-                Some(s.pri) > pri && !s.parked && self.setup.vcpu_mask[v.idx()].contains(p as u32)
+                Some(s.pri) > pri
+                    && !s.parked
+                    && !s.held
+                    && self.setup.vcpu_mask[v.idx()].contains(p as u32)
             });
             if let Some(i) = found {
                 let v = self.pcpus[q].runq.remove(i);
@@ -295,9 +305,19 @@ impl HostScheduler for Credit {
 
     fn pick_next(&mut self, p: PcpuId, now: Nanos) -> Option<(VcpuId, Option<Nanos>)> {
         let pi = p.idx();
+        if let Some(v) = self.pcpus[pi].forced.take() {
+            // Co-scheduling: run the chosen vCPU now, whatever the queue says.
+            self.pcpus[pi].last_preempted = None;
+            let s = &mut self.svc[v.idx()];
+            s.cpu = pi as u32;
+            s.start = now;
+            self.pcpus[pi].curr = Some(v);
+            self.pcpus[pi].picked_at = now;
+            return Some((v, Some(self.slice)));
+        }
         // Rate limit: a runnable vCPU that ran less than the limit keeps the pCPU.
         if let Some((prev, ran)) = self.pcpus[pi].last_preempted.take() {
-            if ran < self.ratelimit && !self.svc[prev.idx()].parked {
+            if ran < self.ratelimit && !self.svc[prev.idx()].parked && !self.svc[prev.idx()].held {
                 if let Some(i) = self.pcpus[pi].runq.iter().position(|x| *x == prev) {
                     self.pcpus[pi].runq.remove(i);
                     self.pcpus[pi].curr = Some(prev);
@@ -361,10 +381,54 @@ impl HostScheduler for Credit {
     }
 
     fn queued_on(&self, p: PcpuId) -> usize {
-        self.pcpus[p.idx()].runq.len()
+        self.pcpus[p.idx()].runq.len() + self.pcpus[p.idx()].forced.is_some() as usize
     }
 
     fn home_of(&self, v: VcpuId) -> PcpuId {
         PcpuId(self.svc[v.idx()].cpu)
+    }
+
+    fn run_next(&mut self, p: PcpuId, v: VcpuId) -> bool {
+        let pi = p.idx();
+        if self.pcpus[pi].forced.is_some() {
+            return false;
+        }
+        let home = self.svc[v.idx()].cpu as usize;
+        let Some(i) = self.pcpus[home].runq.iter().position(|x| *x == v) else {
+            return false;
+        };
+        self.pcpus[home].runq.remove(i);
+        self.pcpus[pi].forced = Some(v);
+        self.svc[v.idx()].cpu = pi as u32;
+        true
+    }
+
+    fn requeue(&mut self, v: VcpuId, head: bool) -> bool {
+        let home = self.svc[v.idx()].cpu as usize;
+        let Some(i) = self.pcpus[home].runq.iter().position(|x| *x == v) else {
+            return false;
+        };
+        self.pcpus[home].runq.remove(i);
+        // Out of priority order until the next accounting period re-sorts the queue
+        // (as Xen's csched_runq_sort does).
+        if head {
+            self.pcpus[home].runq.insert(0, v);
+        } else {
+            self.pcpus[home].runq.push(v);
+        }
+        true
+    }
+}
+
+/// Hooks for schedulers built on credit's accounting (relaxed co-scheduling).
+impl Credit {
+    /// Co-stops (`held`) or releases `v`; returns the pCPU it is queued on.
+    pub(crate) fn set_held(&mut self, v: VcpuId, held: bool) -> PcpuId {
+        self.svc[v.idx()].held = held;
+        PcpuId(self.svc[v.idx()].cpu)
+    }
+
+    pub(crate) fn is_held(&self, v: VcpuId) -> bool {
+        self.svc[v.idx()].held
     }
 }

@@ -5,6 +5,8 @@
 
 pub mod cfs;
 pub mod credit;
+pub mod gang;
+pub mod relaxed;
 
 use crate::host::cpumask::CpuMask;
 use crate::sim::{Nanos, PcpuId, VcpuId, VmId};
@@ -75,11 +77,32 @@ pub trait HostScheduler {
 
     /// Where `v` is queued or last ran (its runqueue).
     fn home_of(&self, v: VcpuId) -> PcpuId;
+
+    /// Co-scheduling: the queued `v` is the next vCPU `p` runs, whatever its priority
+    /// (the core then reschedules `p`). False when the scheduler cannot do it.
+    fn run_next(&mut self, _p: PcpuId, _v: VcpuId) -> bool {
+        false
+    }
+
+    /// Yield-to-head / yield-to-tail: the queued `v` moves to the head (or the tail)
+    /// of its runqueue, whatever its priority. False when `v` is not queued or the
+    /// scheduler cannot.
+    fn requeue(&mut self, _v: VcpuId, _head: bool) -> bool {
+        false
+    }
+
+    /// pCPUs the scheduler itself decided must pick again now (a gang starts or ends,
+    /// a co-stopped vCPU is released); drained by the core after each decision.
+    fn drain_resched(&mut self, _out: &mut Vec<PcpuId>) {}
 }
 
 pub fn build(cfg: &crate::scenario::SchedulerConfig, setup: SchedSetup) -> Box<dyn HostScheduler> {
     match cfg {
         crate::scenario::SchedulerConfig::Cfs(p) => Box::new(cfs::Cfs::new(p, setup)),
         crate::scenario::SchedulerConfig::Credit(p) => Box::new(credit::Credit::new(p, setup)),
+        crate::scenario::SchedulerConfig::Gang(p) => Box::new(gang::Gang::new(p, setup)),
+        crate::scenario::SchedulerConfig::RelaxedCo(p) => {
+            Box::new(relaxed::RelaxedCo::new(p, setup))
+        }
     }
 }

@@ -1,0 +1,193 @@
+//! PLE-exit actions of the co-scheduling family (SYSTEMS.md §4.2, §4.6): yield-to-head,
+//! yield-to-tail (literally: behind every queued vCPU; Xen's own `yield` action stays
+//! behind its priority only), co-schedule the spinner's VM now, and CVS, which
+//! picks one of the three by the vCPU over-commitment rate (VOR) seen at the exit.
+//!
+//! CVS's decision reads every vCPU's run state to count the runnable ones, so its cost
+//! is `cvs_decision_ns + cvs_per_vcpu_ns x vCPUs` (host.costs). That time is hypervisor
+//! overhead: the spinner's when it keeps running (co-scheduling), the next vCPU's
+//! switch-in on that pCPU when the spinner yields.
+
+use crate::hv::sched::StopReason;
+use crate::hv::vcpu::HvState;
+use crate::sim::world::World;
+use crate::sim::{Nanos, PcpuId, VcpuId};
+
+/// Per-VM counts of the co-scheduling family's PLE-exit actions.
+#[derive(Clone, Debug, Default)]
+pub struct CoschedStats {
+    /// Co-scheduling attempts, and siblings actually put on pCPUs by them.
+    pub coschedules: u64,
+    pub cosched_vcpus: u64,
+    pub yield_head: u64,
+    pub yield_tail: u64,
+    /// CVS decisions and their total cost.
+    pub cvs_decisions: u64,
+    pub cvs_decision_ns: u64,
+}
+
+/// What CVS does at a PLE exit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CvsChoice {
+    Coschedule,
+    YieldToHead,
+    YieldToTail,
+}
+
+/// CVS's rule. The expected distance of a queued vCPU from its runqueue's head is
+/// `(VOR - 1) / 2`; below one vCPU (VOR < 3 by default) the holder is best run at once
+/// (co-scheduling), below two (VOR < 5) the spinner should come back soon (head), and
+/// beyond that it should leave the pCPU to the others for longest (tail).
+pub fn cvs_choice(vor: f64, coschedule_below: f64, yield_head_below: f64) -> CvsChoice {
+    if vor < coschedule_below {
+        CvsChoice::Coschedule
+    } else if vor < yield_head_below {
+        CvsChoice::YieldToHead
+    } else {
+        CvsChoice::YieldToTail
+    }
+}
+
+impl World {
+    /// vCPUs running or waiting for a pCPU (not halted).
+    pub(crate) fn runnable_vcpus(&self) -> usize {
+        self.vcpus
+            .iter()
+            .filter(|v| v.hv != HvState::Halted)
+            .count()
+    }
+
+    /// Yield-to-tail: the spinner goes behind every vCPU queued on its runqueue, so it
+    /// runs again after all of them (about VOR - 1 slices later).
+    pub(crate) fn ple_yield_tail(&mut self, p: PcpuId, v: VcpuId) {
+        let vm = self.vcpus[v.idx()].vm.idx();
+        self.vms[vm].yields_ok += 1;
+        self.cosched[vm].yield_tail += 1;
+        self.deschedule(p, v, StopReason::Yielded);
+        self.sched.requeue(v, false);
+        self.schedule(p);
+    }
+
+    /// Yield-to-head: the spinner gives the pCPU to the next queued vCPU and is put at
+    /// the head of its runqueue, so it runs again right after that one.
+    pub(crate) fn ple_yield_head(&mut self, p: PcpuId, v: VcpuId) {
+        let vm = self.vcpus[v.idx()].vm.idx();
+        self.vms[vm].yields_ok += 1;
+        self.cosched[vm].yield_head += 1;
+        self.deschedule(p, v, StopReason::Yielded);
+        // Behind the others for the pick, so another vCPU gets the pCPU; then first.
+        self.sched.requeue(v, false);
+        self.schedule(p);
+        // Picked again at once when nothing else was queued: then it simply runs.
+        self.sched.requeue(v, true);
+    }
+
+    /// Co-schedule the spinner's VM: each preempted sibling is made the next vCPU of a
+    /// pCPU that runs no vCPU of the VM (an idle one first, then its own runqueue's),
+    /// and that pCPU reschedules now. The spinner keeps spinning: the holder is among
+    /// the siblings now running.
+    pub(crate) fn ple_coschedule(&mut self, p: PcpuId, v: VcpuId) {
+        let now = self.now;
+        let vm = self.vcpus[v.idx()].vm;
+        let (first, n) = (self.vms[vm.idx()].first_vcpu, self.vms[vm.idx()].nvcpus);
+        let npc = self.pcpus.len() as u32;
+        let mut taken: u128 = 0;
+        for (q, pc) in self.pcpus.iter().enumerate() {
+            let runs_vm = pc.cur.is_some_and(|c| self.vcpus[c.idx()].vm == vm);
+            if runs_vm {
+                taken |= 1 << q;
+            }
+        }
+        taken |= 1 << p.0;
+        let mut moved = 0u64;
+        for i in 0..n {
+            let s = VcpuId(first + i);
+            if s == v || self.vcpus[s.idx()].hv != HvState::Runnable {
+                continue;
+            }
+            let mask = self.vcpus[s.idx()].mask;
+            let free = |q: u32| mask.contains(q) && taken >> q & 1 == 0;
+            let home = self.sched.home_of(s).0;
+            let idle = |q: u32| self.pcpus[q as usize].cur.is_none();
+            let target = if free(home) && idle(home) {
+                Some(home)
+            } else {
+                (0..npc)
+                    .find(|&q| free(q) && idle(q))
+                    .or_else(|| free(home).then_some(home))
+                    .or_else(|| (0..npc).find(|&q| free(q)))
+            };
+            let Some(q) = target else {
+                break; // every pCPU already runs the VM
+            };
+            taken |= 1 << q;
+            if self.sched.run_next(PcpuId(q), s) {
+                moved += 1;
+                self.request_resched(PcpuId(q), now);
+            }
+        }
+        let st = &mut self.cosched[vm.idx()];
+        st.coschedules += 1;
+        st.cosched_vcpus += moved;
+        if moved > 0 {
+            self.vms[vm.idx()].yields_ok += 1;
+        } else {
+            self.vms[vm.idx()].yields_failed += 1;
+        }
+        self.vcpu_continue(v);
+    }
+
+    /// CVS: count the runnable vCPUs, derive VOR, pick the action, pay the decision.
+    pub(crate) fn ple_cvs(&mut self, p: PcpuId, v: VcpuId) {
+        let now = self.now;
+        let vor = self.runnable_vcpus() as f64 / self.pcpus.len() as f64;
+        let cost =
+            self.costs.cvs_decision_ns + self.costs.cvs_per_vcpu_ns * self.vcpus.len() as u64;
+        let vm = self.vcpus[v.idx()].vm.idx();
+        self.cosched[vm].cvs_decisions += 1;
+        self.cosched[vm].cvs_decision_ns += cost;
+        let choice = cvs_choice(vor, self.cvs_coschedule_below, self.cvs_yield_head_below);
+        match choice {
+            CvsChoice::Coschedule => {
+                let vc = &mut self.vcpus[v.idx()];
+                vc.charge(now);
+                vc.overhead_until = vc.overhead_until.max(now) + Nanos(cost);
+                vc.resume_at = vc.resume_at.max(vc.overhead_until);
+                self.ple_coschedule(p, v);
+            }
+            CvsChoice::YieldToHead | CvsChoice::YieldToTail => {
+                // The spinner leaves at once; the decision delays the next switch-in.
+                self.pcpus[p.idx()].pending_overhead_ns += cost;
+                if choice == CvsChoice::YieldToHead {
+                    self.ple_yield_head(p, v);
+                } else {
+                    self.ple_yield_tail(p, v);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cvs_picks_each_algorithm_in_its_vor_range() {
+        for (vor, want) in [
+            (0.5, CvsChoice::Coschedule),
+            (1.0, CvsChoice::Coschedule),
+            (2.99, CvsChoice::Coschedule),
+            (3.0, CvsChoice::YieldToHead),
+            (4.5, CvsChoice::YieldToHead),
+            (5.0, CvsChoice::YieldToTail),
+            (8.0, CvsChoice::YieldToTail),
+        ] {
+            assert_eq!(cvs_choice(vor, 3.0, 5.0), want, "VOR {vor}");
+        }
+        // Without yield-to-head: co-schedule below 4, yield-to-tail from 4.
+        assert_eq!(cvs_choice(3.9, 4.0, 4.0), CvsChoice::Coschedule);
+        assert_eq!(cvs_choice(4.0, 4.0, 4.0), CvsChoice::YieldToTail);
+        assert_eq!(cvs_choice(4.5, 4.0, 4.0), CvsChoice::YieldToTail);
+    }
+}

@@ -1,0 +1,100 @@
+"""`vcpulab reproduce cvs-…`: the CVS study's reproductions run (--quick) and write
+their outputs; the framework side (published ranges, coding of the best algorithm)."""
+
+from __future__ import annotations
+
+import csv
+import math
+
+import pytest
+
+from conftest import core_available, needs_core
+
+IDS = ("cvs-vor", "cvs-bomb-oltp", "cvs-bomb-kernbench", "cvs-bomb-npb", "cvs-overhead")
+
+Rows = list[dict[str, str]]
+
+
+@pytest.fixture(scope="module")
+def reproduced(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, Rows]]:
+    if not core_available():
+        pytest.skip("vcpulab._core is not built")
+    from test_core import cli
+
+    out = tmp_path_factory.mktemp("cvs")
+    results: dict[str, tuple[str, Rows]] = {}
+    for exp_id in IDS:
+        res = cli("reproduce", exp_id, "--quick", "--out", str(out))
+        assert res.returncode == 0, res.stderr
+        for ext in ("csv", "png", "txt", "json"):
+            assert (out / f"{exp_id}.{ext}").is_file(), (exp_id, ext)
+        with (out / f"{exp_id}.csv").open(newline="") as f:
+            results[exp_id] = (res.stdout, list(csv.DictReader(f)))
+    return results
+
+
+def _f(row: dict[str, str], key: str) -> float:
+    value = row.get(key, "")
+    return float(value) if value not in ("", None) else math.nan
+
+
+@needs_core
+def test_every_reproduction_states_a_verdict(reproduced: dict[str, tuple[str, Rows]]) -> None:
+    for exp_id, (stdout, _) in reproduced.items():
+        assert f"{exp_id}: " in stdout
+        assert any(v in stdout for v in ("agrees", "partly", "disagrees")), exp_id
+
+
+@needs_core
+def test_vor_compares_all_four_algorithms(reproduced: dict[str, tuple[str, Rows]]) -> None:
+    rows = reproduced["cvs-vor"][1]
+    assert [_f(r, "vor") for r in rows] == [1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0]
+    for r in rows:
+        for alg in ("co-sched", "YTH", "YTT", "CVS", "gang"):
+            assert _f(r, f"{alg}_exec_s") > 0, (r["vor"], alg)
+            assert _f(r, f"{alg}_user_s") > 0
+            assert _f(r, f"{alg}_system_s") > 0
+        assert _f(r, "simulated") in (1.0, 2.0, 3.0)
+    # More vCPUs per VM (more compile jobs on the same pCPUs) take longer.
+    assert _f(rows[-1], "YTT_exec_s") > _f(rows[0], "YTT_exec_s")
+
+
+@needs_core
+@pytest.mark.parametrize("exp_id", ["cvs-bomb-oltp", "cvs-bomb-kernbench", "cvs-bomb-npb"])
+def test_bombs_slow_the_benchmark(reproduced: dict[str, tuple[str, Rows]], exp_id: str) -> None:
+    rows = reproduced[exp_id][1]
+    assert [int(_f(r, "bombs")) for r in rows] == list(range(8))
+    for r in rows:
+        assert _f(r, "YTT_exec_s") > 0 and _f(r, "CVS_exec_s") > 0
+    assert _f(rows[7], "YTT_exec_s") > 2 * _f(rows[0], "YTT_exec_s")
+    if exp_id == "cvs-bomb-npb":
+        assert all(_f(r, "CVS-no-YTH_exec_s") > 0 for r in rows)
+
+
+@needs_core
+def test_overhead_is_measured(reproduced: dict[str, tuple[str, Rows]]) -> None:
+    rows = reproduced["cvs-overhead"][1]
+    assert [int(_f(r, "vcpus")) for r in rows] == [8, 16, 32, 64]
+    assert all(_f(r, "simulated") >= 0 for r in rows)
+
+
+def test_published_ranges_are_coded() -> None:
+    """The framework side, without the core: published best per VOR and the registry."""
+    from vcpulab.experiments import get
+    from vcpulab.experiments.cvs import BEST_CODE, _published_best, _vor_published
+
+    assert _published_best(1.0) == "co-sched" and _published_best(1.5) == "co-sched"
+    assert _published_best(2.0) == "YTH" and _published_best(2.5) == "YTH"
+    assert _published_best(3.0) is None
+    assert _published_best(3.5) == "YTT" and _published_best(4.0) == "YTT"
+    rows = _vor_published()
+    assert [r["x"] for r in rows] == [1.0, 1.5, 2.0, 2.5, 3.5, 4.0]
+    assert {r["published"] for r in rows} == set(BEST_CODE.values())
+    for exp_id in IDS:
+        assert get(exp_id).system == "cvs"
+    vor = get("cvs-vor")
+    assert len(vor.points) == 5 * 7
+    assert {p.label.split()[0] for p in vor.points} == {"co-sched", "YTH", "YTT", "CVS", "gang"}
+    npb = get("cvs-bomb-npb")
+    assert any(p.label.startswith("CVS-no-YTH") for p in npb.points)
+    assert npb.points[0].scenario == "cvs/bench-alone.toml"
