@@ -117,6 +117,7 @@ impl World {
         }
 
         self.ple.on_sched_in(v);
+        self.ple_reentry(v, now + Nanos(overhead));
         let vc = &mut self.vcpus[v.idx()];
         let waited = now - vc.runnable_since;
         if vc.hv == HvState::Runnable {

@@ -124,6 +124,9 @@ pub enum PlePolicy {
     Fixed,
     /// KVM's per-vCPU window: grow on every PLE exit, shrink when scheduled back in.
     Kvm,
+    /// APPLE: one window per VM, searched epoch by epoch for the least inefficiency
+    /// (hv/apple.rs; parameters in `host.ple.apple`).
+    Apple,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -145,6 +148,10 @@ pub struct PleConfig {
     pub shrink: u64,
     pub max_cycles: u64,
     pub action: PleAction,
+    /// An epoch of a VM ends after this many of its PLE exits (APPLE's epoch, and the
+    /// unit of the report's `ple_epochs` series under every policy).
+    pub epoch_exits: u64,
+    pub apple: AppleConfig,
 }
 impl Default for PleConfig {
     fn default() -> Self {
@@ -155,6 +162,31 @@ impl Default for PleConfig {
             shrink: 0,
             max_cycles: u32::MAX as u64,
             action: PleAction::DirectedYield,
+            epoch_exits: 1000,
+            apple: AppleConfig::default(),
+        }
+    }
+}
+
+/// APPLE's threshold search (SYSTEMS.md §4.5; published defaults), in TSC cycles.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AppleConfig {
+    /// T_0: the first threshold.
+    pub initial_cycles: u64,
+    /// T_l and T_u: the search stays within them.
+    pub lower_cycles: u64,
+    pub upper_cycles: u64,
+    /// δ: the probes run at T_d + δ and T_d − δ.
+    pub step_cycles: u64,
+}
+impl Default for AppleConfig {
+    fn default() -> Self {
+        AppleConfig {
+            initial_cycles: 8192,
+            lower_cycles: 4096,
+            upper_cycles: 32768,
+            step_cycles: 1024,
         }
     }
 }

@@ -74,6 +74,8 @@ pub struct World {
     pub sems: Vec<Sem>,
     pub ple: Box<dyn PleWindow>,
     pub ple_action: PleAction,
+    /// PLE exits counted in epochs, per VM (APPLE's input, the report's series).
+    pub ple_epochs: crate::hv::ple_epochs::PleEpochs,
     pub clock_ghz: f64,
     pub halt_poll: HaltPollConfig,
     pub posted_interrupts: bool,
@@ -323,6 +325,7 @@ impl World {
             vm_cap: vms.iter().map(|v| v.cap).collect(),
         };
         let nvcpus = vcpus.len();
+        let vcpu_vm: Vec<VmId> = vcpus.iter().map(|v| v.vm).collect();
         let finite_left = vms.iter().map(|v| v.finite_threads as u64).sum();
         Ok(World {
             now: Nanos::ZERO,
@@ -335,8 +338,9 @@ impl World {
             threads,
             sched: sched::build(&sc.host.scheduler, setup),
             trace: None,
-            ple: ple::build(&sc.host.ple, nvcpus),
+            ple: ple::build(&sc.host.ple, &vcpu_vm),
             ple_action: sc.host.ple.action,
+            ple_epochs: crate::hv::ple_epochs::PleEpochs::new(&sc.host.ple, sc.vm.len(), nvcpus),
             clock_ghz: sc.host.clock_ghz,
             halt_poll: sc.host.halt_poll.clone(),
             posted_interrupts: sc.host.posted_interrupts,
