@@ -43,7 +43,11 @@ SOLO = "apple/solo.toml"
 
 SIX = ("streamcluster", "dedup", "raytrace", "dbench", "kernbench", "ebizzy")
 WINDOWS = (512, 1024, 2048, 4096, 8192, 16384, 32768)
+# --quick: runs of a few tens of ms (raytrace-like needs 50 ms to finish its serial build
+# and some frames) and, for the epoch series, epochs of 100 exits so a few close.
 QUICK = ("run.duration=20ms",)
+QUICK_SIX = ("run.duration=50ms",)
+QUICK_EPOCHS = ("run.duration=20ms", "host.ple.epoch_exits=100")
 
 KVM = "kvm"
 APPLE = "apple"
@@ -590,7 +594,7 @@ EXPERIMENTS = [
         y_label="throughput / KVM default",
         seeds=1,
         quick_seeds=1,
-        quick_overrides=QUICK,
+        quick_overrides=QUICK_SIX,
         table="vms",
         tolerance=(0.10, 0.25),
         notes="Best and worst fixed windows are chosen per workload among 512...32768 "
@@ -612,7 +616,7 @@ EXPERIMENTS = [
         y_label="throughput / PLE off",
         seeds=2,
         quick_seeds=1,
-        quick_overrides=QUICK,
+        quick_overrides=QUICK_SIX,
         table="vms",
         tolerance=(0.03, 0.10),
     ),
@@ -632,7 +636,7 @@ EXPERIMENTS = [
         y_label="inefficiency (pooled over epochs)",
         seeds=2,
         quick_seeds=1,
-        quick_overrides=QUICK,
+        quick_overrides=QUICK_EPOCHS,
         table="ple_epochs",
         tolerance=(0.10, 0.50),
         notes="Inefficiency = (window x PLE exits + exit-to-re-entry handling time) / the "
@@ -655,7 +659,7 @@ EXPERIMENTS = [
         y_label="PLE window (cycles)",
         seeds=1,
         quick_seeds=1,
-        quick_overrides=QUICK,
+        quick_overrides=QUICK_EPOCHS,
         table="ple_epochs",
         tolerance=(0.15, 0.50),
     ),
