@@ -36,6 +36,11 @@ fn apple_windows_follow_the_search_on_the_measured_inefficiencies() {
                 vm.vm
             );
             assert!((4096.0..=32768.0).contains(&e.window_cycles));
+            assert_eq!(
+                e.window_min_cycles as f64, e.window_cycles,
+                "one window per VM"
+            );
+            assert_eq!(e.window_max_cycles as f64, e.window_cycles);
             assert!(e.cpu_ns > 0 && e.inefficiency > 0.0);
             let expect = (e.spin_before_exit_ns + e.handling_ns) as f64 / e.cpu_ns as f64;
             assert!((e.inefficiency - expect).abs() < 1e-12);
@@ -61,7 +66,10 @@ fn series_under_fixed_and_kvm_windows_and_none_without_ple() {
     assert!(!r.ple_epochs.is_empty());
     assert!(r.ple_epochs.iter().all(|e| e.policy == "kvm"
         && e.window_cycles >= 4096.0
-        && e.exit_window_mean_cycles >= 4096.0));
+        && e.exit_window_mean_cycles >= 4096.0
+        && e.window_min_cycles >= 4096
+        && e.window_min_cycles as f64 <= e.window_cycles
+        && e.window_cycles <= e.window_max_cycles as f64));
     assert!(
         r.ple_epochs
             .iter()

@@ -37,6 +37,10 @@ pub struct PleEpochRow {
     /// The window of the epoch: the VM's window under APPLE and a fixed window; under
     /// KVM's per-vCPU windows, the mean window of the VM's vCPUs at the epoch's end.
     pub window_cycles: f64,
+    /// The smallest and largest vCPU window of the VM at the epoch's end (equal to
+    /// `window_cycles` under per-VM windows; KVM's per-vCPU windows spread).
+    pub window_min_cycles: u64,
+    pub window_max_cycles: u64,
     /// The mean window the epoch's exits happened at.
     pub exit_window_mean_cycles: f64,
     /// Time spun before the exits: the windows of the exits, in ns.
@@ -160,10 +164,7 @@ impl World {
             .clone()
             .map(|i| cpu_ns_at(&self.vcpus[i as usize], now))
             .sum();
-        let windows: Vec<f64> = vcpus
-            .filter_map(|i| self.ple.window(VcpuId(i)))
-            .map(|w| w as f64)
-            .collect();
+        let windows: Vec<u64> = vcpus.filter_map(|i| self.ple.window(VcpuId(i))).collect();
         let o = std::mem::take(&mut self.ple_epochs.open[vm.idx()]);
         let cpu = cpu_now.saturating_sub(o.start_cpu_ns);
         let spin = (o.window_sum as f64 / self.clock_ghz).round() as u64;
@@ -176,7 +177,7 @@ impl World {
         let window = if windows.is_empty() {
             0.0
         } else {
-            windows.iter().sum::<f64>() / windows.len() as f64
+            windows.iter().map(|&w| w as f64).sum::<f64>() / windows.len() as f64
         };
         self.ple.on_epoch(vm, inefficiency);
         let row = PleEpochRow {
@@ -187,6 +188,8 @@ impl World {
             end_ns: now.0,
             ple_exits: o.exits,
             window_cycles: window,
+            window_min_cycles: windows.iter().copied().min().unwrap_or(0),
+            window_max_cycles: windows.iter().copied().max().unwrap_or(0),
             exit_window_mean_cycles: if o.exits > 0 {
                 o.window_sum as f64 / o.exits as f64
             } else {
@@ -221,6 +224,8 @@ mod tests {
             end_ns: 0,
             ple_exits: 0,
             window_cycles: 0.0,
+            window_min_cycles: 0,
+            window_max_cycles: 0,
             exit_window_mean_cycles: 0.0,
             spin_before_exit_ns: 0,
             handling_ns: 0,
