@@ -90,29 +90,36 @@ FIXED = tuple(_fixed(w) for w in WINDOWS)
 # --- performance (vms table) -----------------------------------------------------------------
 
 
-def _throughput(frame: pd.DataFrame) -> dict[str, tuple[float, float]]:
-    """Per point: the VMs' summed work units per second, mean over seeds and 95% CI."""
-    out: dict[str, tuple[float, float]] = {}
-    sums = frame.groupby([POINT_COLUMN, "seed"])["throughput_per_s"].sum()
-    for label, per_seed in sums.groupby(level=0):
-        mean, half, _ = mean_ci([float(v) for v in per_seed])
-        out[str(label)] = (mean, half)
+Throughputs = dict[str, dict[int, float]]
+
+
+def _throughput(frame: pd.DataFrame) -> Throughputs:
+    """Per point and seed: the VMs' summed work units per second."""
+    out: Throughputs = {}
+    sums = frame.groupby([POINT_COLUMN, "seed"], as_index=False)["throughput_per_s"].sum()
+    for r in sums.itertuples(index=False):
+        out.setdefault(str(r[0]), {})[int(r[1])] = float(r[2])
     return out
 
 
-def _relative(tp: dict[str, tuple[float, float]], label: str, base: str) -> float:
-    if label not in tp or base not in tp or tp[base][0] <= 0:
-        return math.nan
-    return tp[label][0] / tp[base][0]
+def _ratio(tp: Throughputs, label: str, base: str) -> tuple[float, float]:
+    """label / base, paired by seed (same seed, same workload randomness): the mean of
+    the per-seed ratios and its 95% CI half-width (NaN with one seed)."""
+    a, b = tp.get(label, {}), tp.get(base, {})
+    ratios = [a[s] / b[s] for s in sorted(set(a) & set(b)) if b[s] > 0]
+    mean, half, _ = mean_ci(ratios)
+    return mean, half
+
+
+def _relative(tp: Throughputs, label: str, base: str) -> float:
+    return _ratio(tp, label, base)[0]
 
 
 def _row(x: str, simulated: float, **extra: Any) -> dict[str, Any]:
     return {"x": x, "simulated": simulated, "simulated_ci95": math.nan, **extra}
 
 
-def _fixed_scan(
-    tp: dict[str, tuple[float, float]], model: str, vms: int
-) -> tuple[dict[int, float], int, int]:
+def _fixed_scan(tp: Throughputs, model: str, vms: int) -> tuple[dict[int, float], int, int]:
     """Relative performance (to KVM's default) per fixed window; best and worst window."""
     base = _label(model, vms, KVM)
     rel = {w: _relative(tp, _label(model, vms, _fixed(w)), base) for w in WINDOWS}
@@ -154,7 +161,10 @@ def _sweep_simulated(frame: pd.DataFrame) -> pd.DataFrame:
         rows.append(_row(f"{m}: best / KVM", rel.get(best, math.nan)))
         rows.append(_row(f"{m}: worst / KVM", rel.get(worst, math.nan), worst_window=worst))
         for w in WINDOWS:
-            rows.append(_row(f"{m}: fixed {w} / KVM", rel[w], model=m, window=w))
+            mean, half = _ratio(tp, _label(m, 2, _fixed(w)), _label(m, 2, KVM))
+            rows.append(
+                _row(f"{m}: fixed {w} / KVM", mean, model=m, window=w) | {"simulated_ci95": half}
+            )
     return pd.DataFrame(rows)
 
 
@@ -163,8 +173,9 @@ def _sweep_plot(exp: Experiment, merged: pd.DataFrame, verdict: str, path: Path)
     fig, ax = plt.subplots(figsize=(6.8, 4.2), dpi=100)
     colors = {"dbench": "#2f6db5", "streamcluster": "#c7621a"}
     for m in SWEEP_MODELS:
-        rows = merged[merged.get("model", "") == m] if "model" in merged.columns else merged[:0]
-        rows = rows.sort_values("window")
+        if "model" not in merged.columns:
+            continue
+        rows = merged[merged["model"] == m].sort_values(by="window")
         ax.plot(
             rows["window"].astype(float),
             rows["simulated"].astype(float),
@@ -217,7 +228,10 @@ def _six_simulated(frame: pd.DataFrame) -> pd.DataFrame:
             apple.append(a)
             best_rel.append(b)
             loss.append(lo)
-            rows.append(_row(f"{vms} VMs: APPLE / KVM, {m}", a, model=m, vms=vms))
+            half = _ratio(tp, _label(m, vms, APPLE), _label(m, vms, KVM))[1]
+            rows.append(
+                _row(f"{vms} VMs: APPLE / KVM, {m}", a, model=m, vms=vms) | {"simulated_ci95": half}
+            )
             rows.append(_row(f"{vms} VMs: best fixed / KVM, {m}", b, model=m, vms=vms, window=best))
             rows.append(
                 _row(f"{vms} VMs: worst fixed loss vs best, {m}", lo, window=worst, vms=vms)
@@ -302,12 +316,14 @@ def _solo_simulated(frame: pd.DataFrame) -> pd.DataFrame:
     kvm, apple = [], []
     for m in SIX:
         off = _label(m, 1, OFF)
-        k = _relative(tp, _label(m, 1, KVM), off)
-        a = _relative(tp, _label(m, 1, APPLE), off)
+        k, k_half = _ratio(tp, _label(m, 1, KVM), off)
+        a, a_half = _ratio(tp, _label(m, 1, APPLE), off)
         kvm.append(k)
         apple.append(a)
-        rows.append(_row(f"KVM / off, {m}", k, model=m, policy=KVM))
-        rows.append(_row(f"APPLE / off, {m}", a, model=m, policy=APPLE))
+        rows.append(_row(f"KVM / off, {m}", k, model=m, policy=KVM) | {"simulated_ci95": k_half})
+        rows.append(
+            _row(f"APPLE / off, {m}", a, model=m, policy=APPLE) | {"simulated_ci95": a_half}
+        )
     rows.append(_row("KVM / off, mean", _nanmean(kvm), model="mean", policy=KVM))
     rows.append(_row("APPLE / off, mean", _nanmean(apple), model="mean", policy=APPLE))
     return pd.DataFrame(rows)
