@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from vcpulab.store import ResultsStore
     from vcpulab.sweeps import Backend
 
-_MODULES = ("examples", "gleaner", "cvs")
+_MODULES = ("examples", "gleaner", "cvs", "apple")
 
 VERDICTS = ("agrees", "partly", "disagrees")
 

@@ -130,6 +130,7 @@ impl World {
         }
 
         self.ple.on_sched_in(v);
+        self.ple_reentry(v, now + Nanos(overhead));
         let vc = &mut self.vcpus[v.idx()];
         let waited = now - vc.runnable_since;
         self.frag.pcpu_busy(p, now);

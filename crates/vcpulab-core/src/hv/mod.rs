@@ -1,10 +1,12 @@
 //! The hypervisor: vCPUs and their states, VMs, host schedulers and the dispatch
 //! mechanics (switch costs, slice timers, halts and wake-ups).
 
+pub mod apple;
 pub mod cosched;
 pub mod dispatch;
 pub mod haltpoll;
 pub mod ple;
+pub mod ple_epochs;
 pub mod sched;
 pub mod vcpu;
 pub mod vm;

@@ -8,7 +8,7 @@ use crate::hv::sched::StopReason;
 use crate::hv::vcpu::HvState;
 use crate::scenario::{PleAction, PleConfig, PlePolicy};
 use crate::sim::world::World;
-use crate::sim::{Nanos, VcpuId};
+use crate::sim::{Nanos, VcpuId, VmId};
 
 /// A PLE window policy: the window of each vCPU, and how exits and scheduling-in
 /// change it.
@@ -19,6 +19,9 @@ pub trait PleWindow {
     fn on_exit(&mut self, v: VcpuId, now: Nanos);
     /// `v` is scheduled in on a pCPU.
     fn on_sched_in(&mut self, v: VcpuId);
+    /// An epoch of `vm` (hv/ple_epochs.rs) ended with this inefficiency (NaN when the
+    /// VM used no pCPU time). Only adaptive per-VM policies (APPLE) act on it.
+    fn on_epoch(&mut self, _vm: VmId, _inefficiency: f64) {}
 }
 
 pub struct Off;
@@ -98,11 +101,13 @@ impl PleWindow for KvmGrowShrink {
     }
 }
 
-pub fn build(c: &PleConfig, nvcpus: usize) -> Box<dyn PleWindow> {
+/// The window policy of `c`, for vCPUs belonging to the VMs `vcpu_vm`.
+pub fn build(c: &PleConfig, vcpu_vm: &[VmId]) -> Box<dyn PleWindow> {
     match c.policy {
         PlePolicy::Off => Box::new(Off),
         PlePolicy::Fixed => Box::new(Fixed(c.window_cycles)),
-        PlePolicy::Kvm => Box::new(KvmGrowShrink::new(c, nvcpus)),
+        PlePolicy::Kvm => Box::new(KvmGrowShrink::new(c, vcpu_vm.len())),
+        PlePolicy::Apple => Box::new(crate::hv::apple::Apple::new(c, vcpu_vm)),
     }
 }
 
@@ -119,7 +124,9 @@ impl World {
         let HvState::Running(p) = self.vcpus[v.idx()].hv else {
             return;
         };
+        let window = self.ple.window(v).unwrap_or(0);
         self.ple.on_exit(v, now);
+        let epoch_done = self.ple_epoch_exit(v, window);
         let vm = self.vcpus[v.idx()].vm.idx();
         self.vms[vm].ple_exits += 1;
         self.vcpus[v.idx()].ple_exits += 1;
@@ -151,9 +158,14 @@ impl World {
                     self.schedule(p);
                 } else {
                     self.vms[vm].yields_failed += 1;
+                    let entry = self.vcpus[v.idx()].overhead_until;
+                    self.ple_reentry(v, entry);
                     self.vcpu_continue(v);
                 }
             }
+        }
+        if let Some(vm) = epoch_done {
+            self.ple_epoch_close(vm);
         }
     }
 

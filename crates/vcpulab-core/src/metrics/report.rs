@@ -224,6 +224,8 @@ pub struct Report {
     pub modes: Vec<ModeRow>,
     pub fairness: Fairness,
     pub histograms: BTreeMap<String, HistSummary>,
+    /// Per VM, per epoch of PLE exits: window and inefficiency (hv/ple_epochs.rs).
+    pub ple_epochs: Vec<crate::hv::ple_epochs::PleEpochRow>,
 }
 
 /// Weighted max-min fair allocation of `capacity` among claimants with (weight, max).
@@ -482,6 +484,7 @@ impl Report {
                 jain_index: jain(&ratios),
             },
             histograms,
+            ple_epochs: w.ple_epochs.rows().cloned().collect(),
         }
     }
 

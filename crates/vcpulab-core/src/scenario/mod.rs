@@ -129,6 +129,9 @@ pub enum PlePolicy {
     Fixed,
     /// KVM's per-vCPU window: grow on every PLE exit, shrink when scheduled back in.
     Kvm,
+    /// APPLE: one window per VM, searched epoch by epoch for the least inefficiency
+    /// (hv/apple.rs; parameters in `host.ple.apple`).
+    Apple,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -167,6 +170,10 @@ pub struct PleConfig {
     /// CVS: else yield-to-head while VOR is below this, else yield-to-tail. Equal to
     /// `cvs_coschedule_below`: the variant without yield-to-head.
     pub cvs_yield_head_below: f64,
+    /// An epoch of a VM ends after this many of its PLE exits (APPLE's epoch, and the
+    /// unit of the report's `ple_epochs` series under every policy).
+    pub epoch_exits: u64,
+    pub apple: AppleConfig,
 }
 impl Default for PleConfig {
     fn default() -> Self {
@@ -179,6 +186,31 @@ impl Default for PleConfig {
             action: PleAction::DirectedYield,
             cvs_coschedule_below: 3.0,
             cvs_yield_head_below: 5.0,
+            epoch_exits: 1000,
+            apple: AppleConfig::default(),
+        }
+    }
+}
+
+/// APPLE's threshold search (SYSTEMS.md §4.5; published defaults), in TSC cycles.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AppleConfig {
+    /// T_0: the first threshold.
+    pub initial_cycles: u64,
+    /// T_l and T_u: the search stays within them.
+    pub lower_cycles: u64,
+    pub upper_cycles: u64,
+    /// δ: the probes run at T_d + δ and T_d − δ.
+    pub step_cycles: u64,
+}
+impl Default for AppleConfig {
+    fn default() -> Self {
+        AppleConfig {
+            initial_cycles: 8192,
+            lower_cycles: 4096,
+            upper_cycles: 32768,
+            step_cycles: 1024,
         }
     }
 }

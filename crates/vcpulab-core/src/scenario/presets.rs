@@ -49,6 +49,23 @@ action = "yield"
 "#,
     },
     Preset {
+        name: "apple",
+        description: "APPLE (adaptive PLE window): kvm-default with one PLE window per VM, searched every epoch of 1000 PLE exits among T_d and T_d +/- 1024 cycles within 4096-32768 (T_0 8192) for the least inefficiency",
+        toml: r#"
+[host.scheduler]
+kind = "cfs"
+[host.ple]
+policy = "apple"
+action = "directed-yield"
+epoch_exits = 1000
+[host.ple.apple]
+initial_cycles = 8192
+lower_cycles = 4096
+upper_cycles = 32768
+step_cycles = 1024
+"#,
+    },
+    Preset {
         name: "native",
         description: "the focus VM's threads on bare metal: one CPU per thread slot, no virtualization costs",
         toml: r#"

@@ -178,6 +178,7 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
         " (a VOR, at least host.ple.cvs_coschedule_below)",
     )?;
     range_u("host.cache.kib_per_pcpu", h.cache.kib_per_pcpu, 1, 1 << 30)?;
+    crate::hv::apple::validate(&h.ple)?;
     range_f(
         "host.cache.refill_ns_per_kib",
         h.cache.refill_ns_per_kib,

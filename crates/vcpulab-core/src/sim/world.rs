@@ -78,6 +78,8 @@ pub struct World {
     pub sems: Vec<Sem>,
     pub ple: Box<dyn PleWindow>,
     pub ple_action: PleAction,
+    /// PLE exits counted in epochs, per VM (APPLE's input, the report's series).
+    pub ple_epochs: crate::hv::ple_epochs::PleEpochs,
     pub clock_ghz: f64,
     pub halt_poll: HaltPollConfig,
     pub posted_interrupts: bool,
@@ -341,6 +343,7 @@ impl World {
         };
         let nvcpus = vcpus.len();
         let nvms = vms.len();
+        let vcpu_vm: Vec<VmId> = vcpus.iter().map(|v| v.vm).collect();
         let finite_left = vms.iter().map(|v| v.finite_threads as u64).sum();
         Ok(World {
             now: Nanos::ZERO,
@@ -354,8 +357,9 @@ impl World {
             threads,
             sched: sched::build(&sc.host.scheduler, setup),
             trace: None,
-            ple: ple::build(&sc.host.ple, nvcpus),
+            ple: ple::build(&sc.host.ple, &vcpu_vm),
             ple_action: sc.host.ple.action,
+            ple_epochs: crate::hv::ple_epochs::PleEpochs::new(&sc.host.ple, sc.vm.len(), nvcpus),
             clock_ghz: sc.host.clock_ghz,
             halt_poll: sc.host.halt_poll.clone(),
             posted_interrupts: sc.host.posted_interrupts,

@@ -1,0 +1,114 @@
+//! APPLE end to end: the recorded epoch series, and the policy's windows following its
+//! search on the inefficiencies the simulator measured.
+mod common;
+use common::*;
+use vcpulab_core::hv::apple::AppleSearch;
+use vcpulab_core::scenario::AppleConfig;
+
+/// Two 8-vCPU VMs of dbench-like clients on 8 pCPUs: kernel spinlocks under
+/// overcommit, so PLE exits happen.
+fn contended(ple: &str) -> String {
+    format!(
+        "seed = 5\n[run]\nduration = \"300ms\"\n[host]\npcpus = 8\n[host.ple]\n{ple}\n[[vm]]\nvcpus = 8\ncount = 2\nworkload = {{ model = \"dbench\", params = {{ forever = true }} }}\n"
+    )
+}
+
+#[test]
+fn apple_windows_follow_the_search_on_the_measured_inefficiencies() {
+    let r = run_toml(&contended("policy = \"apple\"\nepoch_exits = 20"));
+    for vm in &r.vms {
+        let rows: Vec<_> = r.ple_epochs.iter().filter(|e| e.vm == vm.vm).collect();
+        assert!(rows.len() >= 9, "{}: only {} epochs", vm.vm, rows.len());
+        assert_eq!(
+            rows.iter().map(|e| e.ple_exits).sum::<u64>(),
+            vm.ple_exits - vm.ple_exits % 20,
+            "every closed epoch is recorded"
+        );
+        let mut search = AppleSearch::new(&AppleConfig::default());
+        for (i, e) in rows.iter().enumerate() {
+            assert_eq!(e.epoch, i as u64);
+            assert_eq!(e.policy, "apple");
+            assert_eq!(e.ple_exits, 20);
+            assert_eq!(
+                e.window_cycles,
+                search.window() as f64,
+                "{} epoch {i}: window",
+                vm.vm
+            );
+            assert!((4096.0..=32768.0).contains(&e.window_cycles));
+            assert_eq!(
+                e.window_min_cycles as f64, e.window_cycles,
+                "one window per VM"
+            );
+            assert_eq!(e.window_max_cycles as f64, e.window_cycles);
+            assert!(e.cpu_ns > 0 && e.inefficiency > 0.0);
+            let expect = (e.spin_before_exit_ns + e.handling_ns) as f64 / e.cpu_ns as f64;
+            assert!((e.inefficiency - expect).abs() < 1e-12);
+            search.end_epoch(e.inefficiency);
+        }
+    }
+}
+
+#[test]
+fn series_under_fixed_and_kvm_windows_and_none_without_ple() {
+    let r = run_toml(&contended(
+        "policy = \"fixed\"\nwindow_cycles = 16384\nepoch_exits = 50",
+    ));
+    assert!(
+        !r.ple_epochs.is_empty(),
+        "PLE exits per VM: {:?}",
+        r.vms.iter().map(|v| v.ple_exits).collect::<Vec<_>>()
+    );
+    for e in &r.ple_epochs {
+        assert_eq!(e.window_cycles, 16384.0);
+        assert_eq!(e.exit_window_mean_cycles, 16384.0);
+        // 50 exits x 16384 cycles at 3 GHz.
+        assert_eq!(e.spin_before_exit_ns, 273_067);
+        assert!(e.handling_ns >= 50 * 500, "at least the exit cost of each");
+    }
+    let r = run_toml(&contended("policy = \"kvm\"\nepoch_exits = 20"));
+    assert!(!r.ple_epochs.is_empty());
+    assert!(r.ple_epochs.iter().all(|e| e.policy == "kvm"
+        && e.window_cycles >= 4096.0
+        && e.exit_window_mean_cycles >= 4096.0
+        && e.window_min_cycles >= 4096
+        && e.window_min_cycles as f64 <= e.window_cycles
+        && e.window_cycles <= e.window_max_cycles as f64));
+    assert!(
+        r.ple_epochs
+            .iter()
+            .any(|e| e.exit_window_mean_cycles > 4096.0),
+        "KVM grows windows on exits"
+    );
+    let r = run_toml(&contended("policy = \"off\""));
+    assert!(r.ple_epochs.is_empty());
+    assert!(r.vms.iter().all(|v| v.ple_exits == 0));
+}
+
+#[test]
+fn apple_runs_are_deterministic_and_the_preset_resolves() {
+    let text = contended("epoch_exits = 20").replace("seed = 5", "seed = 5\npreset = \"apple\"");
+    let a = run_toml(&text);
+    let b = run_toml(&text);
+    assert_eq!(a.to_json(), b.to_json());
+    assert!(a.ple_epochs.iter().all(|e| e.policy == "apple"));
+}
+
+#[test]
+fn bad_apple_parameters_name_the_key() {
+    let sc = contended("policy = \"apple\"\n[host.ple.apple]\ninitial_cycles = 1024");
+    let e = vcpulab_core::resolve(&sc, &[], None)
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("host.ple.apple.initial_cycles") && e.contains("1024"),
+        "{e}"
+    );
+    let sc = contended("policy = \"apple\"\n[host.ple.apple]\nstep_cycle = 1");
+    let e = vcpulab_core::resolve(&sc, &[], None)
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("step_cycle"), "{e}");
+}
