@@ -212,8 +212,13 @@ impl World {
         vc.process_tlb_mark[process] = vc.guest_tlb_loaded;
     }
 
-    /// TLB refill of `t` resuming on `v` after other processes' threads ran there.
+    /// TLB refill of `t` resuming on `v` after other processes' threads ran there: a
+    /// woken thread's wake path walks the page tables again (a preempted one resumes
+    /// where it was; its working set is the cache model's).
     fn guest_tlb_refill(&self, v: VcpuId, t: ThreadId) -> u64 {
+        if self.threads[t.idx()].woken_at.is_none() {
+            return 0;
+        }
         let vc = &self.vcpus[v.idx()];
         let mark = vc.process_tlb_mark[self.threads[t.idx()].process as usize];
         if mark == u64::MAX {

@@ -112,7 +112,15 @@ impl World {
         };
         let fp = self.vms[vm.idx()].footprint_kib;
         let kib = self.cache.refetch_kib(fp, evicting);
-        let refill = self.cache.refill_ns(kib) + self.tlb.refill_ns(tlb_evicting);
+        // Only a vCPU coming out of halt runs the guest's wake path (idle exit, the
+        // interrupt, the scheduler) through evicted translations; a preempted one resumes
+        // where it was, and its working set is the cache model's.
+        let tlb = if vc.woke_from_halt {
+            self.tlb.refill_ns(tlb_evicting)
+        } else {
+            0
+        };
+        let refill = self.cache.refill_ns(kib) + tlb;
         let migrated = vc.last_pcpu.is_some_and(|lp| lp != p);
         let switched = pc.last_vcpu != Some(v);
 
@@ -144,6 +152,7 @@ impl World {
         vc.overhead_until = now + Nanos(overhead);
         vc.resume_at = vc.overhead_until + Nanos(refill);
         vc.refill_ns += refill;
+        vc.woke_from_halt = false;
         vc.switches += switched as u64;
         vc.migrations += migrated as u64;
         // The category is set by the guest below; until then it is overhead anyway.
@@ -192,6 +201,7 @@ impl World {
         vc.set_cat(now, VCat::Runnable);
         vc.runnable_since = now;
         vc.wakes += count as u64;
+        vc.woke_from_halt = true;
         self.frag.vcpu_waiting(now, true);
         self.adapt_halt_poll(v);
         let wp = self.sched.enqueue_wake(v, now);

@@ -78,6 +78,8 @@ pub struct Vcpu {
     pub cache_mark_out: u64,
     /// The pCPU's `tlb_loaded` when this vCPU left it.
     pub tlb_mark_out: u64,
+    /// Woken from halt and not yet dispatched: its first run is the wake path.
+    pub woke_from_halt: bool,
     pub refill_ns: u64,
     /// Guest level: pages brought into this vCPU's TLB by the threads it ran, and per
     /// process of the VM the count when its last thread left (u64::MAX: never ran here).
@@ -131,6 +133,7 @@ impl Vcpu {
             last_pcpu: None,
             cache_mark_out: 0,
             tlb_mark_out: 0,
+            woke_from_halt: false,
             refill_ns: 0,
             guest_tlb_loaded: 0,
             process_tlb_mark: Vec::new(),
