@@ -7,16 +7,21 @@ use super::Nanos;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
+/// (time, seq) packed in one integer: time in the high half, so one comparison orders
+/// by time, then by insertion.
 struct Entry<E> {
-    time: u64,
-    seq: u64,
+    key: u128,
     ev: E,
 }
 
 impl<E> Entry<E> {
     #[inline]
-    fn key(&self) -> (u64, u64) {
-        (self.time, self.seq)
+    fn key(&self) -> u128 {
+        self.key
+    }
+    #[inline]
+    fn time(&self) -> u64 {
+        (self.key >> 64) as u64
     }
 }
 
@@ -62,19 +67,18 @@ impl<E> EventQueue<E> {
         let seq = self.seq;
         self.seq += 1;
         self.heap.push(Entry {
-            time: at.0,
-            seq,
+            key: ((at.0 as u128) << 64) | seq as u128,
             ev,
         });
     }
 
     #[inline]
     pub fn pop(&mut self) -> Option<(Nanos, E)> {
-        self.heap.pop().map(|e| (Nanos(e.time), e.ev))
+        self.heap.pop().map(|e| (Nanos(e.time()), e.ev))
     }
 
     pub fn peek_time(&self) -> Option<Nanos> {
-        self.heap.peek().map(|e| Nanos(e.time))
+        self.heap.peek().map(|e| Nanos(e.time()))
     }
 
     pub fn len(&self) -> usize {
