@@ -115,6 +115,8 @@ pub struct Thread {
     pub idle_prio: bool,
     /// pv spinlock: the vCPU has halted for this thread's lock since it last spun.
     pub pv_halted: bool,
+    /// Gleaner's yielding thread of its vCPU (SCHED_IDLE, pinned, outside the cpuset).
+    pub yielder: bool,
 }
 
 impl Thread {
@@ -148,6 +150,7 @@ impl Thread {
             rng,
             idle_prio: false,
             pv_halted: false,
+            yielder: false,
         }
     }
 }
