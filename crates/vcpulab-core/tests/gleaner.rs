@@ -138,13 +138,3 @@ fn bad_gleaner_settings_name_the_key() {
     let e = vcpulab_core::resolve(&text, &[], None).unwrap_err();
     assert!(e.key.contains("gleaner.mode"), "{e}");
 }
-
-#[test]
-#[ignore]
-fn debug_rows() {
-    let r = run_toml(&mutex_vm(8, "gleaner", ""));
-    for g in &r.gleaner {
-        eprintln!("{:?}", g);
-    }
-    eprintln!("{:?}", r.vms[0]);
-}

@@ -288,8 +288,9 @@ mod tests {
     fn measurement_ratios() {
         let m = uniform(2, 30, 70, 10, 5);
         assert_eq!(m.active, 2);
-        assert!((m.l_comp - 6.0).abs() < 1e-12);
-        assert!((m.l_idle - 14.0).abs() < 1e-12);
+        // 60 ns of work and 140 of idle over 20 idle periods and 10 switches.
+        assert!((m.l_comp - 3.0).abs() < 1e-12);
+        assert!((m.l_idle - 7.0).abs() < 1e-12);
         assert!((m.g_comp - 6.0).abs() < 1e-12);
         assert!((m.total_util - 0.6).abs() < 1e-12);
         assert!(Measurement::from_samples(&[VcpuSample::default()]).is_none());
