@@ -186,11 +186,15 @@ impl World {
     /// A thread becomes `v`'s current one (`fresh`: a context switch). Counts workload
     /// switches; a yielding thread switched in starts a new run of yields.
     pub(crate) fn gleaner_switch_in(&mut self, v: VcpuId, t: ThreadId, fresh: bool) {
+        let yielder = self.threads[t.idx()].yielder;
+        if yielder {
+            // The yielder's own wake-ups (its sleep's timer) are not the workload's.
+            self.threads[t.idx()].woken_at = None;
+        }
         if !fresh {
             return;
         }
         let (vm, i) = self.vcpu_slot(v);
-        let yielder = self.threads[t.idx()].yielder;
         let Some(g) = self.vms[vm].gleaner.as_mut() else {
             return;
         };
