@@ -53,6 +53,12 @@ pub struct YielderState {
     pub streaks: u64,
     pub sleeps: u64,
     pub work_switches: u64,
+    /// When the current run of yields reaches the timeout (wall-clock time, as the
+    /// thread reads the clock between yields).
+    deadline: Nanos,
+    /// Workload switches when it last went to sleep, and the current sleep doubling.
+    switches_at_sleep: u64,
+    backoff: u32,
     /// Counter values at the last measurement: work ns, idle ns, idle periods,
     /// workload switches.
     snap: [u64; 4],
@@ -78,6 +84,7 @@ pub struct GleanerVm {
     pub mode: GleanerMode,
     pub timeout_ns: u64,
     pub sleep_ns: u64,
+    pub max_sleep_ns: u64,
     pub interval: Nanos,
     pub yielders: Vec<YielderState>,
     pub controller: Option<Controller>,
@@ -109,6 +116,7 @@ impl GleanerVm {
             mode: g.mode,
             timeout_ns,
             sleep_ns: (g.sleep_us * 1e3).round().max(1.0) as u64,
+            max_sleep_ns: (g.max_sleep_us * 1e3).round().max(1.0) as u64,
             interval: Nanos(((g.interval_ms * 1e6).round() as u64).max(1)),
             yielders: vec![YielderState::default(); nvcpus as usize],
             controller,
@@ -207,6 +215,22 @@ impl World {
         }
     }
 
+    /// The yielding thread resumes at `t0`: its idle time is measured on the clock, so
+    /// time its vCPU spent preempted counts, and the run of yields ends at the deadline.
+    pub(crate) fn yielder_clip(&mut self, v: VcpuId, t: ThreadId, t0: Nanos) {
+        let (vm, i) = self.vcpu_slot(v);
+        let Some(g) = self.vms[vm].gleaner.as_ref() else {
+            return;
+        };
+        let st = &g.yielders[i];
+        if g.mode == GleanerMode::Retention || !st.in_streak {
+            return;
+        }
+        let left = st.deadline.0.saturating_sub(t0.0);
+        let th = &mut self.threads[t.idx()];
+        th.remaining = Nanos(th.remaining.0.min(left));
+    }
+
     /// One round of the yielding thread `t` on `v`. True when it left the vCPU (yielded
     /// to a runnable thread, slept or parked).
     pub(crate) fn yielder_step(&mut self, t: ThreadId, v: VcpuId) -> bool {
@@ -214,7 +238,7 @@ impl World {
         let Some(g) = self.vms[vm].gleaner.as_ref() else {
             return false;
         };
-        let (mode, timeout, sleep) = (g.mode, g.timeout_ns, g.sleep_ns);
+        let (mode, timeout, sleep, max_sleep) = (g.mode, g.timeout_ns, g.sleep_ns, g.max_sleep_ns);
         if mode == GleanerMode::Gleaner && self.vms[vm].cpuset >> i & 1 == 0 {
             // Deactivated: block until the controller needs this vCPU again.
             if let Some(g) = self.vms[vm].gleaner.as_mut() {
@@ -260,6 +284,7 @@ impl World {
             // Yields start returning at once: an idle period begins.
             st.in_streak = true;
             st.streaks += 1;
+            st.deadline = self.now + Nanos(timeout.max(1));
             th.remaining = Nanos(if mode == GleanerMode::Retention {
                 RETENTION_SEGMENT_NS
             } else {
@@ -271,11 +296,20 @@ impl World {
             th.remaining = Nanos(RETENTION_SEGMENT_NS);
             return false;
         }
-        // The idle time passed the timeout: nanosleep, and the vCPU halts.
+        // The idle time passed the timeout: nanosleep, and the vCPU halts. A vCPU that
+        // ran no workload thread since the last sleep sleeps twice as long (its timer
+        // wake-ups would otherwise preempt other vCPUs on the host for nothing).
         st.in_streak = false;
+        if st.sleeps > 0 && st.work_switches == st.switches_at_sleep {
+            st.backoff = (st.backoff + 1).min(40);
+        } else {
+            st.backoff = 0;
+        }
         st.sleeps += 1;
+        st.switches_at_sleep = st.work_switches;
+        let dur = sleep.saturating_mul(1u64 << st.backoff).min(max_sleep);
         let slack = self.vms[vm].guest.timer_slack;
-        self.block_with_timer(t, v, Ev::ThreadTimer(t, 0), sleep + slack);
+        self.block_with_timer(t, v, Ev::ThreadTimer(t, 0), dur + slack);
         true
     }
 

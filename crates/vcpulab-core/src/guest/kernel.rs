@@ -265,6 +265,9 @@ impl World {
             };
             match self.threads[t.idx()].act {
                 TAct::Work => {
+                    if self.threads[t.idx()].yielder {
+                        self.yielder_clip(v, t, t0);
+                    }
                     let th = &self.threads[t.idx()];
                     if th.debt.0 == 0 && th.remaining.0 == 0 {
                         if let Advance::Left = self.thread_advance(t, v) {

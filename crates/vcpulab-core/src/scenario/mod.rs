@@ -471,8 +471,11 @@ pub struct GleanerConfig {
     /// Retention timeout; absent: the cost of a halt/wake round trip as the guest
     /// measures it (HLT exit + host wake + entry + vCPU switch, from host.costs).
     pub timeout_us: Option<f64>,
-    /// How long a yielding thread sleeps (nanosleep) once the timeout has passed.
+    /// How long a yielding thread sleeps (nanosleep) once the timeout has passed; each
+    /// further timeout with no workload thread run on its vCPU in between doubles it, up
+    /// to `max_sleep_us`.
     pub sleep_us: f64,
+    pub max_sleep_us: f64,
     /// Period of the consolidation controller's measurements.
     pub interval_ms: f64,
     /// Initial rho and eta of the two deactivation conditions, in (0, 1].
@@ -499,6 +502,7 @@ impl Default for GleanerConfig {
             mode: GleanerMode::Off,
             timeout_us: None,
             sleep_us: 1_000.0,
+            max_sleep_us: 50_000.0,
             interval_ms: 50.0,
             rho: 1.0,
             eta: 1.0,

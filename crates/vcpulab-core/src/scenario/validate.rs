@@ -211,6 +211,13 @@ fn validate_gleaner(
         range_f(&k("timeout_us"), t, 0.0, 1e7, " us")?;
     }
     range_f(&k("sleep_us"), g.sleep_us, 1.0, 1e7, " us")?;
+    range_f(
+        &k("max_sleep_us"),
+        g.max_sleep_us,
+        g.sleep_us,
+        1e8,
+        " us (at least sleep_us)",
+    )?;
     range_f(&k("interval_ms"), g.interval_ms, 1.0, 1e5, " ms")?;
     for (name, v) in [
         ("rho", g.rho),
