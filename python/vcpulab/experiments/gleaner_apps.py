@@ -657,7 +657,9 @@ MYSQL = Experiment(
     grid={THREADS_KEY: list(MYSQL_CONNECTIONS)},
     quick_grid={THREADS_KEY: ["16", "48"]},
     published=lambda frame: __import__("pandas").DataFrame(
-        _published_above_one([f"{c} connections" for c in MYSQL_CONNECTIONS])
+        _published_above_one(
+            [f"{c} connections" for c in dict.fromkeys(str(x) for x in frame[THREADS_KEY])]
+        )
     ),
     simulate=lambda frame: _gain_rows(frame, THREADS_KEY, MYSQL_MITIGATIONS, "{} connections"),
     explain=lambda merged: f"Gleaner below HLT at: {_losses(merged, 'simulated')}",
@@ -701,7 +703,11 @@ VMS = Experiment(
     quick_grid={COUNT_KEY: ["1", "2"]},
     published=lambda frame: __import__("pandas").DataFrame(
         _published_above_one(
-            [f"{m} x{c}" for m in ("dedup", "mysql") for c in ("1", "2", "3", "4", "5")]
+            [
+                f"{m} x{c}"
+                for m in ("dedup", "mysql")
+                for c in dict.fromkeys(str(x) for x in frame[COUNT_KEY])
+            ]
         )
     ),
     simulate=lambda frame: __import__("pandas").concat(
