@@ -30,7 +30,7 @@ impl Thresholds {
             major_gcomp_factor: g.major_gcomp_factor,
             full_util: g.full_util,
             util_drop: g.util_drop,
-            min_time_slice_ns: min_time_slice_ns,
+            min_time_slice_ns,
             min_active: g.min_active.max(1),
         }
     }
