@@ -115,7 +115,8 @@ def _grouped_bars(
     xs = [str(x) for x in merged[exp.x]]
     present = [s for s in series if s[0] in merged.columns]
     width = 0.8 / max(len(present), 1)
-    fig, ax = plt.subplots(figsize=(max(6.4, 0.55 * len(xs) * max(len(present), 1) / 2), 4.4))
+    width_in = min(14.0, max(6.4, 0.1 * len(xs) * max(len(present), 1) + 2.0))
+    fig, ax = plt.subplots(figsize=(width_in, 4.6))
     for k, (col, legend, color) in enumerate(present):
         ys = [float(v) for v in merged[col]]
         pos = [i + (k - (len(present) - 1) / 2) * width for i in range(len(xs))]
