@@ -333,7 +333,12 @@ impl World {
             // Idle periods: runs of yields, plus halts not caused by a yielder's sleep.
             let periods = (st.streaks + vc.halts).saturating_sub(st.sleeps);
             let cur = [work, idle, periods, st.work_switches];
-            let d: Vec<u64> = cur.iter().zip(st.snap).map(|(c, s)| c - s).collect();
+            // (A sleep that ended without a halt makes the period count step back.)
+            let d: Vec<u64> = cur
+                .iter()
+                .zip(st.snap)
+                .map(|(c, s)| c.saturating_sub(s))
+                .collect();
             st.snap = cur;
             if cpuset >> i & 1 == 1 {
                 samples.push(VcpuSample {
@@ -381,14 +386,15 @@ impl World {
         let active = cpuset & full;
         match decision {
             Decision::Keep => {}
-            Decision::Deactivate => {
+            Decision::Deactivate if active.count_ones() > 1 => {
                 let last = 127 - active.leading_zeros();
                 self.gleaner_set_cpuset(m, active & !(1u128 << last));
             }
-            Decision::Restore => {
+            Decision::Restore if active != full => {
                 let next = (!active & full).trailing_zeros();
                 self.gleaner_set_cpuset(m, active | 1u128 << next);
             }
+            Decision::Deactivate | Decision::Restore => {}
             Decision::ReactivateAll => self.gleaner_set_cpuset(m, full),
         }
         if self.vms[m].completion.is_none() {
