@@ -140,3 +140,23 @@ fn bad_gleaner_settings_name_the_key() {
     let e = vcpulab_core::resolve(&text, &[], None).unwrap_err();
     assert!(e.key.contains("gleaner.mode"), "{e}");
 }
+
+#[test]
+fn the_consolidation_scenario_file_shows_the_active_vcpus_falling() {
+    let text = std::fs::read_to_string(format!(
+        "{}/../../scenarios/gleaner/consolidation.toml",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .expect("scenario file");
+    let r = run_toml(&text);
+    let counts: Vec<u32> = r.gleaner.iter().map(|g| g.active_vcpus).collect();
+    assert_eq!(counts.first(), Some(&8));
+    assert!(counts.windows(2).all(|w| w[1] + 1 >= w[0]), "{counts:?}");
+    assert!(*counts.last().unwrap_or(&8) < 8, "{counts:?}");
+    let cpu = run_with(
+        &text,
+        &[r#"vm.0.workload={ model = "matmul", params = { forever = true } }"#],
+    );
+    assert!(cpu.gleaner.iter().all(|g| g.active_vcpus == 8));
+    assert_eq!(cpu.vms[0].active_vcpus_final, 8);
+}
