@@ -431,8 +431,15 @@ def _freq_plot(exp: Experiment, merged: pd.DataFrame, verdict: str, path: Path) 
 
     pts = merged[merged["halts_per_s"].notna()] if "halts_per_s" in merged else merged.iloc[0:0]
     fig, ax = plt.subplots(figsize=(7.0, 4.4))
-    colors = ("#8c8c8c", "#c7621a", "#4e9a4b", "#2f6db5", "#b5472f", "#6a9a4b")
-    for label, color in zip((*FREQ_SETTINGS, *FREQ_EXTRA), colors, strict=True):
+    styles = (
+        ("#8c8c8c", "o"),
+        ("#c7621a", "s"),
+        ("#4e9a4b", "^"),
+        ("#2f6db5", "D"),
+        ("#b5472f", "v"),
+        ("#9b59b6", "x"),
+    )
+    for label, (color, marker) in zip((*FREQ_SETTINGS, *FREQ_EXTRA), styles, strict=True):
         col = f"slowdown {label}"
         if col in pts:
             ax.scatter(
@@ -440,6 +447,7 @@ def _freq_plot(exp: Experiment, merged: pd.DataFrame, verdict: str, path: Path) 
                 pts[col].astype(float),
                 label=label,
                 color=color,
+                marker=marker,
                 s=18,
             )
     for _, r in pts.iterrows():
