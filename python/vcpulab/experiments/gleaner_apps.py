@@ -187,13 +187,19 @@ def _single_simulated(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _mean(merged: pd.DataFrame, column: str) -> float:
+    vals = [float(v) for v in merged.get(column, []) if not math.isnan(float(v))]
+    return sum(vals) / len(vals) if vals else math.nan
+
+
 def _single_explain(merged: pd.DataFrame) -> str:
-    col = f"energy_change_pct_{GLEANER}"
-    energy = [float(v) for v in merged.get(col, []) if not math.isnan(float(v))]
-    mean_e = sum(energy) / len(energy) if energy else math.nan
+    slowdowns = ", ".join(f"{n} {_mean(merged, f'slowdown_{n}'):.3f}" for n in MITIGATIONS)
+    energy = ", ".join(
+        f"{n} {_mean(merged, f'energy_change_pct_{n}'):+.1f}%" for n in MITIGATIONS if n != HLT
+    )
     return (
         f"Gleaner slower than HLT at: {_losses(merged, 'simulated')}; "
-        f"mean energy change with Gleaner {mean_e:+.1f}%"
+        f"mean slowdown vs native: {slowdowns}; mean energy change vs HLT: {energy}"
     )
 
 
@@ -299,9 +305,15 @@ def _corun_simulated(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _corun_explain(merged: pd.DataFrame) -> str:
+    means = ", ".join(
+        f"{n} {_mean(merged, f'speedup_{n}'):.3f}"
+        f" (weighted {_mean(merged, f'weighted_speedup_{n}'):.3f})"
+        for n in CORUN_MITIGATIONS[1:]
+    )
     return (
         f"Gleaner slower than HLT at: {_losses(merged, 'simulated')}; "
-        f"weighted speedup below 1 at: {_losses(merged, f'weighted_speedup_{GLEANER}')}"
+        f"weighted speedup below 1 at: {_losses(merged, f'weighted_speedup_{GLEANER}')}; "
+        f"mean speedup over HLT: {means}"
     )
 
 
