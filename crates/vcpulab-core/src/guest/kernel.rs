@@ -203,13 +203,16 @@ impl World {
         let now = self.now;
         let switch = self.costs.guest_switch_ns;
         let vm = self.vcpus[v.idx()].vm.idx();
+        // Gleaner's yielding threads belong to another process: running one does not put
+        // the vCPU in the workload's mm mask (TLB shootdown targets).
+        let of_workload = !self.threads[t.idx()].yielder;
         let vc = &mut self.vcpus[v.idx()];
         // A context switch unless the same thread simply continues (coming out of the
         // idle task is a switch too).
         let fresh = vc.last_thread != Some(t) || vc.idle_since != Nanos::MAX;
         vc.cur = Some(t);
         vc.last_thread = Some(t);
-        vc.ran_threads = true;
+        vc.ran_threads |= of_workload;
         if vc.idle_since != Nanos::MAX {
             // Leaving idle: haltpoll adapts its window to the idle period.
             let block = now.0.saturating_sub(vc.idle_since.0);
