@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from vcpulab.store import ResultsStore
     from vcpulab.sweeps import Backend
 
-_MODULES = ("examples", "gleaner", "cvs", "apple")
+_MODULES = ("examples", "gleaner", "gleaner_apps", "cvs", "apple")
 
 VERDICTS = ("agrees", "partly", "disagrees")
 
@@ -113,6 +113,11 @@ class Experiment:
     """A sentence appended to the verdict's detail (e.g. what a mean hides)."""
     plotter: PlotFn | None = None
     """Draws the PNG instead of the default published-beside-simulated plot."""
+    quick_grid: dict[str, Sequence[Any]] | None = None
+    """With --quick, sweep this (smaller) grid instead of `grid`."""
+
+    def grid_for(self, quick: bool) -> dict[str, Sequence[Any]]:
+        return dict(self.quick_grid) if quick and self.quick_grid is not None else dict(self.grid)
 
     def __post_init__(self) -> None:
         if self.points:
@@ -345,7 +350,7 @@ def run_experiment(
     else:
         outcome = run_sweep(
             scenario_path(exp.scenarios[0]),
-            exp.grid or None,
+            exp.grid_for(quick) or None,
             seeds,
             overrides=overrides,
             executor=executor,
@@ -376,7 +381,7 @@ def run_experiment(
     if exp.beside is not None and exp.beside_simulate is not None:
         beside = run_sweep(
             scenario_path(exp.beside),
-            exp.grid or None,
+            exp.grid_for(quick) or None,
             seeds,
             overrides=overrides,
             executor=executor,
@@ -460,13 +465,14 @@ def _run_points(
     sweep_ids: dict[str, str] = {}
     failed: list[dict[str, Any]] = []
     planned = 0
-    grid_size = math.prod(len(v) for v in exp.grid.values()) if exp.grid else 1
+    grid = exp.grid_for(quick)
+    grid_size = math.prod(len(v) for v in grid.values()) if grid else 1
     bar = Progress(len(exp.points) * seeds * grid_size, label="runs", enabled=progress)
     try:
         for pt, path in zip(exp.points, paths, strict=True):
             outcome = run_sweep(
                 path,
-                exp.grid or None,
+                grid or None,
                 seeds,
                 overrides=[
                     *exp.overrides,

@@ -44,7 +44,13 @@ pub struct IpiMsg {
 impl World {
     fn vcpu_idle(&self, v: VcpuId) -> bool {
         let vc = &self.vcpus[v.idx()];
-        vc.cur.is_none() && vc.rq.is_empty()
+        // Gleaner's yielding thread stands in for the idle loop: its vCPU counts as idle
+        // (as Linux counts a CPU running only SCHED_IDLE tasks, sched_idle_cpu()), unless
+        // the host preempted it (KVM's vcpu_is_preempted()).
+        match vc.cur {
+            None => vc.rq.is_empty(),
+            Some(c) => self.threads[c.idx()].yielder && vc.rq.is_empty() && vc.is_running(),
+        }
     }
 
     /// Wake-up placement: the previous vCPU if idle, else an idle vCPU of the VM, else

@@ -88,7 +88,7 @@ impl World {
         Some(t)
     }
 
-    fn guest_pull(&mut self, v: VcpuId) {
+    pub(crate) fn guest_pull(&mut self, v: VcpuId) {
         let vm = self.vcpus[v.idx()].vm.idx();
         let m = &self.vms[vm];
         if m.queued == 0 || !m.guest.load_balance || m.cpuset >> (v.0 - m.first_vcpu) & 1 == 0 {
@@ -99,11 +99,22 @@ impl World {
             // Linux pulls only from a CPU with more than one runnable task.
             .filter(|s| {
                 let sv = &self.vcpus[s.idx()];
-                *s != v && !sv.rq.is_empty() && sv.rq.len() + sv.cur.is_some() as usize >= 2
+                *s != v
+                    && !sv.rq.is_empty()
+                    && sv.rq.len() + sv.cur.is_some() as usize >= 2
+                    // Gleaner's yielding threads are pinned to their vCPU.
+                    && sv.rq.iter().any(|t| !self.threads[t.idx()].yielder)
             })
             .max_by_key(|s| (self.vcpus[s.idx()].rq.len(), std::cmp::Reverse(s.0)));
         if let Some(s) = busiest {
-            let t = self.vcpus[s.idx()].rq.remove(0);
+            let Some(i) = self.vcpus[s.idx()]
+                .rq
+                .iter()
+                .position(|t| !self.threads[t.idx()].yielder)
+            else {
+                return;
+            };
+            let t = self.vcpus[s.idx()].rq.remove(i);
             self.move_thread(t, v);
             self.vcpus[v.idx()].rq.push(t);
         }
@@ -234,13 +245,16 @@ impl World {
         let now = self.now;
         let switch = self.costs.guest_switch_ns + self.guest_tlb_refill(v, t);
         let vm = self.vcpus[v.idx()].vm.idx();
+        // Gleaner's yielding threads belong to another process: running one does not put
+        // the vCPU in the workload's mm mask (TLB shootdown targets).
+        let of_workload = !self.threads[t.idx()].yielder;
         let vc = &mut self.vcpus[v.idx()];
         // A context switch unless the same thread simply continues (coming out of the
         // idle task is a switch too).
         let fresh = vc.last_thread != Some(t) || vc.idle_since != Nanos::MAX;
         vc.cur = Some(t);
         vc.last_thread = Some(t);
-        vc.ran_threads = true;
+        vc.ran_threads |= of_workload;
         if vc.idle_since != Nanos::MAX {
             // Leaving idle: haltpoll adapts its window to the idle period.
             let block = now.0.saturating_sub(vc.idle_since.0);
@@ -254,6 +268,9 @@ impl World {
                     vc.guest_poll_ns = cur / 2;
                 }
             }
+        }
+        if self.vms[vm].gleaner.is_some() {
+            self.gleaner_switch_in(v, t, fresh);
         }
         let th = &mut self.threads[t.idx()];
         th.state = ThreadState::Running;
@@ -293,6 +310,9 @@ impl World {
             };
             match self.threads[t.idx()].act {
                 TAct::Work => {
+                    if self.threads[t.idx()].yielder {
+                        self.yielder_clip(v, t, t0);
+                    }
                     let th = &self.threads[t.idx()];
                     if th.debt.0 == 0 && th.remaining.0 == 0 {
                         if let Advance::Left = self.thread_advance(t, v) {
@@ -337,7 +357,10 @@ impl World {
         } else {
             (
                 th.remaining.0,
-                if th.in_kernel {
+                if th.yielder {
+                    // Gleaner's yield loop: the vCPU is idle, but keeps its pCPU.
+                    VCat::IdlePoll
+                } else if th.in_kernel {
                     VCat::Kernel
                 } else {
                     VCat::User
@@ -613,6 +636,12 @@ impl World {
                     th.micro.extend([Micro::MutexLock(m), Micro::QueuePop(q)]);
                 }
                 Instr::TlbShootdown => self.tlb_shootdown(t, v),
+                Instr::Retain => {
+                    if self.yielder_step(t, v) {
+                        return Advance::Left;
+                    }
+                    return Advance::Continue;
+                }
                 Instr::Exit => {
                     th.state = ThreadState::Done;
                     th.pc -= 1;
@@ -637,7 +666,7 @@ impl World {
 
     /// Blocks `t` until `ev` fires `dur` from now (a sleep's timer, a device's
     /// completion).
-    fn block_with_timer(&mut self, t: ThreadId, v: VcpuId, ev: Ev, dur: u64) {
+    pub(crate) fn block_with_timer(&mut self, t: ThreadId, v: VcpuId, ev: Ev, dur: u64) {
         let now = self.now;
         let th = &mut self.threads[t.idx()];
         th.state = ThreadState::Blocked;

@@ -117,6 +117,8 @@ pub struct Thread {
     pub process: u16,
     /// pv spinlock: the vCPU has halted for this thread's lock since it last spun.
     pub pv_halted: bool,
+    /// Gleaner's yielding thread of its vCPU (SCHED_IDLE, pinned, outside the cpuset).
+    pub yielder: bool,
 }
 
 impl Thread {
@@ -151,6 +153,7 @@ impl Thread {
             idle_prio: false,
             process: 0,
             pv_halted: false,
+            yielder: false,
         }
     }
 }

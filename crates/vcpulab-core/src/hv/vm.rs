@@ -59,4 +59,6 @@ pub struct Vm {
     pub queued: u32,
     /// Where the VM's synchronization objects start in the global arenas.
     pub bases: crate::guest::kernel::ObjBases,
+    /// Gleaner's yielding threads and consolidation controller, when enabled.
+    pub gleaner: Option<Box<crate::guest::gleaner::GleanerVm>>,
 }

@@ -108,6 +108,27 @@ pub struct VmRow {
     pub ple_yield_tail: u64,
     pub cvs_decisions: u64,
     pub cvs_decision_ns: u64,
+    /// Gleaner: vCPUs in the workload's cpuset, time-averaged, fewest, and at the end
+    /// (all vCPUs without consolidation).
+    pub active_vcpus_mean: f64,
+    pub active_vcpus_min: u32,
+    pub active_vcpus_final: u32,
+    pub gleaner_deactivations: u64,
+    pub gleaner_restores: u64,
+    pub gleaner_reactivations: u64,
+    /// Gleaner's yielding threads: runs of idle yields, and timeouts (nanosleeps).
+    pub gleaner_idle_periods: u64,
+    pub gleaner_sleeps: u64,
+}
+
+/// The energy proxy: pCPU time busy (guest, entry/exit overhead, host halt polling)
+/// and halted, weighted by `host.power`.
+#[derive(Clone, Debug, Serialize)]
+pub struct Energy {
+    pub busy_pcpu_ns: u64,
+    pub halted_pcpu_ns: u64,
+    pub joules: f64,
+    pub mean_w: f64,
 }
 
 /// The focus VM run in one execution mode, and its slowdown against it.
@@ -223,6 +244,9 @@ pub struct Report {
     pub latencies: Vec<LatencyRow>,
     pub modes: Vec<ModeRow>,
     pub fairness: Fairness,
+    pub energy: Energy,
+    /// Gleaner's consolidation controller, one row per VM and interval.
+    pub gleaner: Vec<crate::guest::gleaner::GleanerRow>,
     pub histograms: BTreeMap<String, HistSummary>,
     /// Per VM, per epoch of PLE exits: window and inefficiency (hv/ple_epochs.rs).
     pub ple_epochs: Vec<crate::hv::ple_epochs::PleEpochRow>,
@@ -255,6 +279,14 @@ pub fn water_fill(capacity: f64, claims: &[(f64, f64)]) -> Vec<f64> {
         open.retain(|i| !saturated.contains(i));
     }
     alloc
+}
+
+/// A counter of the VM's consolidation controller (0 without one).
+fn ctl(m: &crate::hv::vm::Vm, f: impl Fn(&crate::guest::consolidation::Controller) -> u64) -> u64 {
+    m.gleaner
+        .as_ref()
+        .and_then(|g| g.controller.as_ref())
+        .map_or(0, f)
 }
 
 pub fn jain(xs: &[f64]) -> f64 {
@@ -362,6 +394,23 @@ impl Report {
                 ple_yield_tail: w.cosched[i].yield_tail,
                 cvs_decisions: w.cosched[i].cvs_decisions,
                 cvs_decision_ns: w.cosched[i].cvs_decision_ns,
+                active_vcpus_mean: m
+                    .gleaner
+                    .as_ref()
+                    .map_or(m.nvcpus as f64, |g| g.mean_active(w.now)),
+                active_vcpus_min: m.gleaner.as_ref().map_or(m.nvcpus, |g| g.min_active),
+                active_vcpus_final: m.gleaner.as_ref().map_or(m.nvcpus, |g| g.active),
+                gleaner_deactivations: ctl(m, |c| c.deactivations),
+                gleaner_restores: ctl(m, |c| c.restores),
+                gleaner_reactivations: ctl(m, |c| c.reactivations),
+                gleaner_idle_periods: m
+                    .gleaner
+                    .as_ref()
+                    .map_or(0, |g| g.yielders.iter().map(|y| y.streaks).sum()),
+                gleaner_sleeps: m
+                    .gleaner
+                    .as_ref()
+                    .map_or(0, |g| g.yielders.iter().map(|y| y.sleeps).sum()),
             });
         }
         let vcpus = w
@@ -377,6 +426,26 @@ impl Report {
                 wakes: v.wakes,
                 cache_refill_ns: v.refill_ns,
             })
+            .collect();
+        let busy: u64 = w
+            .pcpus
+            .iter()
+            .map(|p| (p.guest_ns + p.overhead_ns + p.poll_ns).min(end))
+            .sum();
+        let halted = (end * w.pcpus.len() as u64).saturating_sub(busy);
+        let joules =
+            (busy as f64 * sc.host.power.busy_w + halted as f64 * sc.host.power.halted_w) / 1e9;
+        let energy = Energy {
+            busy_pcpu_ns: busy,
+            halted_pcpu_ns: halted,
+            joules,
+            mean_w: joules / secs,
+        };
+        let gleaner = w
+            .vms
+            .iter()
+            .filter_map(|m| m.gleaner.as_ref())
+            .flat_map(|g| g.rows.iter().cloned())
             .collect();
         let pcpus = w
             .pcpus
@@ -483,6 +552,8 @@ impl Report {
             fairness: Fairness {
                 jain_index: jain(&ratios),
             },
+            energy,
+            gleaner,
             histograms,
             ple_epochs: w.ple_epochs.rows().cloned().collect(),
         }

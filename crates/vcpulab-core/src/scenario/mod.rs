@@ -118,6 +118,25 @@ pub struct HostConfig {
     pub halt_poll: HaltPollConfig,
     /// Posted interrupts / IPI virtualization: no receive-side exit for a running target.
     pub posted_interrupts: bool,
+    /// Power of a pCPU, for the report's energy proxy.
+    pub power: PowerConfig,
+}
+
+/// The energy proxy's power per pCPU: busy (running a vCPU, its entry/exit, or host
+/// halt polling) and halted (idle in C1). Assumed values, see docs/model.md.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PowerConfig {
+    pub busy_w: f64,
+    pub halted_w: f64,
+}
+impl Default for PowerConfig {
+    fn default() -> Self {
+        PowerConfig {
+            busy_w: 12.0,
+            halted_w: 4.0,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -248,6 +267,7 @@ impl Default for HostConfig {
             ple: PleConfig::default(),
             halt_poll: HaltPollConfig::default(),
             posted_interrupts: false,
+            power: PowerConfig::default(),
         }
     }
 }
@@ -534,6 +554,8 @@ pub struct GuestConfig {
     pub load_balance: bool,
     /// vCPUs the workload's threads may use (a cpuset), e.g. "0-3"; all when absent.
     pub cpuset: Option<String>,
+    /// Gleaner: resource retention by yielding threads, and consolidation.
+    pub gleaner: GleanerConfig,
 }
 impl Default for GuestConfig {
     fn default() -> Self {
@@ -552,6 +574,75 @@ impl Default for GuestConfig {
             pv_tlb_flush: false,
             load_balance: true,
             cpuset: None,
+            gleaner: GleanerConfig::default(),
+        }
+    }
+}
+
+/// Which of Gleaner's techniques the guest runs (guest/gleaner.rs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GleanerMode {
+    /// No yielding threads: the guest idles as `idle` says.
+    Off,
+    /// A yielding thread per vCPU that never sleeps (the "idle daemon" workaround).
+    Retention,
+    /// Yielding threads that sleep once the vCPU has been idle for the timeout.
+    RetentionTimeout,
+    /// Retention with timeout plus consolidation of the workload's cpuset.
+    Gleaner,
+}
+
+/// Gleaner's parameters (SYSTEMS.md 4.1); sources and assumptions in docs/model.md.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GleanerConfig {
+    pub mode: GleanerMode,
+    /// Retention timeout; absent: the cost of a halt/wake round trip as the guest
+    /// measures it (HLT exit + host wake + entry + vCPU switch, from host.costs).
+    pub timeout_us: Option<f64>,
+    /// How long a yielding thread sleeps (nanosleep) once the timeout has passed; each
+    /// further timeout with no workload thread run on its vCPU in between doubles it, up
+    /// to `max_sleep_us`.
+    pub sleep_us: f64,
+    pub max_sleep_us: f64,
+    /// Period of the consolidation controller's measurements.
+    pub interval_ms: f64,
+    /// Initial rho and eta of the two deactivation conditions, in (0, 1].
+    pub rho: f64,
+    pub eta: f64,
+    /// Factor applied when lowering rho or eta after a failed deactivation.
+    pub lower_factor: f64,
+    /// A relative change of the active vCPUs' total utilization above this is major.
+    pub major_util_change: f64,
+    /// A vCPU rising above this utilization is a major change.
+    pub major_vcpu_util: f64,
+    /// g_comp growing or shrinking by more than this factor is a major change.
+    pub major_gcomp_factor: f64,
+    /// A vCPU at or above this utilization counts as fully used (100%).
+    pub full_util: f64,
+    /// After a deactivation, a relative drop of total utilization above this fails it.
+    pub util_drop: f64,
+    /// Never fewer active vCPUs than this.
+    pub min_active: u32,
+}
+impl Default for GleanerConfig {
+    fn default() -> Self {
+        GleanerConfig {
+            mode: GleanerMode::Off,
+            timeout_us: None,
+            sleep_us: 1_000.0,
+            max_sleep_us: 50_000.0,
+            interval_ms: 50.0,
+            rho: 1.0,
+            eta: 1.0,
+            lower_factor: 0.9,
+            major_util_change: 0.2,
+            major_vcpu_util: 0.9,
+            major_gcomp_factor: 2.0,
+            full_util: 0.99,
+            util_drop: 0.05,
+            min_active: 1,
         }
     }
 }

@@ -66,6 +66,58 @@ step_cycles = 1024
 "#,
     },
     Preset {
+        name: "gleaner",
+        description: "kvm-default with Gleaner in every guest: a yielding thread per vCPU (retention with the halt/wake round-trip timeout) and consolidation of the workload's cpuset",
+        toml: r#"
+[host.scheduler]
+kind = "cfs"
+[host.ple]
+policy = "kvm"
+action = "directed-yield"
+[guest.gleaner]
+mode = "gleaner"
+"#,
+    },
+    Preset {
+        name: "gleaner-retention",
+        description: "kvm-default with Gleaner's resource retention only (yielding threads with the halt/wake round-trip timeout, no consolidation)",
+        toml: r#"
+[host.scheduler]
+kind = "cfs"
+[host.ple]
+policy = "kvm"
+action = "directed-yield"
+[guest.gleaner]
+mode = "retention-timeout"
+"#,
+    },
+    Preset {
+        name: "idle-daemon",
+        description: "kvm-default with a never-sleeping yielding thread per vCPU (pure retention, the idle-daemon workaround Gleaner compares with)",
+        toml: r#"
+[host.scheduler]
+kind = "cfs"
+[host.ple]
+policy = "kvm"
+action = "directed-yield"
+[guest.gleaner]
+mode = "retention"
+"#,
+    },
+    Preset {
+        name: "guest-haltpoll",
+        description: "kvm-default with the guest cpuidle-haltpoll driver (poll up to 200 us before HLT; host polling off)",
+        toml: r#"
+[host.scheduler]
+kind = "cfs"
+[host.ple]
+policy = "kvm"
+action = "directed-yield"
+[guest]
+idle = "haltpoll"
+"#,
+    },
+    Preset {
         name: "native",
         description: "the focus VM's threads on bare metal: one CPU per thread slot, no virtualization costs",
         toml: r#"

@@ -261,6 +261,64 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
         )?;
         crate::workload::build(&vm.workload, vm.vcpus)
             .map_err(|e| ScenarioError::new(k(&format!("workload.{}", e.key)), e.message))?;
+        validate_gleaner(&g.gleaner, vm.vcpus, &|f: &str| {
+            k(&format!("guest.gleaner.{f}"))
+        })?;
+        if g.gleaner.mode == super::GleanerMode::Gleaner && g.cpuset.is_some() {
+            return Err(ScenarioError::new(
+                k("guest.cpuset"),
+                "guest.gleaner.mode = \"gleaner\" manages the workload's cpuset itself; remove guest.cpuset or choose mode \"retention-timeout\"",
+            ));
+        }
     }
+    range_f("host.power.busy_w", h.power.busy_w, 0.0, 1e4, " W")?;
+    range_f("host.power.halted_w", h.power.halted_w, 0.0, 1e4, " W")?;
+    Ok(())
+}
+
+fn validate_gleaner(
+    g: &super::GleanerConfig,
+    vcpus: u32,
+    k: &dyn Fn(&str) -> String,
+) -> Result<(), ScenarioError> {
+    if g.mode == super::GleanerMode::Off {
+        return Ok(());
+    }
+    if vcpus > 128 {
+        return Err(ScenarioError::new(
+            k("mode"),
+            format!("Gleaner's cpuset covers at most 128 vCPUs; this VM has {vcpus}"),
+        ));
+    }
+    if let Some(t) = g.timeout_us {
+        range_f(&k("timeout_us"), t, 0.0, 1e7, " us")?;
+    }
+    range_f(&k("sleep_us"), g.sleep_us, 1.0, 1e7, " us")?;
+    range_f(
+        &k("max_sleep_us"),
+        g.max_sleep_us,
+        g.sleep_us,
+        1e8,
+        " us (at least sleep_us)",
+    )?;
+    range_f(&k("interval_ms"), g.interval_ms, 1.0, 1e5, " ms")?;
+    for (name, v) in [
+        ("rho", g.rho),
+        ("eta", g.eta),
+        ("lower_factor", g.lower_factor),
+    ] {
+        if !(v > 0.0 && v <= 1.0) {
+            return Err(ScenarioError::new(
+                k(name),
+                format!("{v} is not allowed; expected a number in (0, 1]"),
+            ));
+        }
+    }
+    range_f(&k("major_util_change"), g.major_util_change, 0.0, 10.0, "")?;
+    range_f(&k("major_vcpu_util"), g.major_vcpu_util, 0.0, 1.0, "")?;
+    range_f(&k("major_gcomp_factor"), g.major_gcomp_factor, 1.0, 1e3, "")?;
+    range_f(&k("full_util"), g.full_util, 0.0, 1.0, "")?;
+    range_f(&k("util_drop"), g.util_drop, 0.0, 1.0, "")?;
+    range_u(&k("min_active"), g.min_active as u64, 1, vcpus as u64)?;
     Ok(())
 }

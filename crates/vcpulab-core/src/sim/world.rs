@@ -41,6 +41,8 @@ pub enum Ev {
     WarmupEnd,
     /// The run's time limit.
     End,
+    /// Gleaner's consolidation controller measures this VM (guest/gleaner.rs).
+    GleanerTick(VmId),
 }
 
 /// A kernel-spinlock event, logged when `World::lock_log` is set.
@@ -279,6 +281,26 @@ impl World {
                     t_in_vm += 1;
                 }
             }
+            let gleaner = crate::guest::gleaner::GleanerVm::new(
+                &g.gleaner,
+                &sc.host.costs,
+                vc.vcpus,
+                ns(g.min_granularity_ms),
+            )
+            .map(|mut gv| {
+                // One yielding thread per vCPU, after the workload's threads.
+                for i in 0..vc.vcpus {
+                    gv.yielders[i as usize].thread = Some(ThreadId(threads.len() as u32));
+                    threads.push(crate::guest::gleaner::yielder_thread(
+                        vm_id,
+                        VcpuId(first + i),
+                        i,
+                        Rng::stream(sc.seed, Stream::Thread, ((vi as u64) << 32) | t_in_vm),
+                    ));
+                    t_in_vm += 1;
+                }
+                Box::new(gv)
+            });
             let _ = vm_name;
             obj_bases.push(bases);
             vms.push(Vm {
@@ -332,6 +354,7 @@ impl World {
                 cpuset,
                 bases: obj_bases[vi],
                 queued: 0,
+                gleaner,
             });
         }
         let setup = SchedSetup {
@@ -416,6 +439,7 @@ impl World {
             self.q.push(self.warmup, Ev::WarmupEnd);
         }
         self.q.push(self.limit, Ev::End);
+        self.gleaner_start();
         if self.finite_left == 0 {
             // Fixed-time run: nothing to finish.
         }
@@ -519,6 +543,7 @@ impl World {
             Ev::End => {
                 self.stop = Some(StopCause::Duration);
             }
+            Ev::GleanerTick(vm) => self.on_gleaner_tick(vm),
         }
         true
     }

@@ -130,6 +130,9 @@ pub enum Instr {
     TlbShootdown,
     Io(Dist),
     Exit,
+    /// Gleaner's yielding thread: one round of its sched_yield loop (guest/gleaner.rs);
+    /// built by the guest, not written in scenarios.
+    Retain,
 }
 
 /// Names of a workload's synchronization objects; an instruction refers to an object
