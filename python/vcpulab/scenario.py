@@ -68,7 +68,9 @@ def inline_trace_files(text: str, base: Path) -> str:
     changed = False
     for i, vm in enumerate(vms):
         workload = vm.get("workload") if isinstance(vm, dict) else None
-        params = workload.get("params") if isinstance(workload, dict) else None
+        if not isinstance(workload, dict):
+            continue
+        params = workload.get("params")
         if not isinstance(params, dict) or "file" not in params:
             continue
         key = f"vm.{i}.workload.params.file"

@@ -297,10 +297,10 @@ def _bomb_simulated(frame: pd.DataFrame) -> pd.DataFrame:
     times: dict[tuple[str, int], list[float]] = {}
     exits: dict[tuple[str, int], float] = {}
     for label, runs in bench.groupby(POINT_COLUMN):
-        alg, k = str(label).rsplit(" ", 1)
+        alg, bombs = str(label).rsplit(" ", 1)
         done = runs[runs["finished"].astype(bool)]
-        times[(alg, int(k))] = (done["completion_ns"].astype(float) / 1e9).tolist()
-        exits[(alg, int(k))] = float(runs["ple_exits"].astype(float).mean())
+        times[(alg, int(bombs))] = (done["completion_ns"].astype(float) / 1e9).tolist()
+        exits[(alg, int(bombs))] = float(runs["ple_exits"].astype(float).mean())
     rows = []
     for k in BOMBS:
         row: dict[str, Any] = {"x": float(k), "vor": (k + 1) * 8 / PCPUS}

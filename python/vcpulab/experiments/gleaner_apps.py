@@ -408,13 +408,11 @@ def _freq_simulated(frame: pd.DataFrame) -> pd.DataFrame:
     rows: list[dict[str, object]] = []
     for m in models:
         row: dict[str, object] = {"x": m, "halts_per_s": halts[m]}
+        slowdown: dict[str, float] = {}
         for label in (*FREQ_SETTINGS, *FREQ_EXTRA):
-            row[f"slowdown {label}"] = _ratio(
-                thr[NATIVE].get(m, math.nan), thr[label].get(m, math.nan)
-            )
-        row["matmul - freqsleep"] = float(row["slowdown +matmul"]) - float(
-            row["slowdown +freqsleep"]
-        )  # type: ignore[arg-type]
+            slowdown[label] = _ratio(thr[NATIVE].get(m, math.nan), thr[label].get(m, math.nan))
+            row[f"slowdown {label}"] = slowdown[label]
+        row["matmul - freqsleep"] = slowdown["+matmul"] - slowdown["+freqsleep"]
         rows.append(row)
     per_model = pd.DataFrame(rows)
     freq = [float(v) for v in per_model["halts_per_s"]] if rows else []
