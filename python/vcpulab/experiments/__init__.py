@@ -399,13 +399,16 @@ def run_experiment(
     merged.to_csv(csv_path, index=False)
     png_path = out / f"{exp.id}.png"
     (exp.plotter or plot)(exp, merged, verdict, png_path)
+    summary = _summary_rows(merged)
     result = ExperimentResult(
         id=exp.id,
         title=exp.title,
         verdict=verdict,
         detail=detail,
-        published=_series_text(merged, exp.x, "published"),
-        simulated=_series_text(merged, exp.x, "simulated", "simulated_ci95"),
+        published=_series_text(summary, exp.x, "published", more=len(merged) - len(summary)),
+        simulated=_series_text(
+            summary, exp.x, "simulated", "simulated_ci95", more=len(merged) - len(summary)
+        ),
         csv=csv_path,
         png=png_path,
         text=out / f"{exp.id}.txt",
@@ -503,7 +506,23 @@ def _run_points(
     return frame, sweep_ids, planned, failed
 
 
-def _series_text(frame: pd.DataFrame, x: str, col: str, ci: str | None = None) -> str:
+SUMMARY_ROWS = 16
+"""At most this many rows of an experiment appear in the one-line summaries (the
+validation report's overview table); the CSV has them all."""
+
+
+def _summary_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows for the one-line summaries: all of a short result; of a long one, those
+    with a published value (the judged ones), at most `SUMMARY_ROWS`."""
+    if len(frame) <= SUMMARY_ROWS or "published" not in frame.columns:
+        return frame.head(SUMMARY_ROWS)
+    judged = frame[frame["published"].notna()]
+    return (judged if len(judged) else frame).head(SUMMARY_ROWS)
+
+
+def _series_text(
+    frame: pd.DataFrame, x: str, col: str, ci: str | None = None, *, more: int = 0
+) -> str:
     parts = []
     for _, r in frame.iterrows():
         if "label" in frame.columns and isinstance(r["label"], str):
@@ -520,6 +539,8 @@ def _series_text(frame: pd.DataFrame, x: str, col: str, ci: str | None = None) -
             # Rounding noise of identical runs is no uncertainty.
             text += f" ± {_g(0.0 if abs(half) <= 1e-9 * abs(float(v)) else half)}"
         parts.append(text)
+    if more > 0:
+        parts.append(f"… {more} more rows in the CSV")
     return "; ".join(parts)
 
 
