@@ -158,7 +158,8 @@ pub enum PlePolicy {
 pub enum PleAction {
     /// KVM's kvm_vcpu_on_spin: directed yield to a preempted sibling vCPU.
     DirectedYield,
-    /// Xen: the spinner yields (goes behind the vCPUs of its priority).
+    /// Xen: the spinner yields (behind the vCPUs of its priority and one lower-priority
+    /// vCPU, as credit1's runq_insert with the yield flag).
     Yield,
     /// Yield-to-head: the spinner gives its pCPU to the next queued vCPU and is put at
     /// the head of its runqueue, so it runs again right after that one.

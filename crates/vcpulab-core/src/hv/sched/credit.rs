@@ -96,6 +96,21 @@ impl Credit {
         self.svc[v.idx()].cpu = p as u32;
     }
 
+    /// __runq_insert of a vCPU with CSCHED_FLAG_UNIT_YIELD: after every vCPU of equal
+    /// or higher priority and, if there is one, behind the first lower-priority one
+    /// ("try to put it behind one lower-priority runnable unit"), so that a spinner
+    /// yielding ahead of OVER vCPUs does not get its pCPU straight back.
+    fn runq_insert_yielded(&mut self, p: usize, v: VcpuId) {
+        let pri = self.svc[v.idx()].pri;
+        let q = &self.pcpus[p].runq;
+        let pos = match q.iter().position(|x| self.svc[x.idx()].pri < pri) {
+            Some(i) => i + 1,
+            None => q.len(),
+        };
+        self.pcpus[p].runq.insert(pos, v);
+        self.svc[v.idx()].cpu = p as u32;
+    }
+
     fn burn(&mut self, v: VcpuId, now: Nanos) {
         let s = &mut self.svc[v.idx()];
         let ran = now.0.saturating_sub(s.start.0);
@@ -294,8 +309,7 @@ impl HostScheduler for Credit {
                 self.runq_insert(pi, v);
             }
             StopReason::Yielded => {
-                // Behind all vCPUs of its priority (yield-to-tail).
-                self.runq_insert(pi, v);
+                self.runq_insert_yielded(pi, v);
             }
             StopReason::Blocked => {
                 self.svc[v.idx()].blocked = true;
@@ -430,5 +444,60 @@ impl Credit {
 
     pub(crate) fn is_held(&self, v: VcpuId) -> bool {
         self.svc[v.idx()].held
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::cpumask::CpuMask;
+    use crate::sim::VmId;
+
+    fn one_pcpu(n: usize) -> Credit {
+        let setup = SchedSetup {
+            pcpus: 1,
+            vcpu_vm: (0..n).map(|i| VmId(i as u32)).collect(),
+            vcpu_mask: vec![CpuMask::all(1); n],
+            vm_weight: vec![256; n],
+            vm_cap: vec![None; n],
+        };
+        Credit::new(&CreditParams::default(), setup)
+    }
+
+    #[test]
+    fn a_yielding_vcpu_goes_behind_one_lower_priority_vcpu() {
+        let mut c = one_pcpu(4);
+        let (me, under, over1, over2) = (VcpuId(0), VcpuId(1), VcpuId(2), VcpuId(3));
+        c.svc[under.idx()].pri = Pri::Under;
+        c.svc[over1.idx()].pri = Pri::Over;
+        c.svc[over2.idx()].pri = Pri::Over;
+        for v in [under, over1, over2] {
+            c.runq_insert(0, v);
+        }
+        c.svc[me.idx()].pri = Pri::Under;
+        c.pcpus[0].curr = Some(me);
+        c.put_prev(PcpuId(0), me, StopReason::Yielded, Nanos(1_000));
+        assert_eq!(c.pcpus[0].runq, vec![under, over1, me, over2]);
+        // Preempted (not yielding): after its priority only.
+        let mut c2 = one_pcpu(4);
+        for (v, p) in [(under, Pri::Under), (over1, Pri::Over), (over2, Pri::Over)] {
+            c2.svc[v.idx()].pri = p;
+            c2.runq_insert(0, v);
+        }
+        c2.svc[me.idx()].pri = Pri::Under;
+        c2.pcpus[0].curr = Some(me);
+        c2.put_prev(PcpuId(0), me, StopReason::Preempted, Nanos(1_000));
+        assert_eq!(c2.pcpus[0].runq, vec![under, me, over1, over2]);
+    }
+
+    #[test]
+    fn a_yielding_vcpu_among_equals_goes_to_their_tail() {
+        let mut c = one_pcpu(3);
+        for v in [VcpuId(1), VcpuId(2)] {
+            c.runq_insert(0, v);
+        }
+        c.pcpus[0].curr = Some(VcpuId(0));
+        c.put_prev(PcpuId(0), VcpuId(0), StopReason::Yielded, Nanos(1_000));
+        assert_eq!(c.pcpus[0].runq, vec![VcpuId(1), VcpuId(2), VcpuId(0)]);
     }
 }
