@@ -79,6 +79,9 @@ pub struct GleanerRow {
     pub decision: &'static str,
 }
 
+/// Rows of the per-VM `gleaner` table kept at most (thinned by halves beyond).
+pub const MAX_ROWS: usize = 2048;
+
 #[derive(Clone, Debug)]
 pub struct GleanerVm {
     pub mode: GleanerMode,
@@ -89,6 +92,10 @@ pub struct GleanerVm {
     pub yielders: Vec<YielderState>,
     pub controller: Option<Controller>,
     pub rows: Vec<GleanerRow>,
+    /// Controller intervals so far, and every how many of them a row is kept (doubles
+    /// when `rows` is full, so memory stays bounded whatever the run's length).
+    pub intervals: u64,
+    pub row_stride: u64,
     /// Active vCPUs now, the fewest seen, and their time integral (vCPU x ns).
     pub active: u32,
     pub min_active: u32,
@@ -121,6 +128,8 @@ impl GleanerVm {
             yielders: vec![YielderState::default(); nvcpus as usize],
             controller,
             rows: Vec::new(),
+            intervals: 0,
+            row_stride: 1,
             active: nvcpus,
             min_active: nvcpus,
             active_ns: 0.0,
@@ -359,23 +368,37 @@ impl World {
             .as_ref()
             .map_or((f64::NAN, f64::NAN), |c| (c.rho, c.eta));
         let mm = measurement.as_ref();
-        g.rows.push(GleanerRow {
-            vm: self.vms[m].name.clone(),
-            t_ns: now.0,
-            active_vcpus: samples.len() as u32,
-            total_util: mm.map_or(0.0, |x| x.total_util),
-            l_comp_ns: mm.map_or(f64::NAN, |x| x.l_comp),
-            g_comp_ns: mm.map_or(f64::NAN, |x| x.g_comp),
-            l_idle_ns: mm.map_or(f64::NAN, |x| x.l_idle),
-            rho,
-            eta,
-            decision: match decision {
-                Decision::Keep => "keep",
-                Decision::Deactivate => "deactivate",
-                Decision::Restore => "restore",
-                Decision::ReactivateAll => "reactivate-all",
-            },
-        });
+        let index = g.intervals;
+        g.intervals += 1;
+        if index % g.row_stride == 0 && g.rows.len() >= MAX_ROWS {
+            // Full: keep every other row (intervals 0, 2s, 4s, ...) and from now on
+            // every 2s-th interval.
+            let mut kept = 0;
+            g.rows.retain(|_| {
+                kept += 1;
+                kept % 2 == 1
+            });
+            g.row_stride *= 2;
+        }
+        if index % g.row_stride == 0 {
+            g.rows.push(GleanerRow {
+                vm: self.vms[m].name.clone(),
+                t_ns: now.0,
+                active_vcpus: samples.len() as u32,
+                total_util: mm.map_or(0.0, |x| x.total_util),
+                l_comp_ns: mm.map_or(f64::NAN, |x| x.l_comp),
+                g_comp_ns: mm.map_or(f64::NAN, |x| x.g_comp),
+                l_idle_ns: mm.map_or(f64::NAN, |x| x.l_idle),
+                rho,
+                eta,
+                decision: match decision {
+                    Decision::Keep => "keep",
+                    Decision::Deactivate => "deactivate",
+                    Decision::Restore => "restore",
+                    Decision::ReactivateAll => "reactivate-all",
+                },
+            });
+        }
         let interval = g.interval;
         self.vms[m].gleaner = Some(g);
         let full = if n >= 128 {
