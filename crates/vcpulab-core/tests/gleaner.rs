@@ -169,7 +169,11 @@ fn the_controller_table_stays_bounded_and_spans_the_run() {
     let r = run_toml(&text);
     let n = vcpulab_core::guest::gleaner::MAX_ROWS;
     // 6,000 intervals of 1 ms: thinned twice.
-    assert!(r.gleaner.len() <= n && r.gleaner.len() > n / 2, "{}", r.gleaner.len());
+    assert!(
+        r.gleaner.len() <= n && r.gleaner.len() > n / 2,
+        "{}",
+        r.gleaner.len()
+    );
     let last = r.gleaner.last().map_or(0, |g| g.t_ns);
     assert!(last > 5_000_000_000, "last row at {last} ns");
     assert!(r.gleaner.windows(2).all(|w| w[0].t_ns < w[1].t_ns));
