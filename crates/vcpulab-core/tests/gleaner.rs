@@ -167,7 +167,7 @@ fn the_controller_table_stays_bounded_and_spans_the_run() {
         .replace("duration = \"1s\"", "duration = \"6s\"")
         .replace("mode = \"gleaner\"", "mode = \"gleaner\"\ninterval_ms = 1");
     let r = run_toml(&text);
-    let n = vcpulab_core::guest::gleaner::MAX_ROWS;
+    let n = vcpulab_core::metrics::series::CAP;
     // 6,000 intervals of 1 ms: thinned twice.
     assert!(
         r.gleaner.len() <= n && r.gleaner.len() > n / 2,

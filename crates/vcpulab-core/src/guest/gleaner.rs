@@ -18,6 +18,7 @@
 use crate::guest::consolidation::{Controller, Decision, Measurement, Thresholds, VcpuSample};
 use crate::guest::thread::{Thread, ThreadState};
 use crate::hv::vcpu::VCat;
+use crate::metrics::series::Thinned;
 use crate::scenario::{CostTable, GleanerConfig, GleanerMode};
 use crate::sim::world::{Ev, World};
 use crate::sim::{Nanos, Rng, ThreadId, VcpuId, VmId};
@@ -79,9 +80,6 @@ pub struct GleanerRow {
     pub decision: &'static str,
 }
 
-/// Rows of the per-VM `gleaner` table kept at most (thinned by halves beyond).
-pub const MAX_ROWS: usize = 2048;
-
 #[derive(Clone, Debug)]
 pub struct GleanerVm {
     pub mode: GleanerMode,
@@ -91,11 +89,10 @@ pub struct GleanerVm {
     pub interval: Nanos,
     pub yielders: Vec<YielderState>,
     pub controller: Option<Controller>,
-    pub rows: Vec<GleanerRow>,
-    /// Controller intervals so far, and every how many of them a row is kept (doubles
-    /// when `rows` is full, so memory stays bounded whatever the run's length).
+    /// One row per controller interval, bounded (thinned by halves so it spans the run).
+    pub rows: Thinned<GleanerRow>,
+    /// Controller intervals so far.
     pub intervals: u64,
-    pub row_stride: u64,
     /// Active vCPUs now, the fewest seen, and their time integral (vCPU x ns).
     pub active: u32,
     pub min_active: u32,
@@ -127,9 +124,8 @@ impl GleanerVm {
             interval: Nanos(((g.interval_ms * 1e6).round() as u64).max(1)),
             yielders: vec![YielderState::default(); nvcpus as usize],
             controller,
-            rows: Vec::new(),
+            rows: Thinned::default(),
             intervals: 0,
-            row_stride: 1,
             active: nvcpus,
             min_active: nvcpus,
             active_ns: 0.0,
@@ -370,18 +366,8 @@ impl World {
         let mm = measurement.as_ref();
         let index = g.intervals;
         g.intervals += 1;
-        if index % g.row_stride == 0 && g.rows.len() >= MAX_ROWS {
-            // Full: keep every other row (intervals 0, 2s, 4s, ...) and from now on
-            // every 2s-th interval.
-            let mut kept = 0;
-            g.rows.retain(|_| {
-                kept += 1;
-                kept % 2 == 1
-            });
-            g.row_stride *= 2;
-        }
-        if index % g.row_stride == 0 {
-            g.rows.push(GleanerRow {
+        if g.rows.wants(index) {
+            let row = GleanerRow {
                 vm: self.vms[m].name.clone(),
                 t_ns: now.0,
                 active_vcpus: samples.len() as u32,
@@ -397,7 +383,8 @@ impl World {
                     Decision::Restore => "restore",
                     Decision::ReactivateAll => "reactivate-all",
                 },
-            });
+            };
+            g.rows.offer(index, row);
         }
         let interval = g.interval;
         self.vms[m].gleaner = Some(g);

@@ -10,19 +10,16 @@
 //! when the vCPU re-enters (with epochs of hundreds of exits the few that straddle a
 //! boundary hardly matter).
 //!
-//! Memory stays bounded: each VM keeps at most `MAX_ROWS_PER_VM` epoch rows. When that
-//! many are stored, every other row is dropped and from then on only every second epoch
-//! is recorded (then every fourth, ...): the series still spans the whole run, and the
-//! `epoch` column says which epochs the kept rows are.
+//! Memory stays bounded: each VM's rows are a `metrics::series::Thinned` series (at most
+//! 2048, thinned by halves so they still span the run); the `epoch` column says which
+//! epochs the kept rows are.
 
 use crate::hv::vcpu::{VCat, Vcpu};
+use crate::metrics::series::Thinned;
 use crate::scenario::{PleConfig, PlePolicy};
 use crate::sim::world::World;
 use crate::sim::{Nanos, VcpuId, VmId};
 use serde::Serialize;
-
-/// Rows kept per VM before the series is thinned.
-pub const MAX_ROWS_PER_VM: usize = 2048;
 
 /// One epoch of one VM (a row of the report's `ple_epochs` table).
 #[derive(Clone, Debug, Serialize)]
@@ -68,9 +65,7 @@ pub struct PleEpochs {
     open: Vec<Open>,
     /// Per vCPU: when its last PLE exit happened, until it re-enters the guest.
     exit_at: Vec<Option<Nanos>>,
-    rows: Vec<Vec<PleEpochRow>>,
-    /// Record every `stride`-th epoch of a VM (doubles when its rows fill up).
-    stride: Vec<u64>,
+    rows: Vec<Thinned<PleEpochRow>>,
 }
 
 fn policy_name(p: PlePolicy) -> &'static str {
@@ -108,27 +103,17 @@ impl PleEpochs {
             policy: policy_name(c.policy),
             open: vec![Open::default(); nvms],
             exit_at: vec![None; nvcpus],
-            rows: vec![Vec::new(); nvms],
-            stride: vec![1; nvms],
+            rows: vec![Thinned::default(); nvms],
         }
     }
 
     /// The recorded rows of every VM, VM by VM.
     pub fn rows(&self) -> impl Iterator<Item = &PleEpochRow> {
-        self.rows.iter().flatten()
+        self.rows.iter().flat_map(Thinned::iter)
     }
 
     fn keep(&mut self, vm: usize, row: PleEpochRow) {
-        if !row.epoch.is_multiple_of(self.stride[vm]) {
-            return;
-        }
-        let rows = &mut self.rows[vm];
-        rows.push(row);
-        if rows.len() >= MAX_ROWS_PER_VM {
-            self.stride[vm] *= 2;
-            let s = self.stride[vm];
-            rows.retain(|r| r.epoch.is_multiple_of(s));
-        }
+        self.rows[vm].offer(row.epoch, row);
     }
 }
 
@@ -237,13 +222,17 @@ mod tests {
     #[test]
     fn series_is_thinned_not_cut() {
         let mut e = PleEpochs::new(&PleConfig::default(), 1, 1);
-        let n = 5 * MAX_ROWS_PER_VM as u64;
+        let n = 5 * crate::metrics::series::CAP as u64;
         for i in 0..n {
             e.keep(0, row(i));
         }
         let kept: Vec<u64> = e.rows().map(|r| r.epoch).collect();
-        assert!(kept.len() < MAX_ROWS_PER_VM, "bounded: {}", kept.len());
-        assert!(kept.len() >= MAX_ROWS_PER_VM / 4);
+        assert!(
+            kept.len() < crate::metrics::series::CAP,
+            "bounded: {}",
+            kept.len()
+        );
+        assert!(kept.len() >= crate::metrics::series::CAP / 4);
         assert_eq!(kept[0], 0);
         assert!(*kept.last().unwrap_or(&0) >= n - 8, "spans the run");
         let d = kept[1] - kept[0];

@@ -2,6 +2,7 @@
 
 pub mod hist;
 pub mod report;
+pub mod series;
 pub mod trace;
 
 pub use hist::Hist;

@@ -1,7 +1,7 @@
 //! Value checks that serde's types cannot express. Every error names the key, the value
 //! and what is allowed.
 
-use super::{PinSpec, Scenario, ScenarioError, SchedulerConfig};
+use super::{CreditParams, PinSpec, Scenario, ScenarioError, SchedulerConfig};
 use crate::host::cpumask::{CpuMask, MAX_PCPUS};
 
 fn range_f(key: &str, v: f64, lo: f64, hi: f64, unit: &str) -> Result<(), ScenarioError> {
@@ -41,6 +41,25 @@ pub fn vcpu_masks(pin: &Option<PinSpec>, vcpus: u32, pcpus: u32) -> Result<Vec<C
             list.iter().map(|s| CpuMask::parse(s, pcpus)).collect()
         }
     }
+}
+
+/// Xen credit's parameters (also those relaxed co-scheduling runs on).
+fn credit(c: &CreditParams) -> Result<(), ScenarioError> {
+    range_f("host.scheduler.slice_ms", c.slice_ms, 0.1, 1_000.0, " ms")?;
+    range_u(
+        "host.scheduler.ticks_per_slice",
+        c.ticks_per_slice as u64,
+        1,
+        100,
+    )?;
+    range_f(
+        "host.scheduler.ratelimit_us",
+        c.ratelimit_us,
+        0.0,
+        500_000.0,
+        " us",
+    )?;
+    Ok(())
 }
 
 pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
@@ -108,22 +127,7 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
                 " ms",
             )?;
         }
-        SchedulerConfig::Credit(c) => {
-            range_f("host.scheduler.slice_ms", c.slice_ms, 0.1, 1_000.0, " ms")?;
-            range_u(
-                "host.scheduler.ticks_per_slice",
-                c.ticks_per_slice as u64,
-                1,
-                100,
-            )?;
-            range_f(
-                "host.scheduler.ratelimit_us",
-                c.ratelimit_us,
-                0.0,
-                500_000.0,
-                " us",
-            )?;
-        }
+        SchedulerConfig::Credit(c) => credit(c)?,
         SchedulerConfig::Gang(c) => {
             range_f("host.scheduler.slice_ms", c.slice_ms, 0.1, 1_000.0, " ms")?;
             // A strict gang needs a pCPU per vCPU at once.
@@ -140,20 +144,7 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
             }
         }
         SchedulerConfig::RelaxedCo(c) => {
-            range_f("host.scheduler.slice_ms", c.slice_ms, 0.1, 1_000.0, " ms")?;
-            range_u(
-                "host.scheduler.ticks_per_slice",
-                c.ticks_per_slice as u64,
-                1,
-                100,
-            )?;
-            range_f(
-                "host.scheduler.ratelimit_us",
-                c.ratelimit_us,
-                0.0,
-                500_000.0,
-                " us",
-            )?;
+            credit(&c.credit())?;
             range_f(
                 "host.scheduler.skew_threshold_ms",
                 c.skew_threshold_ms,

@@ -16,10 +16,6 @@ struct Entry<E> {
 
 impl<E> Entry<E> {
     #[inline]
-    fn key(&self) -> u128 {
-        self.key
-    }
-    #[inline]
     fn time(&self) -> u64 {
         (self.key >> 64) as u64
     }
@@ -27,7 +23,7 @@ impl<E> Entry<E> {
 
 impl<E> PartialEq for Entry<E> {
     fn eq(&self, o: &Self) -> bool {
-        self.key() == o.key()
+        self.key == o.key
     }
 }
 impl<E> Eq for Entry<E> {}
@@ -39,7 +35,7 @@ impl<E> PartialOrd for Entry<E> {
 impl<E> Ord for Entry<E> {
     fn cmp(&self, o: &Self) -> Ordering {
         // Reversed: BinaryHeap is a max-heap and we want the earliest first.
-        o.key().cmp(&self.key())
+        o.key.cmp(&self.key)
     }
 }
 
