@@ -10,7 +10,6 @@ exec cargo run -q --profile "$profile" -p vcpulab-core --example reporthash -- \
   $s/examples/weights-1-1-2-4.toml run.duration=2s -- \
   $s/examples/xen-slice-sweep.toml run.duration=2s -- \
   $s/examples/two-vms-one-pcpu.toml run.duration=2s -- \
-  $s/examples/trace-file.toml -- \
   $s/gleaner/wakeup-d.toml -- \
   $s/gleaner/corun.toml run.duration=500ms -- \
   $s/gleaner/consolidation.toml run.duration=1s -- \
