@@ -110,9 +110,9 @@ fn deterministic_per_seed() {
 fn pinned(second: Option<&str>, seed: u64) -> String {
     let pin = "pin = [\"0\",\"1\",\"2\",\"3\",\"4\",\"5\",\"6\",\"7\"]";
     let mut s = format!(
-        "seed = {seed}\n[run]\nduration = \"10s\"\n[host]\npcpus = 8\n\
+        "seed = {seed}\n[run]\nduration = \"60s\"\n[host]\npcpus = 8\n\
          [[vm]]\nname = \"dedup\"\nvcpus = 8\n{pin}\n\
-         workload = {{ model = \"dedup\", params = {{ scale = 4 }} }}\n"
+         workload = {{ model = \"dedup\", params = {{ scale = 0.1 }} }}\n"
     );
     if let Some(m) = second {
         s += &format!(
@@ -134,7 +134,11 @@ fn dedup_stats(second: Option<&str>, overrides: &[&str]) -> (u64, f64, u64, u64)
     for seed in 1..=3 {
         let r = run_with(&pinned(second, seed), overrides);
         let v = &r.vms[0];
-        assert!(v.finished);
+        assert!(
+            v.finished,
+            "{second:?} {overrides:?} seed {seed}: {}",
+            r.stop_reason
+        );
         lh += v.lhp + v.lwp;
         spin += v.time.spin_ns;
         comp += v.completion_ns.unwrap();
@@ -266,5 +270,49 @@ fn unknown_params_are_rejected_with_the_allowed_list() {
     assert!(
         err.contains("stages") && err.contains("munmap_every"),
         "{err}"
+    );
+}
+
+/// Models whose `threads` is not a benchmark's thread count: SPEC CPU contexts are
+/// single-threaded programs run as independent copies (SPECrate), `threads` is the copy
+/// count; cpu-bomb spins for ever; a trace names its own threads.
+fn copies_not_threads(model: &str) -> bool {
+    model.starts_with("spec-") || model == "cpu-bomb" || model == "trace" || model == "program"
+}
+
+#[test]
+fn total_work_is_fixed_whatever_the_thread_count() {
+    use vcpulab_core::workload::catalog::{build, work_totals};
+    let mut bad = Vec::new();
+    for m in catalog::model_names() {
+        if copies_not_threads(m) {
+            continue;
+        }
+        let wrapped: toml::Table = toml::from_str(&format!("p = {{ {} }}", quick(m))).unwrap();
+        let params = wrapped["p"].as_table().cloned().unwrap_or_default();
+        let at = |t: u32| {
+            let w = build(m, &params, t).unwrap_or_else(|e| panic!("{m}: {}", e.message));
+            work_totals(&w).unwrap_or_else(|| panic!("{m}: loops for ever by default"))
+        };
+        let one = at(1);
+        assert!(one.units > 0 && one.cpu_ns > 0.0, "{m}: no work");
+        for t in [4u32, 16] {
+            let w = at(t);
+            let cpu_dev = (w.cpu_ns / one.cpu_ns - 1.0).abs();
+            if w.units != one.units || cpu_dev > 0.03 {
+                bad.push(format!(
+                    "{m}: at {t} threads {} units / {:.3} s CPU vs {} / {:.3} s at 1",
+                    w.units,
+                    w.cpu_ns / 1e9,
+                    one.units,
+                    one.cpu_ns / 1e9
+                ));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "work varies with threads:\n{}",
+        bad.join("\n")
     );
 }

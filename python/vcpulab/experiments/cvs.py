@@ -252,13 +252,13 @@ VOR = Experiment(
 # --- reproduction 2: one benchmark VM beside CPU-bomb VMs -------------------------------
 
 BENCHMARKS: dict[str, str] = {
-    "oltp": '{ model = "sysbench-oltp", params = { transactions = 40 } }',
-    "kernbench": '{ model = "kernbench", params = { jobs = 2, cycles = 30 } }',
+    "oltp": '{ model = "sysbench-oltp", params = { transactions = 320 } }',
+    "kernbench": '{ model = "kernbench", params = { jobs = 16, cycles = 30 } }',
     "npb": '{ model = "npb-suite", params = { scale = 0.02 } }',
 }
 QUICK_BENCHMARKS: dict[str, tuple[str, ...]] = {
-    "oltp": ("vm.0.workload.params.transactions=3",),
-    "kernbench": ("vm.0.workload.params.jobs=1", "vm.0.workload.params.cycles=3"),
+    "oltp": ("vm.0.workload.params.transactions=24",),
+    "kernbench": ("vm.0.workload.params.jobs=8", "vm.0.workload.params.cycles=3"),
     "npb": ("vm.0.workload.params.scale=0.002",),
 }
 BOMB_ALGORITHMS: dict[str, tuple[str, ...]] = {

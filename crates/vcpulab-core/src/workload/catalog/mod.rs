@@ -261,7 +261,7 @@ pub const MODELS: &[ModelInfo] = &[
             ParamInfo {
                 name: "work",
                 default: "\"2s\"",
-                help: "CPU time per thread",
+                help: "CPU time in all, split over the threads (1 ms blocks)",
             },
             ParamInfo {
                 name: "forever",
@@ -271,8 +271,15 @@ pub const MODELS: &[ModelInfo] = &[
         ],
         footprint_kib: 1024,
         build: |p, threads| {
-            let prog = chunked(p.dur("work")?, Nanos::from_ms(1), p.boolean("forever")?);
-            Ok(vec![("matmul".into(), threads, vec![prog])])
+            let blocks = p.dur("work")?.0.div_ceil(1_000_000).max(1);
+            let body = vec![compute(Dist::constant(Nanos::from_ms(1))), OpSpec::Count(1)];
+            Ok(split_groups(
+                "matmul",
+                blocks,
+                threads,
+                p.boolean("forever")?,
+                body,
+            ))
         },
     },
     ModelInfo {
@@ -307,7 +314,7 @@ pub const MODELS: &[ModelInfo] = &[
             ParamInfo {
                 name: "iterations",
                 default: "0",
-                help: "loop count; 0 = for ever",
+                help: "loop count in all, split over the threads; 0 = for ever",
             },
         ],
         footprint_kib: 16,
@@ -318,11 +325,7 @@ pub const MODELS: &[ModelInfo] = &[
                 OpSpec::Sleep(p.dist("sleep")?),
                 OpSpec::Count(1),
             ];
-            Ok(vec![(
-                "freqsleep".into(),
-                threads,
-                vec![lp((n > 0).then_some(n as u64), body)],
-            )])
+            Ok(split_groups("freqsleep", n as u64, threads, n == 0, body))
         },
     },
     ModelInfo {
@@ -342,7 +345,7 @@ pub const MODELS: &[ModelInfo] = &[
             ParamInfo {
                 name: "iterations",
                 default: "0",
-                help: "cycles; 0 = for ever",
+                help: "cycles in all, split over the threads; 0 = for ever",
             },
         ],
         footprint_kib: 256,
@@ -353,11 +356,7 @@ pub const MODELS: &[ModelInfo] = &[
                 OpSpec::Sleep(p.dist("sleep")?),
                 OpSpec::Count(1),
             ];
-            Ok(vec![(
-                "duty".into(),
-                threads,
-                vec![lp((n > 0).then_some(n as u64), body)],
-            )])
+            Ok(split_groups("duty", n as u64, threads, n == 0, body))
         },
     },
     parsec::BLACKSCHOLES,
@@ -476,4 +475,101 @@ pub fn build(model: &str, params: &Table, threads: u32) -> Result<BuiltWorkload,
         barrier_parties: Vec::new(),
         queue_capacity: 20,
     })
+}
+
+/// The work a built workload does in total, read statically from its programs: units
+/// counted and mean CPU time (user + kernel computation), summed over every thread and
+/// loop iteration. `None` when a thread loops for ever.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WorkTotals {
+    pub units: u64,
+    pub cpu_ns: f64,
+}
+
+pub fn work_totals(w: &BuiltWorkload) -> Option<WorkTotals> {
+    use super::program::Instr;
+    let mut units = 0u64;
+    let mut cpu_ns = 0.0;
+    for g in &w.groups {
+        if g.program.forever {
+            return None;
+        }
+        let mut mult: Vec<u64> = vec![g.threads as u64];
+        for ins in &g.program.code {
+            let m = *mult.last().unwrap_or(&0);
+            match ins {
+                Instr::Count(n) => units += n * m,
+                Instr::Compute(d) | Instr::Kernel(d) => cpu_ns += d.mean() * m as f64,
+                Instr::LoopStart { count, .. } => mult.push(m * count.unwrap_or(1)),
+                Instr::LoopEnd { .. } => {
+                    mult.pop();
+                }
+                _ => {}
+            }
+        }
+    }
+    Some(WorkTotals { units, cpu_ns })
+}
+
+/// `total` iterations split over `t` threads as evenly as whole iterations allow:
+/// (threads, iterations each) pairs, the larger share first. Threads left without an
+/// iteration are not created; with `forever` every thread loops for ever.
+pub(crate) fn split(total: u64, t: u32, forever: bool) -> Vec<(u32, u64)> {
+    if forever {
+        return vec![(t, 1)];
+    }
+    let (lo, extra) = (total / t as u64, (total % t as u64) as u32);
+    let mut v = Vec::new();
+    if extra > 0 {
+        v.push((extra, lo + 1));
+    }
+    if lo > 0 {
+        v.push((t - extra, lo));
+    }
+    v
+}
+
+/// Thread groups running one loop body, `total` iterations split over `t` threads.
+pub(crate) fn split_groups(
+    name: &str,
+    total: u64,
+    t: u32,
+    forever: bool,
+    body: Vec<OpSpec>,
+) -> Groups {
+    split(total, t, forever)
+        .into_iter()
+        .enumerate()
+        .map(|(i, (k, n))| {
+            (
+                if i == 0 {
+                    name.to_string()
+                } else {
+                    format!("{name}.{i}")
+                },
+                k,
+                vec![outer(forever, n, body.clone())],
+            )
+        })
+        .collect()
+}
+
+/// SPMD threads running the same program, where only thread 0 counts the units (one
+/// unit per step of the whole computation, not per thread): `prog(true)` for thread 0,
+/// `prog(false)` for the other `t - 1`.
+pub(crate) fn lead_counts(name: &str, t: u32, prog: impl Fn(bool) -> Vec<OpSpec>) -> Groups {
+    let mut g = vec![(format!("{name}0"), 1, prog(true))];
+    if t > 1 {
+        g.push((name.to_string(), t - 1, prog(false)));
+    }
+    g
+}
+
+/// `count(1)` when `lead`, nothing otherwise.
+pub(crate) fn count_if(lead: bool) -> Vec<OpSpec> {
+    if lead {
+        vec![count(1)]
+    } else {
+        Vec::new()
+    }
 }

@@ -60,7 +60,12 @@ fn facts(k: Kind) -> (&'static str, f64, f64) {
 }
 
 /// One kernel's program: (iterations, body of one iteration, epilogue).
-fn kernel(k: Kind, p: &Params, t: u32) -> Result<(u64, Vec<OpSpec>, Vec<OpSpec>), WorkloadError> {
+fn kernel(
+    k: Kind,
+    p: &Params,
+    t: u32,
+    lead: bool,
+) -> Result<(u64, Vec<OpSpec>, Vec<OpSpec>), WorkloadError> {
     let grain = p.float("grain", 1e-6, 1e3)?;
     let spin = p.dist("spin")?;
     let (name, its, serial) = facts(k);
@@ -118,15 +123,19 @@ fn kernel(k: Kind, p: &Params, t: u32) -> Result<(u64, Vec<OpSpec>, Vec<OpSpec>)
         }
     };
     let mut body = body;
-    body.push(count(1));
+    body.extend(count_if(lead));
     Ok((n, body, epi))
 }
 
 fn single(k: Kind, p: &Params, t: u32) -> Result<Groups, WorkloadError> {
-    let (n, body, epi) = kernel(k, p, t)?;
-    let mut prog = vec![outer(p.boolean("forever")?, n, body)];
-    prog.extend(epi);
-    Ok(vec![("omp".into(), t, prog)])
+    let forever = p.boolean("forever")?;
+    let progs = [kernel(k, p, t, true)?, kernel(k, p, t, false)?];
+    Ok(lead_counts("omp", t, |lead| {
+        let (n, body, epi) = progs[usize::from(!lead)].clone();
+        let mut prog = vec![outer(forever, n, body)];
+        prog.extend(epi);
+        prog
+    }))
 }
 
 macro_rules! npb_model {
@@ -168,16 +177,19 @@ pub(super) const SUITE: ModelInfo = ModelInfo {
     params: PARAMS,
     footprint_kib: 65_536,
     build: |p, t| {
-        let mut all = Vec::new();
-        for k in ALL {
-            let (n, body, epi) = kernel(k, p, t)?;
-            all.push(rep(n, body));
-            all.extend(epi);
+        let forever = p.boolean("forever")?;
+        let mut progs = Vec::new();
+        for lead in [true, false] {
+            let mut all = Vec::new();
+            for k in ALL {
+                let (n, body, epi) = kernel(k, p, t, lead)?;
+                all.push(rep(n, body));
+                all.extend(epi);
+            }
+            progs.push(all);
         }
-        Ok(vec![(
-            "omp".into(),
-            t,
-            vec![outer(p.boolean("forever")?, 1, all)],
-        )])
+        Ok(lead_counts("omp", t, |lead| {
+            vec![outer(forever, 1, progs[usize::from(!lead)].clone())]
+        }))
     },
 };

@@ -31,12 +31,12 @@ pub(super) const BLACKSCHOLES: ModelInfo = ModelInfo {
     build: |p, t| {
         // 2.67 G instructions for 100 runs of the kernel over 64K options (simlarge).
         let per_run = cpu_ns(2.67) / 100.0 / t as f64;
-        let body = vec![cpu(dlog(per_run, 0.05)), count(1)];
-        Ok(vec![(
-            "worker".into(),
-            t,
-            vec![outer(p.boolean("forever")?, p.scaled(100.0)?, body)],
-        )])
+        let (forever, runs) = (p.boolean("forever")?, p.scaled(100.0)?);
+        Ok(lead_counts("worker", t, |lead| {
+            let mut body = vec![cpu(dlog(per_run, 0.05))];
+            body.extend(count_if(lead));
+            vec![outer(forever, runs, body)]
+        }))
     },
 };
 
@@ -109,12 +109,12 @@ pub(super) const CANNEAL: ModelInfo = ModelInfo {
         // 7.33 G instructions over 128 temperature steps (simlarge); 1,024 barrier waits
         // = 128 steps x 8 threads.
         let step = cpu_ns(7.33) / 128.0 / t as f64;
-        let body = vec![cpu(dlog(step, 0.1)), barrier("cn_step"), count(1)];
-        Ok(vec![(
-            "annealer".into(),
-            t,
-            vec![outer(p.boolean("forever")?, p.scaled(128.0)?, body)],
-        )])
+        let (forever, steps) = (p.boolean("forever")?, p.scaled(128.0)?);
+        Ok(lead_counts("annealer", t, |lead| {
+            let mut body = vec![cpu(dlog(step, 0.1)), barrier("cn_step")];
+            body.extend(count_if(lead));
+            vec![outer(forever, steps, body)]
+        }))
     },
 };
 
@@ -122,7 +122,7 @@ pub(super) const CANNEAL: ModelInfo = ModelInfo {
 
 pub(super) const DEDUP: ModelInfo = ModelInfo {
     name: "dedup",
-    description: "dedup-like: 5-stage pipeline (fragment 1 -> refine N -> dedup N -> compress N -> reorder 1) with bounded queues, hash-bucket mutexes, munmap TLB shootdowns",
+    description: "dedup-like: 5-stage pipeline (fragment 1 -> refine N -> dedup N -> compress N -> reorder 1) over a fixed input; the serial fragment (read + anchor scan) and reorder (write) stages bound it from 4 threads on; bounded queues, hash-bucket mutexes, munmap TLB shootdowns",
     params: &[
         scale("1"),
         ParamInfo {
@@ -140,52 +140,91 @@ pub(super) const DEDUP: ModelInfo = ModelInfo {
             default: "4",
             help: "compress batches between two munmap/madvise TLB shootdowns (assumed); 0 = none",
         },
+        ParamInfo {
+            name: "serial",
+            default: "0.35",
+            help: "share of the run's work in the serial stages: fragment (read(2) of the input + Rabin anchor scan) 0.25/0.35 of it, reorder (write(2)) the rest; set so that they bound the native run from 4 threads on (real dedup, native input, 16-core Xeon E5-2665: 7.1 s at 4 threads, 7.6 s at 16)",
+        },
         FOREVER,
     ],
     footprint_kib: 65_536,
     build: build_dedup,
 };
 
+/// Segments of a round-robin over sets with `counts[k]` items each: (rounds, the sets
+/// still active in those rounds), in order.
+fn round_robin(counts: &[u64]) -> Vec<(u64, Vec<usize>)> {
+    let mut levels: Vec<u64> = counts.iter().copied().filter(|c| *c > 0).collect();
+    levels.sort_unstable();
+    levels.dedup();
+    let mut prev = 0;
+    let mut out = Vec::new();
+    for l in levels {
+        let active: Vec<usize> = (0..counts.len()).filter(|k| counts[*k] >= l).collect();
+        out.push((l - prev, active));
+        prev = l;
+    }
+    out
+}
+
 fn build_dedup(p: &Params, n: u32) -> Result<Groups, WorkloadError> {
-    let rounds = p.scaled(1.0)?; // coarse chunks per refine thread
+    // The input: 88 coarse chunks of 2 MiB at scale 1 (simlarge, 184 MB), whatever the
+    // thread count.
+    let chunks = p.scaled(88.0)?;
     let b = p.int("batches", 1, 100_000)? as u64;
     let buckets = p.int("buckets", 1, 65_536)? as u64;
     let munmap_every = p.int("munmap_every", 0, 1_000_000)? as u64;
+    let serial = p.float("serial", 0.0, 0.9)?;
     let forever = p.boolean("forever")?;
     // 37.1 G instructions for 184 MB of input = 88 coarse chunks of 2 MiB (simlarge).
     let coarse = cpu_ns(37.1) / 88.0;
-    let (frag, refine, dd, comp, reord) = (
-        coarse * 0.02,            // fragment (assumed share)
-        coarse * 0.25 / b as f64, // refine: Rabin fingerprints, per batch (assumed share)
-        coarse * 0.20 / b as f64, // dedup: SHA-1, per batch (assumed share)
-        coarse * 0.50 / b as f64, // compress: gzip, per batch (assumed share)
-        coarse * 0.03 / b as f64, // reorder: write, per batch (assumed share)
+    let par = 1.0 - serial;
+    let (frag_cpu, frag_io) = (
+        coarse * serial * 0.25 / 0.35 * 0.6,
+        coarse * serial * 0.25 / 0.35 * 0.4,
     );
-    // One queue set per 4 threads of a stage.
-    let sets: Vec<u64> = (0..n.div_ceil(4))
-        .map(|k| (n - 4 * k).min(4) as u64)
-        .collect();
+    let reord = coarse * serial * 0.10 / 0.35 / b as f64;
+    let (refine, dd, comp) = (
+        coarse * par * 0.30 / b as f64, // refine: Rabin fingerprints, per batch (assumed share)
+        coarse * par * 0.20 / b as f64, // dedup: SHA-1, per batch (assumed share)
+        coarse * par * 0.50 / b as f64, // compress: gzip, per batch (assumed share)
+    );
+    // One queue set per 4 threads of a stage; coarse chunks split over the refine threads.
+    let sets: Vec<u32> = (0..n.div_ceil(4)).map(|k| (n - 4 * k).min(4)).collect();
+    let per_thread = split(chunks, n, false);
+    let mut counts = vec![0u64; sets.len()];
+    let mut thread_chunks = Vec::new();
+    for (k, c) in per_thread {
+        for _ in 0..k {
+            thread_chunks.push(c);
+        }
+    }
+    let mut set_threads: Vec<Vec<u64>> = vec![Vec::new(); sets.len()];
+    for (i, c) in thread_chunks.iter().enumerate() {
+        set_threads[i / 4].push(*c);
+        counts[i / 4] += c;
+    }
     let mut groups: Groups = Vec::new();
-    // fragment: one coarse chunk per refine thread per round, round-robin over sets.
+    // fragment: round-robin over the sets, one coarse chunk each: read(2) it (device I/O
+    // and page-cache locks), find its anchors (serial Rabin scan), hand it on.
     let mut frag_body = Vec::new();
-    for (k, &nk) in sets.iter().enumerate() {
-        frag_body.push(rep(
-            nk,
-            vec![
-                // read(2) of the 2 MiB split: page-cache lookups (assumed 20 us)
-                kern(dexp(10_000.0)),
+    for (rounds, active) in round_robin(&counts) {
+        let mut body = Vec::new();
+        for k in active {
+            body.extend([
+                io(dexp(frag_io)),
                 rep(8, vec![kspin("dd_i_pages", khold())]),
                 kern(dexp(10_000.0)),
-                cpu(dlog(frag, 0.2)),
+                cpu(dlog(frag_cpu, 0.2)),
                 push(&format!("dd_fr{k}")),
-            ],
-        ));
+            ]);
+        }
+        frag_body.push(rep(rounds, body));
     }
-    groups.push((
-        "fragment".into(),
-        1,
-        vec![outer(forever, rounds, frag_body)],
-    ));
+    if forever {
+        frag_body = vec![outer(true, 1, frag_body)];
+    }
+    groups.push(("fragment".into(), 1, frag_body));
     let mut reorder_body = Vec::new();
     for (k, &nk) in sets.iter().enumerate() {
         let (fr, de, co, cd) = (
@@ -205,15 +244,30 @@ fn build_dedup(p: &Params, n: u32) -> Result<Groups, WorkloadError> {
             kspin("dd_zone", khold()),
             tlb(),
         ];
-        groups.push((
-            format!("refine{k}"),
-            nk as u32,
-            vec![outer(forever, rounds, refine_body)],
-        ));
+        let mine = &set_threads[k];
+        let mut shares: Vec<(u32, u64)> = Vec::new();
+        for c in mine {
+            match shares.iter_mut().find(|s| s.1 == *c) {
+                Some(s) => s.0 += 1,
+                None => shares.push((1, *c)),
+            }
+        }
+        for (j, (kk, c)) in shares.iter().enumerate() {
+            groups.push((
+                format!("refine{k}.{j}"),
+                *kk,
+                vec![outer(forever, *c, refine_body.clone())],
+            ));
+        }
+        let set_batches = counts[k] * b;
         // dedup: per batch, hash 20 chunks and look each up under its bucket's mutex. One
         // group per thread so that threads visit the bucket names in different orders.
-        for i in 0..nk {
-            let off = mix(k as u64 * 64 + i);
+        for (i, (_, nb)) in split(set_batches, nk, false)
+            .into_iter()
+            .flat_map(|(kk, nb)| (0..kk).map(move |_| (1u32, nb)))
+            .enumerate()
+        {
+            let off = mix(k as u64 * 64 + i as u64);
             let mut body = vec![pop(&de)];
             for j in 0..20u64 {
                 body.push(cpu(dexp(dd / 20.0)));
@@ -223,16 +277,11 @@ fn build_dedup(p: &Params, n: u32) -> Result<Groups, WorkloadError> {
                 ));
             }
             body.push(push(&co));
-            groups.push((
-                format!("dedup{k}.{i}"),
-                1,
-                vec![outer(forever, rounds * b, body)],
-            ));
+            groups.push((format!("dedup{k}.{i}"), 1, vec![outer(forever, nb, body)]));
         }
-        // compress: gzip the batch, drop the buffer reference (a refcount lock), tell
-        // the writer the chunk is compressed, hand it on.
         // compress each of the 20 chunks into a fresh heap buffer: a page fault per
-        // chunk (page-table lock; the zone lock every 4th) (derived: ≈4 KiB per chunk)
+        // chunk (page-table lock; the zone lock every 4th) (derived: ≈4 KiB per chunk);
+        // drop the buffer reference (a refcount lock), tell the writer, hand it on.
         let mut fault = vec![cpu(dlog(comp / 20.0, 0.3)), kspin("dd_mm_ptl", khold())];
         fault.push(kern(dexp(1_000.0)));
         let mut comp_body = vec![pop(&co), rep(4, vec![kspin("dd_zone", khold())])];
@@ -240,50 +289,51 @@ fn build_dedup(p: &Params, n: u32) -> Result<Groups, WorkloadError> {
         comp_body.extend(critical(&format!("dd_ref{k}"), dc(100.0)));
         comp_body.push(sem_post(&cd));
         comp_body.push(push("dd_rr"));
-        let total = rounds * b;
-        let mut comp_prog = Vec::new();
-        if munmap_every > 0 {
-            let per = munmap_every.min(total);
-            let mut body = vec![rep(per, comp_body.clone())];
-            body.extend([
-                kern(dc(3_000.0)),
-                kspin("dd_mm_ptl", khold()),
-                kspin("dd_zone", khold()),
-                tlb(),
-            ]);
-            comp_prog.push(outer(forever, total / per, body));
-            if !forever && !total.is_multiple_of(per) {
-                comp_prog.push(rep(total % per, comp_body));
+        for (j, (kk, total)) in split(set_batches, nk, false).into_iter().enumerate() {
+            let mut comp_prog = Vec::new();
+            if munmap_every > 0 {
+                let per = munmap_every.min(total);
+                let mut body = vec![rep(per, comp_body.clone())];
+                body.extend([
+                    kern(dc(3_000.0)),
+                    kspin("dd_mm_ptl", khold()),
+                    kspin("dd_zone", khold()),
+                    tlb(),
+                ]);
+                comp_prog.push(outer(forever, total / per, body));
+                if !forever && !total.is_multiple_of(per) {
+                    comp_prog.push(rep(total % per, comp_body.clone()));
+                }
+            } else {
+                comp_prog.push(outer(forever, total, comp_body.clone()));
             }
-        } else {
-            comp_prog.push(outer(forever, total, comp_body));
+            groups.push((format!("compress{k}.{j}"), kk, comp_prog));
         }
-        groups.push((format!("compress{k}"), nk as u32, comp_prog));
-        // reorder: for each coarse chunk of this set, wait until its first chunk is
-        // compressed (condvar in dedup; a semaphore here, see docs), then write b batches.
-        reorder_body.push(rep(
-            nk,
-            vec![
-                sem_wait(&cd),
-                rep(
-                    b,
-                    vec![
-                        pop("dd_rr"),
-                        cpu(dlog(reord, 0.2)),
-                        // write(2) of the batch into the page cache
-                        kspin("dd_i_pages", khold()),
-                        kern(dexp(5_000.0)),
-                        count(1),
-                    ],
-                ),
-            ],
-        ));
     }
-    groups.push((
-        "reorder".into(),
-        1,
-        vec![outer(forever, rounds, reorder_body)],
-    ));
+    // reorder: in the fragment's order, wait until a batch of the next chunk's set is
+    // compressed (condvar in dedup; a semaphore here, see docs), then write b batches
+    // (serial: write(2) into the page cache).
+    for (rounds, active) in round_robin(&counts) {
+        let mut body = Vec::new();
+        for k in active {
+            body.push(rep(
+                b,
+                vec![
+                    sem_wait(&format!("dd_cdone{k}")),
+                    pop("dd_rr"),
+                    cpu(dlog(reord, 0.2)),
+                    kspin("dd_i_pages", khold()),
+                    kern(dexp(5_000.0)),
+                    count(1),
+                ],
+            ));
+        }
+        reorder_body.push(rep(rounds, body));
+    }
+    if forever {
+        reorder_body = vec![outer(true, 1, reorder_body)];
+    }
+    groups.push(("reorder".into(), 1, reorder_body));
     Ok(groups)
 }
 
@@ -490,13 +540,13 @@ pub(super) const FREQMINE: ModelInfo = ModelInfo {
                 ))],
             ),
             spin_barrier("fm_mine", spin),
-            count(1),
         ];
-        Ok(vec![(
-            "omp".into(),
-            t,
-            vec![outer(p.boolean("forever")?, 1, body)],
-        )])
+        let forever = p.boolean("forever")?;
+        Ok(lead_counts("omp", t, |lead| {
+            let mut b = body.clone();
+            b.extend(count_if(lead));
+            vec![outer(forever, 1, b)]
+        }))
     },
 };
 
@@ -526,10 +576,11 @@ pub(super) const RAYTRACE: ModelInfo = ModelInfo {
         let frame = vec![
             rep(mine, vec![cpu(dlog(tile / 1.13, 0.5))]),
             barrier("rt_frame"),
-            count(1),
         ];
         let mut main = vec![cpu(dc(40e6 * s)), barrier("rt_start")];
-        main.push(outer(forever, frames, frame.clone()));
+        let mut counted = frame.clone();
+        counted.push(count(1));
+        main.push(outer(forever, frames, counted));
         let mut g = vec![("main".into(), 1, main)];
         if t > 1 {
             g.push((
@@ -634,21 +685,44 @@ pub(super) const VIPS: ModelInfo = ModelInfo {
         // unit per lock, a progress signal per ≈5 units.
         let unit = cpu_ns(31.21) / 33_586.0;
         let units = p.scaled(33_586.0)?;
-        let posts = units.div_ceil(5 * t as u64).max(1); // per worker
         let forever = p.boolean("forever")?;
         let mut tile = critical("vips_pool", dc(500.0));
         tile.extend([cpu(dlog(unit, 0.3)), kern(dc(4_000.0)), tlb(), count(1)]);
-        let worker = vec![outer(
-            forever,
-            posts,
-            vec![rep(5, tile), sem_post("vips_progress")],
-        )];
+        // The units are split over the workers; each posts progress every 5 units (and
+        // after a last partial group), and the main thread waits for every post.
+        let mut g = Vec::new();
+        let mut posts_total = 0u64;
+        for (i, (k, n)) in split(units, t, forever).into_iter().enumerate() {
+            let mut prog = vec![outer(
+                forever,
+                n / 5,
+                vec![rep(5, tile.clone()), sem_post("vips_progress")],
+            )];
+            if forever || n < 5 {
+                prog.clear();
+                prog.push(outer(
+                    forever,
+                    1,
+                    vec![rep(n.clamp(1, 5), tile.clone()), sem_post("vips_progress")],
+                ));
+                posts_total += k as u64;
+            } else {
+                posts_total += k as u64 * (n / 5);
+                if n % 5 > 0 {
+                    prog.push(rep(n % 5, tile.clone()));
+                    prog.push(sem_post("vips_progress"));
+                    posts_total += k as u64;
+                }
+            }
+            g.push((format!("worker{i}"), k, prog));
+        }
         let main = vec![outer(
             forever,
-            posts * t as u64,
+            posts_total,
             vec![sem_wait("vips_progress"), cpu(dc(10_000.0))],
         )];
-        Ok(vec![("main".into(), 1, main), ("worker".into(), t, worker)])
+        g.insert(0, ("main".into(), 1, main));
+        Ok(g)
     },
 };
 

@@ -12,8 +12,8 @@ pub(super) const KERNBENCH: ModelInfo = ModelInfo {
     params: &[
         ParamInfo {
             name: "jobs",
-            default: "1",
-            help: "compile jobs (processes) per thread",
+            default: "16",
+            help: "compile jobs (processes) in all, run by `threads` make workers (-j)",
         },
         ParamInfo {
             name: "cycles",
@@ -57,7 +57,7 @@ pub(super) const KERNBENCH: ModelInfo = ModelInfo {
             kern(dexp(50_000.0)),
             kspin("kb_tasklist", khold()),
         ];
-        Ok(vec![("make".into(), t, vec![outer(forever, jobs, job)])])
+        Ok(split_groups("make", jobs, t, forever, job))
     },
 };
 
@@ -69,8 +69,8 @@ pub(super) const DBENCH: ModelInfo = ModelInfo {
     params: &[
         ParamInfo {
             name: "ops",
-            default: "2000",
-            help: "file-system operations per client",
+            default: "8000",
+            help: "file-system operations in all, split over the clients",
         },
         FOREVER,
     ],
@@ -95,11 +95,7 @@ pub(super) const DBENCH: ModelInfo = ModelInfo {
             }
             body.push(count(1));
         }
-        Ok(vec![(
-            "client".into(),
-            t,
-            vec![outer(forever, ops.div_ceil(32), body)],
-        )])
+        Ok(split_groups("client", ops.div_ceil(32), t, forever, body))
     },
 };
 
@@ -111,8 +107,8 @@ pub(super) const EBIZZY: ModelInfo = ModelInfo {
     params: &[
         ParamInfo {
             name: "iterations",
-            default: "300",
-            help: "loops per thread",
+            default: "2400",
+            help: "loops in all, split over the 2 x threads workers",
         },
         FOREVER,
     ],
@@ -138,11 +134,7 @@ pub(super) const EBIZZY: ModelInfo = ModelInfo {
             unlock("eb_mmap_sem"),
             count(1),
         ];
-        Ok(vec![(
-            "worker".into(),
-            2 * t,
-            vec![outer(forever, n, body)],
-        )])
+        Ok(split_groups("worker", n, 2 * t, forever, body))
     },
 };
 
@@ -151,8 +143,8 @@ pub(super) const EBIZZY: ModelInfo = ModelInfo {
 const OLTP_PARAMS: &[ParamInfo] = &[
     ParamInfo {
         name: "transactions",
-        default: "50",
-        help: "transactions per connection",
+        default: "200",
+        help: "transactions in all, split over the connections",
     },
     ParamInfo {
         name: "rtt",
@@ -204,7 +196,7 @@ fn oltp(p: &Params, t: u32, prefix: &str) -> Result<Groups, WorkloadError> {
     tx.extend(critical(&m("log_sys"), dc(1_500.0)));
     tx.push(io(fsync));
     tx.push(count(1));
-    Ok(vec![("connection".into(), t, vec![outer(forever, n, tx)])])
+    Ok(split_groups("connection", n, t, forever, tx))
 }
 
 pub(super) const SYSBENCH_OLTP: ModelInfo = ModelInfo {
@@ -232,8 +224,8 @@ pub(super) const IPERF: ModelInfo = ModelInfo {
     params: &[
         ParamInfo {
             name: "reads",
-            default: "1000",
-            help: "128 KB reads per stream",
+            default: "4000",
+            help: "128 KB reads in all, split over the streams",
         },
         ParamInfo {
             name: "interval",
@@ -258,6 +250,6 @@ pub(super) const IPERF: ModelInfo = ModelInfo {
             cpu(dexp(2_000.0)),
             count(125),
         ];
-        Ok(vec![("stream".into(), t, vec![outer(forever, n, body)])])
+        Ok(split_groups("stream", n, t, forever, body))
     },
 };
