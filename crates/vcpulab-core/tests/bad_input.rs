@@ -55,8 +55,11 @@ fn impossible_values_name_key_value_and_range() {
         e.contains("kvm-defualt") && e.contains("kvm-default"),
         "{e}"
     );
-    let e = err(OK, &["host.scheduler.kind=eevdf"]);
-    assert!(e.contains("eevdf") && e.contains("cfs"), "{e}");
+    let e = err(OK, &["host.scheduler.kind=bvt"]);
+    assert!(
+        e.contains("bvt") && e.contains("eevdf") && e.contains("cfs"),
+        "{e}"
+    );
 }
 
 #[test]

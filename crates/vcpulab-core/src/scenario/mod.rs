@@ -278,6 +278,8 @@ impl Default for HostConfig {
 pub enum SchedulerConfig {
     /// Linux CFS as KVM's host scheduler.
     Cfs(CfsParams),
+    /// Linux EEVDF (6.6 and later) as KVM's host scheduler.
+    Eevdf(EevdfParams),
     /// Xen's credit scheduler.
     Credit(CreditParams),
     /// Strict co-scheduling (gang): a VM's runnable vCPUs run together or not at all.
@@ -289,6 +291,7 @@ impl SchedulerConfig {
     pub fn name(&self) -> &'static str {
         match self {
             SchedulerConfig::Cfs(_) => "cfs",
+            SchedulerConfig::Eevdf(_) => "eevdf",
             SchedulerConfig::Credit(_) => "credit",
             SchedulerConfig::Gang(_) => "gang",
             SchedulerConfig::RelaxedCo(_) => "relaxed_co",
@@ -320,6 +323,35 @@ impl Default for CfsParams {
             balance_interval_ms: 4.0,
             tick_hz: 250,
             bandwidth_period_ms: 100.0,
+        }
+    }
+}
+
+/// Linux EEVDF (6.6–6.12, kernel/sched/fair.c), hv/sched/eevdf.rs.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EevdfParams {
+    /// sysctl_sched_base_slice; unset: 0.75 ms × (1 + ilog2(min(pCPUs, 8))), as the
+    /// kernel scales it.
+    pub base_slice_ms: Option<f64>,
+    /// Each VM a task group (a cgroup per VM, as libvirt sets KVM hosts up).
+    pub per_vm_groups: bool,
+    pub migration_cost_us: f64,
+    pub balance_interval_ms: f64,
+    pub tick_hz: u32,
+    /// CFS bandwidth control period used to enforce caps.
+    pub bandwidth_period_ms: f64,
+}
+impl Default for EevdfParams {
+    fn default() -> Self {
+        let c = CfsParams::default();
+        EevdfParams {
+            base_slice_ms: None,
+            per_vm_groups: true,
+            migration_cost_us: c.migration_cost_us,
+            balance_interval_ms: c.balance_interval_ms,
+            tick_hz: c.tick_hz,
+            bandwidth_period_ms: c.bandwidth_period_ms,
         }
     }
 }

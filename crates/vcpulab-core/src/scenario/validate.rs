@@ -127,6 +127,33 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
                 " ms",
             )?;
         }
+        SchedulerConfig::Eevdf(c) => {
+            if let Some(s) = c.base_slice_ms {
+                range_f("host.scheduler.base_slice_ms", s, 0.01, 1_000.0, " ms")?;
+            }
+            range_f(
+                "host.scheduler.migration_cost_us",
+                c.migration_cost_us,
+                0.0,
+                1e7,
+                " us",
+            )?;
+            range_f(
+                "host.scheduler.balance_interval_ms",
+                c.balance_interval_ms,
+                0.1,
+                10_000.0,
+                " ms",
+            )?;
+            range_u("host.scheduler.tick_hz", c.tick_hz as u64, 10, 10_000)?;
+            range_f(
+                "host.scheduler.bandwidth_period_ms",
+                c.bandwidth_period_ms,
+                1.0,
+                1_000.0,
+                " ms",
+            )?;
+        }
         SchedulerConfig::Credit(c) => credit(c)?,
         SchedulerConfig::Gang(c) => {
             range_f("host.scheduler.slice_ms", c.slice_ms, 0.1, 1_000.0, " ms")?;

@@ -5,6 +5,7 @@
 
 pub mod cfs;
 pub mod credit;
+pub mod eevdf;
 pub mod gang;
 pub mod relaxed;
 
@@ -99,6 +100,7 @@ pub trait HostScheduler {
 pub fn build(cfg: &crate::scenario::SchedulerConfig, setup: SchedSetup) -> Box<dyn HostScheduler> {
     match cfg {
         crate::scenario::SchedulerConfig::Cfs(p) => Box::new(cfs::Cfs::new(p, setup)),
+        crate::scenario::SchedulerConfig::Eevdf(p) => Box::new(eevdf::Eevdf::new(p, setup)),
         crate::scenario::SchedulerConfig::Credit(p) => Box::new(credit::Credit::new(p, setup)),
         crate::scenario::SchedulerConfig::Gang(p) => Box::new(gang::Gang::new(p, setup)),
         crate::scenario::SchedulerConfig::RelaxedCo(p) => {
