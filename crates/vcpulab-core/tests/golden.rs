@@ -8,7 +8,7 @@ fn shares(r: &vcpulab_core::Report) -> Vec<f64> {
 
 #[test]
 fn equal_weights_get_equal_shares() {
-    for sched in ["cfs", "eevdf", "credit"] {
+    for sched in ["cfs", "eevdf", "credit", "credit2"] {
         let r = run_toml(&bombs(sched, 1, &[256, 256], ""));
         let s = shares(&r);
         assert!(
@@ -20,7 +20,7 @@ fn equal_weights_get_equal_shares() {
 
 #[test]
 fn weights_one_to_two_give_shares_one_to_two() {
-    for sched in ["cfs", "eevdf", "credit"] {
+    for sched in ["cfs", "eevdf", "credit", "credit2"] {
         let r = run_toml(&bombs(sched, 1, &[256, 512], ""));
         let s = shares(&r);
         let ratio = s[1] / s[0];
@@ -79,7 +79,7 @@ fn fixed_slice_wait_is_slice_times_n_minus_one() {
 
 #[test]
 fn caps_are_honoured() {
-    for sched in ["cfs", "eevdf", "credit"] {
+    for sched in ["cfs", "eevdf", "credit", "credit2"] {
         // One VM capped at 50% of a pCPU, alone on its pCPU.
         let text = format!(
             "[run]\nduration = \"4s\"\n[host]\npcpus = 1\n[host.scheduler]\nkind = \"{sched}\"\n\
@@ -162,4 +162,21 @@ fn eevdf_groups_give_a_wide_and_a_narrow_vm_equal_cpu() {
     let flat = share(false);
     assert!(grouped > 0.45, "1-vCPU VM with groups: {grouped}");
     assert!(flat < 0.2, "1-vCPU VM without groups: {flat}");
+}
+
+#[test]
+fn weights_example_matches_within_one_percent_under_credit2() {
+    let r = run_with(
+        &example("weights-1-1-2-4.toml"),
+        &["host.scheduler.kind=credit2"],
+    );
+    for vm in &r.vms {
+        assert!(
+            (vm.cpu_share - vm.entitlement).abs() < 0.01 * vm.entitlement,
+            "{}: share {} entitlement {}",
+            vm.vm,
+            vm.cpu_share,
+            vm.entitlement
+        );
+    }
 }

@@ -33,7 +33,7 @@ fn scenario() -> impl Strategy<Value = String> {
         0usize..4,
         proptest::option::of(0.2f64..1.0),
     );
-    (1u32..5, prop_oneof![Just("cfs"), Just("eevdf"), Just("credit")], proptest::collection::vec(vm, 1..4), any::<u16>(), prop_oneof![Just(1.0f64), Just(5.0), Just(30.0)])
+    (1u32..5, prop_oneof![Just("cfs"), Just("eevdf"), Just("credit"), Just("credit2")], proptest::collection::vec(vm, 1..4), any::<u16>(), prop_oneof![Just(1.0f64), Just(5.0), Just(30.0)])
         .prop_map(|(pcpus, sched, vms, seed, slice)| {
             let mut s = format!("seed = {seed}\n[run]\nduration = \"1200ms\"\n[host]\npcpus = {pcpus}\n[host.scheduler]\nkind = \"{sched}\"\n");
             if sched == "credit" {

@@ -120,7 +120,10 @@ fn normalize(t: &mut Table) -> Result<(), ScenarioError> {
             _ => Some("cfs".to_string()),
         };
         // Gang and relaxed co-scheduling are built on Xen credit's conventions.
-        let xen = matches!(kind.as_deref(), Some("credit" | "gang" | "relaxed_co"));
+        let xen = matches!(
+            kind.as_deref(),
+            Some("credit" | "credit2" | "gang" | "relaxed_co")
+        );
         let ple = host
             .entry("ple")
             .or_insert_with(|| Value::Table(Table::new()));

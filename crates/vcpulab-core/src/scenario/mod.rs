@@ -282,6 +282,8 @@ pub enum SchedulerConfig {
     Eevdf(EevdfParams),
     /// Xen's credit scheduler.
     Credit(CreditParams),
+    /// Xen's credit2 scheduler (the default since Xen 4.12).
+    Credit2(Credit2Params),
     /// Strict co-scheduling (gang): a VM's runnable vCPUs run together or not at all.
     Gang(GangParams),
     /// Xen credit with VMware-ESX-style relaxed co-scheduling (a skew bound).
@@ -293,6 +295,7 @@ impl SchedulerConfig {
             SchedulerConfig::Cfs(_) => "cfs",
             SchedulerConfig::Eevdf(_) => "eevdf",
             SchedulerConfig::Credit(_) => "credit",
+            SchedulerConfig::Credit2(_) => "credit2",
             SchedulerConfig::Gang(_) => "gang",
             SchedulerConfig::RelaxedCo(_) => "relaxed_co",
         }
@@ -373,6 +376,31 @@ impl Default for CreditParams {
             ticks_per_slice: 3,
             ratelimit_us: 1000.0,
             boost: true,
+        }
+    }
+}
+
+/// Xen credit2 (xen/common/sched/credit2.c defaults), hv/sched/credit2.rs.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Credit2Params {
+    /// sched_ratelimit_us: a running vCPU keeps its pCPU at least this long.
+    pub ratelimit_us: f64,
+    /// sched_credit2_migrate_resist: credit a vCPU needs over the current one to be
+    /// pulled from another pCPU.
+    pub migrate_resist_us: f64,
+    /// sched_credit2_max_cpus_runqueue: pCPUs sharing one runqueue at most.
+    pub max_cpus_per_runqueue: u32,
+    /// Period of the cap budget replenishment (sched_credit2_cap_period_ms).
+    pub cap_period_ms: f64,
+}
+impl Default for Credit2Params {
+    fn default() -> Self {
+        Credit2Params {
+            ratelimit_us: 1000.0,
+            migrate_resist_us: 500.0,
+            max_cpus_per_runqueue: 16,
+            cap_period_ms: 10.0,
         }
     }
 }

@@ -155,6 +155,35 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
             )?;
         }
         SchedulerConfig::Credit(c) => credit(c)?,
+        SchedulerConfig::Credit2(c) => {
+            range_f(
+                "host.scheduler.ratelimit_us",
+                c.ratelimit_us,
+                0.0,
+                500_000.0,
+                " us",
+            )?;
+            range_f(
+                "host.scheduler.migrate_resist_us",
+                c.migrate_resist_us,
+                0.0,
+                100_000.0,
+                " us",
+            )?;
+            range_u(
+                "host.scheduler.max_cpus_per_runqueue",
+                c.max_cpus_per_runqueue as u64,
+                1,
+                MAX_PCPUS as u64,
+            )?;
+            range_f(
+                "host.scheduler.cap_period_ms",
+                c.cap_period_ms,
+                1.0,
+                1_000.0,
+                " ms",
+            )?;
+        }
         SchedulerConfig::Gang(c) => {
             range_f("host.scheduler.slice_ms", c.slice_ms, 0.1, 1_000.0, " ms")?;
             // A strict gang needs a pCPU per vCPU at once.

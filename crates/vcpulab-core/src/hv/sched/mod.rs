@@ -5,6 +5,7 @@
 
 pub mod cfs;
 pub mod credit;
+pub mod credit2;
 pub mod eevdf;
 pub mod gang;
 pub mod relaxed;
@@ -102,6 +103,7 @@ pub fn build(cfg: &crate::scenario::SchedulerConfig, setup: SchedSetup) -> Box<d
         crate::scenario::SchedulerConfig::Cfs(p) => Box::new(cfs::Cfs::new(p, setup)),
         crate::scenario::SchedulerConfig::Eevdf(p) => Box::new(eevdf::Eevdf::new(p, setup)),
         crate::scenario::SchedulerConfig::Credit(p) => Box::new(credit::Credit::new(p, setup)),
+        crate::scenario::SchedulerConfig::Credit2(p) => Box::new(credit2::Credit2::new(p, setup)),
         crate::scenario::SchedulerConfig::Gang(p) => Box::new(gang::Gang::new(p, setup)),
         crate::scenario::SchedulerConfig::RelaxedCo(p) => {
             Box::new(relaxed::RelaxedCo::new(p, setup))
