@@ -43,7 +43,15 @@ pub fn run_traced(
     sc: &Scenario,
     trace: Option<Box<dyn TraceSink>>,
 ) -> Result<Report, ScenarioError> {
-    let main = scenario::modes::derive(sc, sc.run.mode)?;
+    // Equal-capped solo needs the focus VM's consolidated share first.
+    let mut consolidated_share: Option<f64> = None;
+    let main = if sc.run.mode == Mode::SoloCapped {
+        let share = focus_share(sc)?;
+        consolidated_share = Some(share);
+        scenario::modes::derive_solo_capped(sc, share)?
+    } else {
+        scenario::modes::derive(sc, sc.run.mode)?
+    };
     let mut w = World::new(&main)?;
     if let Some(t) = trace {
         w.set_trace(t);
@@ -57,9 +65,20 @@ pub fn run_traced(
             0
         };
         let base = report.vms[focus].clone();
+        if sc.run.mode == Mode::Consolidated {
+            consolidated_share = Some(base.cpu_share);
+        }
         report.modes.push(ModeRow::of(sc.run.mode, &base, &base));
         for &m in &sc.run.compare {
-            let s = scenario::modes::derive(sc, m)?;
+            let s = if m == Mode::SoloCapped {
+                let share = match consolidated_share {
+                    Some(x) => x,
+                    None => focus_share(sc)?,
+                };
+                scenario::modes::derive_solo_capped(sc, share)?
+            } else {
+                scenario::modes::derive(sc, m)?
+            };
             let mut w = World::new(&s)?;
             let cause = w.run();
             let r = Report::build(&s, &w, cause);
@@ -67,6 +86,15 @@ pub fn run_traced(
         }
     }
     Ok(report)
+}
+
+/// The focus VM's share of all pCPU time when the scenario runs consolidated.
+fn focus_share(sc: &Scenario) -> Result<f64, ScenarioError> {
+    let s = scenario::modes::derive(sc, Mode::Consolidated)?;
+    let f = scenario::modes::focus_index(sc)?;
+    let mut w = World::new(&s)?;
+    let cause = w.run();
+    Ok(Report::build(&s, &w, cause).vms[f].cpu_share)
 }
 
 /// (name, description) of every preset.

@@ -4,4 +4,5 @@ pub mod cache;
 pub mod cpumask;
 pub mod frag;
 pub mod pcpu;
+pub mod runq;
 pub mod tlb;

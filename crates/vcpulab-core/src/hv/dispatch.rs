@@ -87,6 +87,12 @@ impl World {
         }
         self.trace_vcpu_run(p, v, start, entry, now);
         self.sched.put_prev(p, v, why, now);
+        if why == StopReason::Blocked {
+            self.runq.done(v, now);
+        } else {
+            let home = self.sched.home_of(v);
+            self.runq.wants(v, home, now);
+        }
     }
 
     /// Puts `v` on `p`: entry and switch overhead, cache refill, then the guest runs.
@@ -142,6 +148,7 @@ impl World {
         let vc = &mut self.vcpus[v.idx()];
         let waited = now - vc.runnable_since;
         self.frag.pcpu_busy(p, now);
+        self.runq.wants(v, p, now);
         if vc.hv == HvState::Runnable {
             self.frag.vcpu_waiting(now, false);
             self.vms[vm.idx()].dispatch_wait.record(waited.0);
@@ -205,6 +212,8 @@ impl World {
         self.frag.vcpu_waiting(now, true);
         self.adapt_halt_poll(v);
         let wp = self.sched.enqueue_wake(v, now);
+        let home = self.sched.home_of(v);
+        self.runq.wants(v, home, now);
         self.last_wake_pcpu_idle = self.pcpus[wp.pcpu.idx()].cur.is_none();
         if wp.preempt {
             let delay = if count { self.costs.wake_halted_ns } else { 0 };

@@ -152,7 +152,7 @@ impl ModeRow {
             _ => f64::NAN,
         };
         ModeRow {
-            mode: format!("{mode:?}").to_lowercase(),
+            mode: mode.name().to_string(),
             vm: r.vm.clone(),
             finished: r.finished,
             completion_ns: r.completion_ns,
@@ -223,6 +223,45 @@ pub struct PcpuRow {
     pub poll_ns: u64,
     /// Idle while some vCPU waited for a pCPU (CPU fragmentation).
     pub idle_runnable_ns: u64,
+    /// Time-weighted mean run-queue length (running + queued vCPUs).
+    pub runq_mean: f64,
+}
+
+/// The host's run-queue length distribution: the fraction of pCPU time (over all
+/// pCPUs) spent with `length` vCPUs running or queued there (host/runq.rs; the last row
+/// is that length or more).
+#[derive(Clone, Debug, Serialize)]
+pub struct RunqRow {
+    pub length: u32,
+    pub fraction: f64,
+    /// Fraction of pCPU time at this length or less.
+    pub cdf: f64,
+}
+
+impl RunqRow {
+    fn distribution(m: &crate::host::runq::RunqMeter, pcpus: usize) -> Vec<RunqRow> {
+        let mut t = [0u64; crate::host::runq::MAX_LEN + 1];
+        for p in 0..pcpus {
+            for (l, ns) in m.times(p).iter().enumerate() {
+                t[l] += ns;
+            }
+        }
+        let total: u64 = t.iter().sum();
+        let last = t.iter().rposition(|&ns| ns > 0).unwrap_or(0);
+        let mut acc = 0u64;
+        t[..=last]
+            .iter()
+            .enumerate()
+            .map(|(l, &ns)| {
+                acc += ns;
+                RunqRow {
+                    length: l as u32,
+                    fraction: ns as f64 / total.max(1) as f64,
+                    cdf: acc as f64 / total.max(1) as f64,
+                }
+            })
+            .collect()
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -240,6 +279,7 @@ pub struct Report {
     pub vms: Vec<VmRow>,
     pub vcpus: Vec<VcpuRow>,
     pub pcpus: Vec<PcpuRow>,
+    pub runq_length: Vec<RunqRow>,
     pub locks: Vec<LockRow>,
     pub latencies: Vec<LatencyRow>,
     pub modes: Vec<ModeRow>,
@@ -458,8 +498,10 @@ impl Report {
                 idle_ns: end.saturating_sub(p.guest_ns + p.overhead_ns + p.poll_ns),
                 poll_ns: p.poll_ns,
                 idle_runnable_ns: w.frag.idle_runnable_ns[i],
+                runq_mean: w.runq.mean(i),
             })
             .collect();
+        let runq_length = RunqRow::distribution(&w.runq, w.pcpus.len());
         let locks = w
             .lock_classes
             .iter()
@@ -546,6 +588,7 @@ impl Report {
             vms,
             vcpus,
             pcpus,
+            runq_length,
             locks,
             latencies,
             modes: Vec::new(),

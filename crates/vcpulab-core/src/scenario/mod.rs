@@ -105,6 +105,21 @@ pub enum Mode {
     Dedicated,
     /// The focus VM's threads on bare metal: dedicated, without virtualization costs.
     Native,
+    /// Equal-capped solo: the focus VM alone on the same host and scheduler, capped at
+    /// the CPU share it had when consolidated (the reference of the micro-sliced vCPU
+    /// study, Ahn et al., MICRO 2014).
+    SoloCapped,
+}
+impl Mode {
+    /// The name scenarios and reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Consolidated => "consolidated",
+            Mode::Dedicated => "dedicated",
+            Mode::Native => "native",
+            Mode::SoloCapped => "solo_capped",
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -102,6 +102,8 @@ pub struct World {
     pub(crate) sched_resched: Vec<PcpuId>,
     /// Idle pCPU time while vCPUs wait (CPU fragmentation).
     pub frag: crate::host::frag::FragMeter,
+    /// Time-weighted run-queue length per pCPU.
+    pub runq: crate::host::runq::RunqMeter,
     /// Per VM: co-scheduling family PLE-exit actions.
     pub cosched: Vec<crate::hv::cosched::CoschedStats>,
     pub cvs_coschedule_below: f64,
@@ -147,7 +149,13 @@ impl World {
                 Some(c) => {
                     crate::host::cpumask::CpuMask::parse(c, vc.vcpus)
                         .map_err(|m| ScenarioError::new(format!("vm.{vi}.guest.cpuset"), m))?
-                        .0
+                        .to_u128()
+                        .ok_or_else(|| {
+                            ScenarioError::new(
+                                format!("vm.{vi}.guest.cpuset"),
+                                format!("{c:?} names a vCPU at or above 128; guest cpusets cover vCPUs 0-127"),
+                            )
+                        })?
                 }
             };
             let allowed: Vec<u32> = (0..vc.vcpus).filter(|i| cpuset >> i & 1 == 1).collect();
@@ -405,6 +413,7 @@ impl World {
             resched_buf: Vec::new(),
             sched_resched: Vec::new(),
             frag: crate::host::frag::FragMeter::new(npcpu as usize),
+            runq: crate::host::runq::RunqMeter::new(npcpu as usize, nvcpus),
             cosched: vec![Default::default(); nvms],
             cvs_coschedule_below: sc.host.ple.cvs_coschedule_below,
             cvs_yield_head_below: sc.host.ple.cvs_yield_head_below,
@@ -566,6 +575,7 @@ impl World {
             v.charge(now);
         }
         self.frag.finish(now);
+        self.runq.finish(now);
         if let Some(t) = self.trace.as_mut() {
             t.finish();
         }

@@ -493,12 +493,19 @@ impl HostScheduler for Cfs {
     }
 
     fn global_tick(&mut self, _now: Nanos, resched: &mut Vec<PcpuId>) {
-        let was: Vec<bool> = self.throttled.clone();
+        let mut released = false;
         for vm in 0..self.used.len() {
-            self.used[vm] = 0;
-            self.throttled[vm] = false;
+            // An overrun (noticed only at a tick) is paid back from the next period's
+            // quota, as the kernel's negative runtime_remaining is
+            // (account_cfs_rq_runtime, assign_cfs_rq_runtime); unused quota does not
+            // carry over (no burst).
+            let q = self.quota[vm].unwrap_or(0);
+            self.used[vm] = self.used[vm].saturating_sub(q);
+            let still = self.quota[vm].is_some_and(|q| self.used[vm] >= q);
+            released |= self.throttled[vm] && !still;
+            self.throttled[vm] = still;
         }
-        if was.iter().any(|t| *t) {
+        if released {
             for p in 0..self.rqs.len() {
                 if self.rqs[p].curr.is_none() && !self.rqs[p].queue.is_empty() {
                     resched.push(PcpuId(p as u32));
