@@ -285,6 +285,7 @@ impl World {
         let st = &mut g.yielders[i];
         let th = &mut self.threads[t.idx()];
         th.in_kernel = false;
+        th.in_exit = false;
         if !st.in_streak {
             // Yields start returning at once: an idle period begins.
             st.in_streak = true;

@@ -10,3 +10,4 @@ pub mod ple_epochs;
 pub mod sched;
 pub mod vcpu;
 pub mod vm;
+pub mod wake_path;
