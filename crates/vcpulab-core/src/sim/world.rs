@@ -331,6 +331,7 @@ impl World {
                     mutex_spin: (g.mutex_spin_us * 1e3).round() as u64,
                     ipi_under_lock: g.ipi_under_lock,
                     pv_tlb_flush: g.pv_tlb_flush,
+                    vcpu_is_preempted: g.vcpu_is_preempted,
                     haltpoll_max: if g.idle == IdleMode::Haltpoll {
                         (g.haltpoll_max_us * 1e3).round() as u64
                     } else {
