@@ -28,13 +28,19 @@ use crate::sim::rng::{Rng, Stream};
 use serde::Serialize;
 
 /// The study's insertion policy (see the module doc).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub enum StudyPolicy {
+    #[serde(rename = "mru")]
     Mru,
+    #[serde(rename = "lru")]
     Lru,
+    #[serde(rename = "preservation")]
     Preservation,
+    #[serde(rename = "prefetch")]
     Prefetch,
+    #[serde(rename = "preservation+prefetch")]
     PreservationPrefetch,
+    #[serde(rename = "sip-best")]
     SipBest,
 }
 
@@ -398,6 +404,109 @@ pub fn run_study(cfg: &StudyConfig, contexts: &[StudyContext]) -> Result<Vec<Llc
         })
         .collect();
     Ok(rows)
+}
+
+/// The study's configuration and contexts from a scenario with run.mode =
+/// "cache_study": one pCPU, Xen credit (its slice is the time slice), one vCPU per VM,
+/// each VM a catalog model with an access profile, host.cache.model = "llc".
+pub fn from_scenario(
+    sc: &crate::scenario::Scenario,
+) -> Result<(StudyConfig, Vec<StudyContext>), crate::scenario::ScenarioError> {
+    use crate::scenario::{CacheModel, ScenarioError, SchedulerConfig};
+    if sc.host.pcpus != 1 {
+        return Err(ScenarioError::new(
+            "host.pcpus",
+            format!(
+                "{}: run.mode = \"cache_study\" time-shares one core; allowed: 1",
+                sc.host.pcpus
+            ),
+        ));
+    }
+    if sc.host.cache.model != CacheModel::Llc {
+        return Err(ScenarioError::new(
+            "host.cache.model",
+            "run.mode = \"cache_study\" needs host.cache.model = \"llc\"",
+        ));
+    }
+    if !sc.run.compare.is_empty() {
+        return Err(ScenarioError::new(
+            "run.compare",
+            "run.mode = \"cache_study\" compares each VM with its solo run itself; leave run.compare empty",
+        ));
+    }
+    let slice_ms = match &sc.host.scheduler {
+        SchedulerConfig::Credit(c) => c.slice_ms,
+        other => {
+            return Err(ScenarioError::new(
+                "host.scheduler.kind",
+                format!(
+                    "{:?}: run.mode = \"cache_study\" round-robins with a fixed slice; allowed: \"credit\" (its slice_ms)",
+                    other.name()
+                ),
+            ))
+        }
+    };
+    let mut contexts = Vec::new();
+    for (i, vm) in sc.vm.iter().enumerate() {
+        if vm.vcpus != 1 {
+            return Err(ScenarioError::new(
+                format!("vm.{i}.vcpus"),
+                format!("{}: the cache study's contexts are single-threaded; allowed: 1", vm.vcpus),
+            ));
+        }
+        let model = vm.workload.model.as_str();
+        let profile = super::access::profile(model).ok_or_else(|| {
+            ScenarioError::new(
+                format!("vm.{i}.workload.model"),
+                format!(
+                    "{model:?} has no LLC access profile; allowed: {}",
+                    super::access::profiled_models().join(", ")
+                ),
+            )
+        })?;
+        contexts.push(StudyContext {
+            name: vm.name.clone().unwrap_or_else(|| format!("vm{i}")),
+            profile,
+        });
+    }
+    let l = &sc.host.cache.llc;
+    let cfg = StudyConfig {
+        size_kib: l.size_kib,
+        ways: l.ways as usize,
+        line_bytes: l.line_bytes,
+        sample: l.sample,
+        freq_ghz: sc.host.clock_ghz,
+        hit_cycles: l.hit_cycles,
+        miss_cycles: l.miss_cycles,
+        slice_ns: (slice_ms * 1e6).round() as u64,
+        duration_ns: sc.run.duration.0 .0,
+        warmup_ns: sc.run.warmup.0 .0,
+        policy: l.insertion,
+        seed: sc.seed,
+    };
+    cfg.sets()
+        .map_err(|e| ScenarioError::new("host.cache.llc", e))?;
+    if cfg.ways == 0 || cfg.ways > 64 {
+        return Err(ScenarioError::new(
+            "host.cache.llc.ways",
+            format!("{}: allowed 1 to 64", cfg.ways),
+        ));
+    }
+    for (k, v) in [("hit_cycles", cfg.hit_cycles), ("miss_cycles", cfg.miss_cycles)] {
+        if !(v.is_finite() && v >= 0.0) {
+            return Err(ScenarioError::new(
+                format!("host.cache.llc.{k}"),
+                format!("{v}: allowed a finite number >= 0"),
+            ));
+        }
+    }
+    if cfg.slice_ns == 0 {
+        return Err(ScenarioError::new(
+            "host.scheduler.slice_ms",
+            "must be positive for the cache study",
+        ));
+    }
+    Ok((cfg, contexts))
 }
 
 #[cfg(test)]
