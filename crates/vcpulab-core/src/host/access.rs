@@ -70,7 +70,10 @@ impl AccessProfile {
         }
         for w in self.curve.windows(2) {
             if w[1].0 <= w[0].0 || w[1].1 > w[0].1 {
-                return Err(format!("{}: miss curve not monotone at {:?}", self.model, w));
+                return Err(format!(
+                    "{}: miss curve not monotone at {:?}",
+                    self.model, w
+                ));
             }
         }
         // Accesses still missing at the last point reuse lines beyond it: the
@@ -113,28 +116,122 @@ macro_rules! profile {
 /// (1.5 for pointer chasing, 3-4 for streaming). docs/model.md lists them.
 pub const PROFILES: &[AccessProfile] = &[
     // CPU class: the working set fits the 256 KiB L2; few post-L2 accesses.
-    profile!("spec-namd", Cpu, 2048, 0.60, 1.5, [(256, 0.4), (512, 0.2), (1024, 0.08)]),
-    profile!("spec-sjeng", Cpu, 65536, 0.90, 1.5, [(256, 0.6), (1024, 0.45), (4096, 0.35)]),
-    profile!("spec-h264", Cpu, 4096, 0.60, 2.0, [(256, 1.0), (1024, 0.3), (2048, 0.1)]),
-    profile!("spec-astar", Cpu, 8192, 0.90, 1.5, [(256, 1.5), (1024, 0.6), (2048, 0.3)]),
+    profile!(
+        "spec-namd",
+        Cpu,
+        2048,
+        0.60,
+        1.5,
+        [(256, 0.4), (512, 0.2), (1024, 0.08)]
+    ),
+    profile!(
+        "spec-sjeng",
+        Cpu,
+        65536,
+        0.90,
+        1.5,
+        [(256, 0.6), (1024, 0.45), (4096, 0.35)]
+    ),
+    profile!(
+        "spec-h264",
+        Cpu,
+        4096,
+        0.60,
+        2.0,
+        [(256, 1.0), (1024, 0.3), (2048, 0.1)]
+    ),
+    profile!(
+        "spec-astar",
+        Cpu,
+        8192,
+        0.90,
+        1.5,
+        [(256, 1.5), (1024, 0.6), (2048, 0.3)]
+    ),
     // CFR class: a large post-L2 rate that an LLC of a few MiB captures.
-    profile!("spec-soplex", Cfr, 16384, 0.70, 2.0,
-        [(256, 30.0), (1024, 22.0), (2048, 12.0), (4096, 5.0), (8192, 3.0)]),
-    profile!("spec-bzip2", Cfr, 8192, 0.80, 1.5,
-        [(256, 8.0), (1024, 4.0), (2048, 1.5), (4096, 0.5)]),
-    profile!("spec-omnetpp", Cfr, 16384, 0.80, 1.5,
-        [(256, 20.0), (1024, 15.0), (2048, 8.0), (4096, 2.0), (8192, 0.5)]),
-    profile!("spec-gcc", Cfr, 8192, 0.80, 1.5,
-        [(256, 6.0), (1024, 3.0), (2048, 1.0), (4096, 0.4)]),
-    profile!("spec-xalancbmk", Cfr, 16384, 0.70, 1.5,
-        [(256, 15.0), (1024, 10.0), (2048, 4.0), (4096, 1.5), (8192, 0.8)]),
+    profile!(
+        "spec-soplex",
+        Cfr,
+        16384,
+        0.70,
+        2.0,
+        [
+            (256, 30.0),
+            (1024, 22.0),
+            (2048, 12.0),
+            (4096, 5.0),
+            (8192, 3.0)
+        ]
+    ),
+    profile!(
+        "spec-bzip2",
+        Cfr,
+        8192,
+        0.80,
+        1.5,
+        [(256, 8.0), (1024, 4.0), (2048, 1.5), (4096, 0.5)]
+    ),
+    profile!(
+        "spec-omnetpp",
+        Cfr,
+        16384,
+        0.80,
+        1.5,
+        [
+            (256, 20.0),
+            (1024, 15.0),
+            (2048, 8.0),
+            (4096, 2.0),
+            (8192, 0.5)
+        ]
+    ),
+    profile!(
+        "spec-gcc",
+        Cfr,
+        8192,
+        0.80,
+        1.5,
+        [(256, 6.0), (1024, 3.0), (2048, 1.0), (4096, 0.4)]
+    ),
+    profile!(
+        "spec-xalancbmk",
+        Cfr,
+        16384,
+        0.70,
+        1.5,
+        [
+            (256, 15.0),
+            (1024, 10.0),
+            (2048, 4.0),
+            (4096, 1.5),
+            (8192, 0.8)
+        ]
+    ),
     // THR class: the miss curve stays high far beyond the LLC.
-    profile!("spec-milc", Thr, 65536, 0.80, 3.0,
-        [(256, 25.0), (4096, 23.0), (32768, 20.0)]),
-    profile!("spec-libquantum", Thr, 65536, 0.50, 4.0,
-        [(256, 30.0), (32768, 29.0)]),
-    profile!("spec-mcf", Thr, 65536, 1.00, 1.5,
-        [(256, 70.0), (2048, 60.0), (8192, 45.0), (32768, 30.0)]),
+    profile!(
+        "spec-milc",
+        Thr,
+        65536,
+        0.80,
+        3.0,
+        [(256, 25.0), (4096, 23.0), (32768, 20.0)]
+    ),
+    profile!(
+        "spec-libquantum",
+        Thr,
+        65536,
+        0.50,
+        4.0,
+        [(256, 30.0), (32768, 29.0)]
+    ),
+    profile!(
+        "spec-mcf",
+        Thr,
+        65536,
+        1.00,
+        1.5,
+        [(256, 70.0), (2048, 60.0), (8192, 45.0), (32768, 30.0)]
+    ),
 ];
 
 /// The profile of a catalog model, if it has one.
@@ -156,46 +253,97 @@ struct Bucket {
     hi: u64,
 }
 
-/// A Fenwick tree of 0/1 marks over timestamps: the LRU stack of one context.
+/// A set of marked timestamps with rank selection: one bit per timestamp in 64-bit
+/// words, and a Fenwick tree over the words' popcounts (small enough to stay in L1),
+/// so selecting the k-th mark is a short tree descent plus a scan within one word.
 #[derive(Clone, Debug)]
 struct Fenwick {
+    words: Vec<u64>,
+    /// 1-based Fenwick tree over `words`' popcounts; length a power of two plus one.
     tree: Vec<u32>,
     log: u32,
 }
 
 impl Fenwick {
     fn new(n: usize) -> Fenwick {
-        let size = n.next_power_of_two();
+        let nwords = n.div_ceil(64).max(1).next_power_of_two();
         Fenwick {
-            tree: vec![0; size + 1],
-            log: size.trailing_zeros(),
+            words: vec![0; nwords],
+            tree: vec![0; nwords + 1],
+            log: nwords.trailing_zeros(),
         }
     }
     #[inline]
-    fn add(&mut self, pos: usize, delta: i32) {
-        let mut i = pos + 1;
+    fn tree_add(&mut self, word: usize, delta: i32) {
+        let mut i = word + 1;
         while i < self.tree.len() {
             self.tree[i] = self.tree[i].wrapping_add(delta as u32);
             i += i & i.wrapping_neg();
         }
     }
-    /// The position of the k-th mark (1-based k) in timestamp order.
+    #[inline]
+    fn set(&mut self, pos: usize) {
+        self.words[pos >> 6] |= 1 << (pos & 63);
+        self.tree_add(pos >> 6, 1);
+    }
+    #[inline]
+    fn clear(&mut self, pos: usize) {
+        self.words[pos >> 6] &= !(1 << (pos & 63));
+        self.tree_add(pos >> 6, -1);
+    }
+    /// The position of the k-th mark (1-based k, at most the number of marks) in
+    /// timestamp order.
     #[inline]
     fn select(&self, mut k: u32) -> usize {
-        let mut pos = 0usize;
+        let mut wi = 0usize;
         let mut step = 1usize << self.log;
+        // wi + step never exceeds the tree's size (wi is a multiple of 2 x step).
+        // Branch-free (masks, not `if`): the comparisons are unpredictable.
         while step > 0 {
-            let next = pos + step;
-            if next < self.tree.len() && self.tree[next] < k {
-                pos = next;
-                k -= self.tree[next];
-            }
+            let v = self.tree[wi + step];
+            let m = ((v < k) as u32).wrapping_neg();
+            wi += step & (m as usize);
+            k -= v & m;
             step >>= 1;
         }
-        pos
+        // The k-th set bit of word `wi`: whole bytes first, then bits.
+        let mut w = self.words[wi];
+        let mut base = 0usize;
+        loop {
+            let c = (w & 0xff).count_ones();
+            if c >= k {
+                break;
+            }
+            k -= c;
+            w >>= 8;
+            base += 8;
+        }
+        for _ in 1..k {
+            w &= w - 1;
+        }
+        (wi << 6) + base + w.trailing_zeros() as usize
     }
-    fn clear(&mut self) {
+    /// Rebuilds with marks at positions 0..n, in O(size).
+    fn reset_prefix(&mut self, n: usize) {
+        for (i, w) in self.words.iter_mut().enumerate() {
+            let lo = i * 64;
+            *w = if n >= lo + 64 {
+                u64::MAX
+            } else if n > lo {
+                (1u64 << (n - lo)) - 1
+            } else {
+                0
+            };
+        }
         self.tree.iter_mut().for_each(|x| *x = 0);
+        for i in 1..self.tree.len() {
+            self.tree[i] += self.words[i - 1].count_ones();
+            let parent = i + (i & i.wrapping_neg());
+            if parent < self.tree.len() {
+                let v = self.tree[i];
+                self.tree[parent] += v;
+            }
+        }
     }
 }
 
@@ -244,6 +392,7 @@ impl StackStream {
         if let Some(b) = buckets.last_mut() {
             b.cum = 1.0;
         }
+        // Timestamps run to 2x the footprint before a compaction renumbers them.
         let window = 2 * lines as usize;
         StackStream {
             buckets,
@@ -311,12 +460,12 @@ impl StackStream {
         }
         let old = self.stamp_of[line as usize];
         if old != NO_LINE {
-            self.fen.add(old as usize, -1);
+            self.fen.clear(old as usize);
             self.line_at[old as usize] = NO_LINE;
         }
         let t = self.now;
         self.now += 1;
-        self.fen.add(t as usize, 1);
+        self.fen.set(t as usize);
         self.line_at[t as usize] = line;
         self.stamp_of[line as usize] = t;
     }
@@ -334,10 +483,7 @@ impl StackStream {
                 next += 1;
             }
         }
-        self.fen.clear();
-        for t in 0..next {
-            self.fen.add(t as usize, 1);
-        }
+        self.fen.reset_prefix(next as usize);
         self.now = next;
     }
 }
@@ -393,6 +539,30 @@ mod tests {
                 "miss ratio at {kib} KiB: {got:.3}, profile {want:.3}"
             );
         }
+    }
+
+    #[test]
+    fn rank_selection_matches_a_naive_scan() {
+        let mut f = Fenwick::new(1000);
+        let mut rng = Rng::new(11);
+        let mut marks = vec![false; 1000];
+        for _ in 0..3000 {
+            let p = rng.below(1000) as usize;
+            if marks[p] {
+                f.clear(p);
+            } else {
+                f.set(p);
+            }
+            marks[p] = !marks[p];
+            let on: Vec<usize> = (0..1000).filter(|&i| marks[i]).collect();
+            if !on.is_empty() {
+                let k = 1 + rng.below(on.len() as u64) as usize;
+                assert_eq!(f.select(k as u32), on[k - 1]);
+            }
+        }
+        f.reset_prefix(130);
+        assert_eq!(f.select(1), 0);
+        assert_eq!(f.select(130), 129);
     }
 
     #[test]

@@ -45,6 +45,16 @@ fn owner(key: u64) -> u16 {
     (key >> CTX_SHIFT) as u16
 }
 
+/// Moves `v[..pos]` one place down (dropping `v[pos]`) and puts `top` at `v[0]`: a
+/// plain loop, cheaper than `rotate_right`'s memmove call for 16 elements.
+#[inline]
+fn shift_down<T: Copy>(v: &mut [T], pos: usize, top: T) {
+    for j in (1..=pos).rev() {
+        v[j] = v[j - 1];
+    }
+    v[0] = top;
+}
+
 /// The cache: `sets` sets of `ways` blocks.
 #[derive(Clone, Debug)]
 pub struct Llc {
@@ -60,7 +70,9 @@ impl Llc {
     /// `sets` must be a power of two, `ways` at least 1.
     pub fn new(sets: usize, ways: usize) -> Result<Llc, String> {
         if sets == 0 || !sets.is_power_of_two() {
-            return Err(format!("the number of sets must be a power of two, got {sets}"));
+            return Err(format!(
+                "the number of sets must be a power of two, got {sets}"
+            ));
         }
         if ways == 0 || ways > 64 {
             return Err(format!("ways must be within 1..=64, got {ways}"));
@@ -97,10 +109,8 @@ impl Llc {
         let w = self.ways;
         let keys = &mut self.keys[base..base + w];
         if let Some(pos) = keys.iter().position(|&k| k == key) {
-            keys[..=pos].rotate_right(1);
-            let reused = &mut self.reused[base..base + w];
-            reused[..=pos].rotate_right(1);
-            reused[0] = true;
+            shift_down(keys, pos, key);
+            shift_down(&mut self.reused[base..base + w], pos, true);
             return true;
         }
         self.fill_at(base, key, ins);
@@ -123,10 +133,8 @@ impl Llc {
         let w = self.ways;
         match ins {
             Insertion::Mru => {
-                self.keys[base..base + w].rotate_right(1);
-                self.keys[base] = key;
-                self.reused[base..base + w].rotate_right(1);
-                self.reused[base] = false;
+                shift_down(&mut self.keys[base..base + w], w - 1, key);
+                shift_down(&mut self.reused[base..base + w], w - 1, false);
             }
             Insertion::Lru => {
                 // Valid blocks occupy the front of the set and empty ways the back (fills
@@ -152,7 +160,11 @@ impl Llc {
     /// since they were filled, LRU-most first within each set (so that prefetching them
     /// in order at MRU restores their recency order).
     pub fn reused_blocks_of(&self, ctx: u16, out: &mut Vec<u64>) {
-        for set in self.keys.chunks_exact(self.ways).zip(self.reused.chunks_exact(self.ways)) {
+        for set in self
+            .keys
+            .chunks_exact(self.ways)
+            .zip(self.reused.chunks_exact(self.ways))
+        {
             for (&k, &r) in set.0.iter().zip(set.1.iter()).rev() {
                 if r && k != EMPTY && owner(k) == ctx {
                     out.push(k);
@@ -270,7 +282,10 @@ mod tests {
         // [E A D C]; B m evicts C [B E A D]; A H [A B E D]; C m evicts D [C A B E];
         // D m evicts E [D C A B].
         let mut c = one_set();
-        assert_eq!(seq(&mut c, &[1, 2, 3, 4, 1, 5, 2, 1, 3, 4], Insertion::Mru), "mmmmHmmHmm");
+        assert_eq!(
+            seq(&mut c, &[1, 2, 3, 4, 1, 5, 2, 1, 3, 4], Insertion::Mru),
+            "mmmmHmmHmm"
+        );
         assert_eq!(
             c.set_contents(0),
             vec![key(0, 4), key(0, 3), key(0, 1), key(0, 2)]
@@ -285,7 +300,10 @@ mod tests {
         // E m replaces the LRU block D [A B C E]; B H [B A C E]; A H [A B C E];
         // C H [C A B E]; D m replaces E [C A B D].
         let mut c = one_set();
-        assert_eq!(seq(&mut c, &[1, 2, 3, 4, 1, 5, 2, 1, 3, 4], Insertion::Lru), "mmmmHmHHHm");
+        assert_eq!(
+            seq(&mut c, &[1, 2, 3, 4, 1, 5, 2, 1, 3, 4], Insertion::Lru),
+            "mmmmHmHHHm"
+        );
         assert_eq!(
             c.set_contents(0),
             vec![key(0, 3), key(0, 1), key(0, 2), key(0, 4)]

@@ -451,7 +451,10 @@ pub fn from_scenario(
         if vm.vcpus != 1 {
             return Err(ScenarioError::new(
                 format!("vm.{i}.vcpus"),
-                format!("{}: the cache study's contexts are single-threaded; allowed: 1", vm.vcpus),
+                format!(
+                    "{}: the cache study's contexts are single-threaded; allowed: 1",
+                    vm.vcpus
+                ),
             ));
         }
         let model = vm.workload.model.as_str();
@@ -492,7 +495,10 @@ pub fn from_scenario(
             format!("{}: allowed 1 to 64", cfg.ways),
         ));
     }
-    for (k, v) in [("hit_cycles", cfg.hit_cycles), ("miss_cycles", cfg.miss_cycles)] {
+    for (k, v) in [
+        ("hit_cycles", cfg.hit_cycles),
+        ("miss_cycles", cfg.miss_cycles),
+    ] {
         if !(v.is_finite() && v >= 0.0) {
             return Err(ScenarioError::new(
                 format!("host.cache.llc.{k}"),
