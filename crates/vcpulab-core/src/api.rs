@@ -15,6 +15,25 @@ pub fn resolve(
     scenario::resolve(text, overrides, seed)
 }
 
+/// The resolved scenario as TOML, preceded by comment lines that name the platform
+/// profiles in use and every key they set (with the value in effect where the preset or
+/// the scenario overrode it): what `vcpulab explain` prints.
+pub fn explain(
+    text: &str,
+    overrides: &[String],
+    seed: Option<u64>,
+) -> Result<String, ScenarioError> {
+    let sc = scenario::resolve(text, overrides, seed)?;
+    let toml_text = sc.to_toml();
+    let table: toml::Table = toml_text.parse().map_err(|e| {
+        ScenarioError::new("", format!("cannot re-read the resolved scenario: {e}"))
+    })?;
+    Ok(format!(
+        "{}{toml_text}",
+        scenario::platforms::explain(&table)
+    ))
+}
+
 /// Runs a resolved scenario; the result depends only on the scenario (and its seed).
 pub fn run(sc: &Scenario) -> Result<Report, ScenarioError> {
     run_traced(sc, None)

@@ -30,7 +30,7 @@ fn typo_in_key_names_the_key_and_the_allowed_ones() {
 fn impossible_values_name_key_value_and_range() {
     let e = err(OK, &["host.pcpus=0"]);
     assert!(
-        e.starts_with("host.pcpus") && e.contains('0') && e.contains("128"),
+        e.starts_with("host.pcpus") && e.contains('0') && e.contains("1024"),
         "{e}"
     );
     let e = err(OK, &["vm.0.vcpus=0"]);

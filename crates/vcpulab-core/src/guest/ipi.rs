@@ -48,7 +48,13 @@ impl World {
         // (as Linux counts a CPU running only SCHED_IDLE tasks, sched_idle_cpu()), unless
         // the host preempted it (KVM's vcpu_is_preempted()).
         match vc.cur {
-            None => vc.rq.is_empty(),
+            // available_idle_cpu(): with vcpu_is_preempted() (Linux 4.10+, used for
+            // wake placement since 4.17) an idle vCPU the host preempted is not idle.
+            None => {
+                vc.rq.is_empty()
+                    && !(self.vms[vc.vm.idx()].guest.vcpu_is_preempted
+                        && vc.hv == HvState::Runnable)
+            }
             Some(c) => self.threads[c.idx()].yielder && vc.rq.is_empty() && vc.is_running(),
         }
     }

@@ -15,6 +15,8 @@ pub struct GuestParams {
     pub mutex_spin: u64,
     pub ipi_under_lock: bool,
     pub pv_tlb_flush: bool,
+    /// vcpu_is_preempted(): a preempted vCPU is not an idle wake-up target.
+    pub vcpu_is_preempted: bool,
     /// Guest haltpoll: maximum and starting poll (0: not used).
     pub haltpoll_max: u64,
     pub haltpoll_start: u64,

@@ -4,6 +4,7 @@
 
 mod load;
 pub mod modes;
+pub mod platforms;
 mod presets;
 mod validate;
 
@@ -129,6 +130,10 @@ impl Mode {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct HostConfig {
+    /// The platform profile (scenario/platforms.rs) whose keys were filled in under the
+    /// preset and the scenario: hypervisor, version and CPU generation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub platform: Option<String>,
     pub pcpus: u32,
     pub clock_ghz: f64,
     pub scheduler: SchedulerConfig,
@@ -280,6 +285,7 @@ impl Default for HaltPollConfig {
 impl Default for HostConfig {
     fn default() -> Self {
         HostConfig {
+            platform: None,
             pcpus: 4,
             clock_ghz: 3.0,
             scheduler: SchedulerConfig::Cfs(CfsParams::default()),
@@ -649,6 +655,10 @@ pub enum SpinlockKind {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct GuestConfig {
+    /// The guest-kernel profile (scenario/platforms.rs) whose keys were filled in under
+    /// the preset and the scenario; default: the host platform's guest kernel.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
     pub idle: IdleMode,
     /// Guest CFS: latency and minimum granularity of thread time slices.
     pub latency_ms: f64,
@@ -669,6 +679,13 @@ pub struct GuestConfig {
     pub haltpoll_start_us: f64,
     /// KVM PV TLB flush: preempted vCPUs are not sent shootdown IPIs.
     pub pv_tlb_flush: bool,
+    /// vcpu_is_preempted() (KVM steal time, Linux 4.10+): wake-up placement does not
+    /// count a preempted idle vCPU as idle (available_idle_cpu).
+    pub vcpu_is_preempted: bool,
+    /// The guest kernel has the cpuidle-haltpoll driver (Linux 5.4+): `idle =
+    /// "haltpoll"` is refused without it (the `guest-haltpoll` preset sets it, as a
+    /// backport).
+    pub haltpoll_available: bool,
     /// Guest load balancing: an idle vCPU pulls a queued thread from a busy sibling.
     pub load_balance: bool,
     /// vCPUs the workload's threads may use (a cpuset), e.g. "0-3"; all when absent.
@@ -679,6 +696,7 @@ pub struct GuestConfig {
 impl Default for GuestConfig {
     fn default() -> Self {
         GuestConfig {
+            kernel: None,
             idle: IdleMode::Hlt,
             latency_ms: 6.0,
             min_granularity_ms: 0.75,
@@ -691,6 +709,8 @@ impl Default for GuestConfig {
             haltpoll_max_us: 200.0,
             haltpoll_start_us: 50.0,
             pv_tlb_flush: false,
+            vcpu_is_preempted: false,
+            haltpoll_available: true,
             load_balance: true,
             cpuset: None,
             gleaner: GleanerConfig::default(),

@@ -71,8 +71,9 @@ pub fn derive(sc: &Scenario, mode: Mode) -> Result<Scenario, ScenarioError> {
         return Err(ScenarioError::new(
             format!("vm.{f}.vcpus"),
             format!(
-                "{} vCPUs cannot each get a dedicated pCPU (at most 128)",
-                vm.vcpus
+                "{} vCPUs cannot each get a dedicated pCPU (at most {})",
+                vm.vcpus,
+                crate::host::cpumask::MAX_PCPUS
             ),
         ));
     }

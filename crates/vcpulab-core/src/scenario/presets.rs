@@ -106,7 +106,7 @@ mode = "retention"
     },
     Preset {
         name: "guest-haltpoll",
-        description: "kvm-default with the guest cpuidle-haltpoll driver (poll up to 200 us before HLT; host polling off)",
+        description: "kvm-default with the guest cpuidle-haltpoll driver (poll up to 200 us before HLT; host polling off), backported to guest kernels older than Linux 5.4",
         toml: r#"
 [host.scheduler]
 kind = "cfs"
@@ -115,6 +115,7 @@ policy = "kvm"
 action = "directed-yield"
 [guest]
 idle = "haltpoll"
+haltpoll_available = true
 "#,
     },
     Preset {

@@ -311,6 +311,15 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
         validate_gleaner(&g.gleaner, vm.vcpus, &|f: &str| {
             k(&format!("guest.gleaner.{f}"))
         })?;
+        if g.idle == super::IdleMode::Haltpoll && !g.haltpoll_available {
+            let kernel = g.kernel.as_deref().unwrap_or("this guest kernel");
+            return Err(ScenarioError::new(
+                k("guest.idle"),
+                format!(
+                    "\"haltpoll\" needs the cpuidle-haltpoll driver (Linux 5.4+), which {kernel} does not have; choose \"hlt\" or \"poll\", a newer guest.kernel, or set guest.haltpoll_available = true to run it as a backport (the guest-haltpoll preset does)"
+                ),
+            ));
+        }
         if g.gleaner.mode == super::GleanerMode::Gleaner && g.cpuset.is_some() {
             return Err(ScenarioError::new(
                 k("guest.cpuset"),

@@ -149,7 +149,13 @@ impl World {
                 Some(c) => {
                     crate::host::cpumask::CpuMask::parse(c, vc.vcpus)
                         .map_err(|m| ScenarioError::new(format!("vm.{vi}.guest.cpuset"), m))?
-                        .0
+                        .to_u128()
+                        .ok_or_else(|| {
+                            ScenarioError::new(
+                                format!("vm.{vi}.guest.cpuset"),
+                                format!("{c:?} names a vCPU at or above 128; guest cpusets cover vCPUs 0-127"),
+                            )
+                        })?
                 }
             };
             let allowed: Vec<u32> = (0..vc.vcpus).filter(|i| cpuset >> i & 1 == 1).collect();
@@ -325,6 +331,7 @@ impl World {
                     mutex_spin: (g.mutex_spin_us * 1e3).round() as u64,
                     ipi_under_lock: g.ipi_under_lock,
                     pv_tlb_flush: g.pv_tlb_flush,
+                    vcpu_is_preempted: g.vcpu_is_preempted,
                     haltpoll_max: if g.idle == IdleMode::Haltpoll {
                         (g.haltpoll_max_us * 1e3).round() as u64
                     } else {
