@@ -129,7 +129,7 @@ fn main() {
 
 /// The LLC simulator alone: a cache-friendly and a thrashing context time-sharing one
 /// core for 10 s with 1 ms slices (host/llc_study.rs), the mix and the solo references.
-/// Its "events" are simulated LLC accesses.
+/// Its "events" are the mix's simulated LLC accesses (the solo runs add about as many).
 const CACHE_STUDY: &str = r#"
 [run]
 mode = "cache_study"
@@ -167,10 +167,11 @@ fn cache_study_bench() {
     }
     let (wall, events) = best.expect("ran");
     println!(
-        "{:<72} {:>12} {:>12.0} {:>10.3} {:>14.2}",
+        "{:<80} {:>10} {:>11.0} {:>8.1} {:>8.3} {:>12.2}",
         name,
         events,
         events as f64 / wall,
+        wall * 1e9 / events.max(1) as f64,
         wall,
         10.0 / wall
     );
