@@ -43,6 +43,24 @@ pub fn run_traced(
     sc: &Scenario,
     trace: Option<Box<dyn TraceSink>>,
 ) -> Result<Report, ScenarioError> {
+    if sc.run.mode == Mode::CacheStudy {
+        if trace.is_some() {
+            return Err(ScenarioError::new(
+                "run.mode",
+                "\"cache_study\" runs the LLC simulator, not the host engine: it has no trace; use run.mode = \"consolidated\"",
+            ));
+        }
+        let (cfg, contexts) = crate::host::llc_study::from_scenario(sc)?;
+        let rows = crate::host::llc_study::run_study(&cfg, &contexts)
+            .map_err(|e| ScenarioError::new("host.cache.llc", e))?;
+        return Ok(Report::of_cache_study(sc, rows));
+    }
+    if sc.host.cache.model == crate::scenario::CacheModel::Llc {
+        return Err(ScenarioError::new(
+            "host.cache.model",
+            "\"llc\" in whole-host runs is not available yet; allowed with run.mode = \"cache_study\", otherwise \"footprint\" or \"none\"",
+        ));
+    }
     // Equal-capped solo needs the focus VM's consolidated share first.
     let mut consolidated_share: Option<f64> = None;
     let main = if sc.run.mode == Mode::SoloCapped {

@@ -296,6 +296,9 @@ pub struct Report {
     pub histograms: BTreeMap<String, HistSummary>,
     /// Per VM, per epoch of PLE exits: window and inefficiency (hv/ple_epochs.rs).
     pub ple_epochs: Vec<crate::hv::ple_epochs::PleEpochRow>,
+    /// The cache study (run.mode = "cache_study"): one row per VM (host/llc_study.rs).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub llc: Vec<crate::host::llc_study::LlcRow>,
 }
 
 /// Weighted max-min fair allocation of `capacity` among claimants with (weight, max).
@@ -609,6 +612,43 @@ impl Report {
             gleaner,
             histograms,
             ple_epochs: w.ple_epochs.rows().cloned().collect(),
+            llc: Vec::new(),
+        }
+    }
+
+    /// The report of a cache study: its `llc` table, the other tables empty.
+    pub fn of_cache_study(sc: &Scenario, llc: Vec<crate::host::llc_study::LlcRow>) -> Report {
+        Report {
+            schema: 1,
+            scenario: ScenarioInfo {
+                name: sc.name.clone(),
+                seed: sc.seed,
+                preset: sc.preset.clone(),
+                scheduler: sc.host.scheduler.name().to_string(),
+                pcpus: sc.host.pcpus,
+                duration_ns: sc.run.duration.0 .0,
+            },
+            end_ns: sc.run.duration.0 .0,
+            stop_reason: "duration",
+            events: llc.iter().map(|r| r.simulated_accesses).sum(),
+            vms: Vec::new(),
+            vcpus: Vec::new(),
+            pcpus: Vec::new(),
+            runq_length: Vec::new(),
+            locks: Vec::new(),
+            latencies: Vec::new(),
+            modes: Vec::new(),
+            fairness: Fairness { jain_index: 1.0 },
+            energy: Energy {
+                busy_pcpu_ns: 0,
+                halted_pcpu_ns: 0,
+                joules: 0.0,
+                mean_w: 0.0,
+            },
+            gleaner: Vec::new(),
+            histograms: BTreeMap::new(),
+            ple_epochs: Vec::new(),
+            llc,
         }
     }
 

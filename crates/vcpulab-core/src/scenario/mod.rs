@@ -109,6 +109,10 @@ pub enum Mode {
     /// the CPU share it had when consolidated (the reference of the micro-sliced vCPU
     /// study, Ahn et al., MICRO 2014).
     SoloCapped,
+    /// The last-level-cache study (host/llc_study.rs): the VMs' single vCPUs time-share
+    /// one core round-robin with the credit scheduler's slice, sharing a simulated LLC
+    /// (`host.cache.llc`); the report's `llc` table has CPI, MPKI and traffic per VM.
+    CacheStudy,
 }
 impl Mode {
     /// The name scenarios and reports use.
@@ -118,6 +122,7 @@ impl Mode {
             Mode::Dedicated => "dedicated",
             Mode::Native => "native",
             Mode::SoloCapped => "solo_capped",
+            Mode::CacheStudy => "cache_study",
         }
     }
 }
@@ -574,6 +579,41 @@ impl Default for CostTable {
 pub enum CacheModel {
     None,
     Footprint,
+    /// The set-associative LLC simulator's access profiles (host/llc.rs, host/access.rs).
+    Llc,
+}
+
+/// The simulated last-level cache (host/llc.rs) of the cache study and of
+/// `host.cache.model = "llc"`. Defaults and sources in docs/model.md.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LlcConfig {
+    pub size_kib: u64,
+    pub ways: u32,
+    pub line_bytes: u64,
+    /// Set sampling: simulate 1 in `sample` sets (and the matching share of each
+    /// context's lines); a power of two, 1 for the whole cache.
+    pub sample: u64,
+    /// Insertion policy: "mru", "lru", "preservation", "prefetch",
+    /// "preservation+prefetch" or "sip-best".
+    pub insertion: crate::host::llc_study::StudyPolicy,
+    /// LLC hit latency, core cycles.
+    pub hit_cycles: f64,
+    /// Memory latency of an LLC miss, core cycles.
+    pub miss_cycles: f64,
+}
+impl Default for LlcConfig {
+    fn default() -> Self {
+        LlcConfig {
+            size_kib: 4_096,
+            ways: 16,
+            line_bytes: 64,
+            sample: 32,
+            insertion: crate::host::llc_study::StudyPolicy::Mru,
+            hit_cycles: 30.0,
+            miss_cycles: 200.0,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -597,6 +637,8 @@ pub struct CacheConfig {
     pub tlb_resume_pages: u64,
     /// Mean time of one page-table memory reference during a refill walk.
     pub page_walk_ref_ns: f64,
+    /// The simulated LLC (the cache study, and `model = "llc"`).
+    pub llc: LlcConfig,
 }
 impl Default for CacheConfig {
     fn default() -> Self {
@@ -609,6 +651,7 @@ impl Default for CacheConfig {
             tlb_touch_pages_per_us: 16.0,
             tlb_resume_pages: 64,
             page_walk_ref_ns: 40.0,
+            llc: LlcConfig::default(),
         }
     }
 }
