@@ -37,6 +37,7 @@ __all__ = [
     "core_build_id",
     "core_version",
     "dumps_toml",
+    "characterize",
     "presets",
     "resolve",
     "run",
@@ -49,6 +50,15 @@ __all__ = [
 __version__ = "0.1.0"
 
 Overrides = Sequence[str] | Mapping[str, Any] | None
+
+
+def characterize(
+    model: str, threads: Sequence[int] = (1, 2, 4, 8, 16), **kw: Any
+) -> list[dict[str, Any]]:
+    """Run a catalog model natively at several thread counts (see vcpulab.characterize)."""
+    from vcpulab.characterization import characterize as _characterize
+
+    return _characterize(model, threads, **kw)
 
 
 def run(scenario: ScenarioInput, *, seed: int | None = None, overrides: Overrides = None) -> Report:

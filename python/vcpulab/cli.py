@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
+from vcpulab.characterization import add_parser as add_characterize_parser
 from vcpulab.errors import CoreUnavailableError, ScenarioError, SimulationError, UsageError
 from vcpulab.store import DEFAULT_STORE, StoreError
 
@@ -516,6 +517,7 @@ def build_parser() -> CliParser:
 
     p = sub.add_parser("version", help="print versions")
     p.set_defaults(func=cmd_version)
+    add_characterize_parser(sub)
     return parser
 
 

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from vcpulab.store import ResultsStore
     from vcpulab.sweeps import Backend
 
-_MODULES = ("examples", "gleaner", "gleaner_apps", "cvs", "apple")
+_MODULES = ("examples", "gleaner", "gleaner_apps", "cvs", "apple", "workloads")
 
 VERDICTS = ("agrees", "partly", "disagrees")
 
@@ -115,6 +115,11 @@ class Experiment:
     """Draws the PNG instead of the default published-beside-simulated plot."""
     quick_grid: dict[str, Sequence[Any]] | None = None
     """With --quick, sweep this (smaller) grid instead of `grid`."""
+    quick_points: Sequence[Point] | None = None
+    """With --quick, run these (fewer) points instead of `points`."""
+
+    def points_for(self, quick: bool) -> Sequence[Point]:
+        return self.quick_points if quick and self.quick_points is not None else self.points
 
     def grid_for(self, quick: bool) -> dict[str, Sequence[Any]]:
         return dict(self.quick_grid) if quick and self.quick_grid is not None else dict(self.grid)
@@ -461,7 +466,8 @@ def _run_points(
     from vcpulab.sweeps import run_sweep
 
     # Resolve every file first: a missing scenario is reported before anything runs.
-    paths = [scenario_path(pt.scenario) for pt in exp.points]
+    points = exp.points_for(quick)
+    paths = [scenario_path(pt.scenario) for pt in points]
     ex = make_executor(executor, jobs) if isinstance(executor, str) else executor
     db = store if isinstance(store, ResultsStore) else ResultsStore(store or ":memory:")
     frames: list[pd.DataFrame] = []
@@ -470,9 +476,9 @@ def _run_points(
     planned = 0
     grid = exp.grid_for(quick)
     grid_size = math.prod(len(v) for v in grid.values()) if grid else 1
-    bar = Progress(len(exp.points) * seeds * grid_size, label="runs", enabled=progress)
+    bar = Progress(len(points) * seeds * grid_size, label="runs", enabled=progress)
     try:
-        for pt, path in zip(exp.points, paths, strict=True):
+        for pt, path in zip(points, paths, strict=True):
             outcome = run_sweep(
                 path,
                 grid or None,
