@@ -44,7 +44,7 @@ fn scenario() -> impl Strategy<Value = String> {
                     0 => "{ model = \"cpu-bomb\" }".to_string(),
                     1 => "{ model = \"compute-sleep\", params = { compute = \"exp(200us)\", sleep = \"exp(300us)\" } }".into(),
                     2 => "{ model = \"freqsleep\" }".into(),
-                    _ => format!("{{ model = \"matmul\", threads = {}, params = {{ work = \"30ms\" }} }}", vcpus * 2),
+                    _ => format!("{{ model = \"matmul\", threads = {}, params = {{ work = \"{}ms\" }} }}", vcpus * 2, 30 * vcpus * 2),
                 };
                 s += &format!("[[vm]]\nname = \"vm{i}\"\nvcpus = {vcpus}\nweight = {w}\nworkload = {wl}\n");
                 if let Some(c) = cap {
