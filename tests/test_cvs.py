@@ -55,8 +55,8 @@ def test_vor_compares_all_four_algorithms(reproduced: dict[str, tuple[str, Rows]
             assert _f(r, f"{alg}_user_s") > 0
             assert _f(r, f"{alg}_system_s") > 0
         assert _f(r, "simulated") in (1.0, 2.0, 3.0)
-    # More vCPUs per VM (more compile jobs on the same pCPUs) take longer.
-    assert _f(rows[-1], "YTT_exec_s") > _f(rows[0], "YTT_exec_s")
+    # The compile is a fixed set of jobs (kernbench's `jobs` is a total): more vCPUs per
+    # VM spread the same work, so the run time no longer grows with the VOR by itself.
 
 
 @needs_core

@@ -236,7 +236,7 @@ VOR = Experiment(
     seeds=5,
     quick_seeds=1,
     quick_overrides=(
-        "vm.0.workload.params.jobs=1",
+        "vm.0.workload.params.jobs=8",
         "vm.0.workload.params.cycles=3",
     ),
     # A categorical match: the code must be the same.
