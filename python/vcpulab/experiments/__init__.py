@@ -160,7 +160,9 @@ def registry() -> dict[str, Experiment]:
     out: dict[str, Experiment] = {}
     for mod_name in _MODULES:
         mod = importlib.import_module(f"vcpulab.experiments.{mod_name}")
-        for exp in getattr(mod, "EXPERIMENTS", []):
+        for entry in getattr(mod, "EXPERIMENTS", []):
+            # A declarative `Repro` (experiments/declare.py) becomes an `Experiment` here.
+            exp = entry if isinstance(entry, Experiment) else entry.experiment()
             if exp.id in out:
                 raise RuntimeError(f"experiment id {exp.id!r} registered twice")
             out[exp.id] = exp
