@@ -35,6 +35,19 @@ action = "directed-yield"
 "#,
     },
     Preset {
+        name: "kvm-modern",
+        base: None,
+        description: "a modern KVM host: platform kvm-6.6-spr (Sapphire Rapids-class exit costs, APICv with posted interrupts and IPI virtualization, host halt polling, EEVDF) and a Linux 6.6 guest (PV spinlocks, wake_q, PV TLB flush, vcpu_is_preempted); PLE with KVM's window and directed yield",
+        // Not based on kvm-default: its explicit CFS would override the platform's EEVDF.
+        toml: r#"
+[host]
+platform = "kvm-6.6-spr"
+[host.ple]
+policy = "kvm"
+action = "directed-yield"
+"#,
+    },
+    Preset {
         name: "kvm-halt-poll",
         base: Some("kvm-default"),
         description: "kvm-default plus KVM's adaptive host halt polling (halt_poll_ns 200 us)",
@@ -101,10 +114,11 @@ mode = "retention"
     Preset {
         name: "guest-haltpoll",
         base: Some("kvm-default"),
-        description: "kvm-default with the guest cpuidle-haltpoll driver (poll up to 200 us before HLT; host polling off)",
+        description: "kvm-default with the guest cpuidle-haltpoll driver (poll up to 200 us before HLT; host polling off), backported to guest kernels older than Linux 5.4",
         toml: r#"
 [guest]
 idle = "haltpoll"
+haltpoll_available = true
 "#,
     },
     Preset {
@@ -163,6 +177,20 @@ kind = "gang"
 [host.scheduler]
 kind = "relaxed_co"
 skew_threshold_ms = 3.0
+"#,
+    },
+    Preset {
+        name: "dcs",
+        base: Some("kvm-default"),
+        description: "demand-based coordinated scheduling (Kim et al., ASPLOS 2013) on kvm-default: urgent-vCPU-first with TLB-Co and Resched-DP (utslice 500 us, urgent allowance 6 ms) and load-conscious balance placement",
+        toml: r#"
+[host.scheduler]
+placement = "lc-balance"
+[host.dcs]
+tlb_co = true
+resched_dp = true
+utslice_us = 500
+urgent_allowance_ms = 6
 "#,
     },
 ];
