@@ -38,6 +38,9 @@ POINT = "point"
 """`Repro.rows`: one row per point, x = its label."""
 SERIES_X = "series x"
 """`Repro.rows`: points are labelled "<series> <x>"; one row per x, cells pick a series."""
+INDEX = "index"
+"""`Repro.x_of`: the row's position (0, 1, ...) as its x."""
+
 
 
 # --- per-run quantities ----------------------------------------------------------------
@@ -126,7 +129,15 @@ class Seeds:
     at: str | None = None
 
 
-Cell = Mean | Ratio | CI | Seeds | Derived
+@dataclass(frozen=True)
+class Text:
+    """A label: `fmt` formatted with the row's key (`{key}`) and the first value of any
+    report column of its rows (`{weight}`)."""
+
+    fmt: str
+
+
+Cell = Mean | Ratio | CI | Seeds | Derived | Text
 
 
 @dataclass(frozen=True)
@@ -295,7 +306,9 @@ class Repro:
         ratio = num / den if ok else math.nan
         return (100 * (ratio - 1) if cell.pct_change else ratio), math.nan
 
-    def _x(self, key: str) -> Any:
+    def _x(self, key: str, index: int) -> Any:
+        if self.x_of == INDEX:
+            return index
         if self.x_of is None:
             return key
         if isinstance(self.x_of, str):
@@ -310,9 +323,9 @@ class Repro:
         if SIMULATED not in cells:
             cells = {SIMULATED: SIMULATED_CELL, **cells}
         out = []
-        for key in order:
+        for index, key in enumerate(order):
             rows = frame[row_key == key]
-            record: dict[str, Any] = {"x": self._x(key)}
+            record: dict[str, Any] = {"x": self._x(key, index)}
             for name, cell in cells.items():
                 if cell is SIMULATED_CELL:
                     value, half = self._cell(self.simulated, rows, series)
@@ -324,6 +337,10 @@ class Repro:
                     continue
                 if isinstance(cell, Derived):
                     record[name] = cell.fn(record)
+                    continue
+                if isinstance(cell, Text):
+                    first = {c: rows[c].iloc[0] for c in rows.columns} if len(rows) else {}
+                    record[name] = cell.fmt.format(key=key, **first)
                     continue
                 value, half = self._cell(cell, rows, series)
                 if isinstance(cell, Seeds) or (isinstance(cell, Mean) and cell.as_int):
@@ -341,10 +358,10 @@ class Repro:
             each = self.published
             return pd.DataFrame(
                 [
-                    {"x": self._x(k), "published": each.value, "bound": each.bound}
+                    {"x": self._x(k, i), "published": each.value, "bound": each.bound}
                     if each.bound
-                    else {"x": self._x(k), "published": each.value}
-                    for k in order
+                    else {"x": self._x(k, i), "published": each.value}
+                    for i, k in enumerate(order)
                 ]
             )
         with_bound = any(p.bound for p in self.published)
