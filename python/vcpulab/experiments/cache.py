@@ -52,7 +52,7 @@ BARELY_PCT = 5.0
 NOT_HELP_FRAC = 0.95
 """'Does not help': the policy's extra CPI stays above this fraction of MRU's."""
 
-QUICK = ("run.duration=1s", "run.warmup=250ms")
+QUICK = ("run.duration=600ms", "run.warmup=150ms")
 
 
 def _models(mix: str) -> tuple[str, str]:
@@ -136,9 +136,7 @@ def _pollution_published(frame: pd.DataFrame) -> pd.DataFrame:
 
     worst = _extra_by_point(frame, "max")
     others = [
-        worst[_label(m, "1 ms")][0]
-        for m in MIXES
-        if m != "CFR-THR" and _label(m, "1 ms") in worst
+        worst[_label(m, "1 ms")][0] for m in MIXES if m != "CFR-THR" and _label(m, "1 ms") in worst
     ]
     rows: list[dict[str, Any]] = [
         {"x": _label("CPU-CPU", "1 ms"), "published": BARELY_PCT, "bound": "below"},
@@ -293,9 +291,7 @@ EXPERIMENTS = [
         quick_overrides=QUICK,
         table="llc",
         kind="bar",
-        plotter=_plot(
-            tuple(f"{s} ms" for s in SLICES), 2, "extra CPI, most affected context (%)"
-        ),
+        plotter=_plot(tuple(f"{s} ms" for s in SLICES), 2, "extra CPI, most affected context (%)"),
         notes="MRU insertion (plain LRU replacement). Judged per mix on its most affected "
         "context (the claims are about which contexts suffer). Mixes take each class's "
         "representatives: CPU namd/sjeng, CFR omnetpp/xalancbmk, THR libquantum/milc.",
