@@ -107,7 +107,15 @@ impl World {
             Some(_) => c.vcpu_switch_cross_vm_ns,
             None => c.vcpu_switch_cross_vm_ns,
         };
-        let overhead = c.vmexit_ns + switch + pc.pending_overhead_ns;
+        let mut overhead = c.vmexit_ns + switch + pc.pending_overhead_ns;
+        let vc = &self.vcpus[v.idx()];
+        let idle_exit = vc.woke_from_halt && vc.cur.is_none();
+        if idle_exit {
+            // The guest leaves idle: it restarts its NOHZ tick (a timer write, an exit)
+            // before it runs anything (hv/wake_path.rs).
+            overhead += self.timer_write_cost(vm.idx());
+        }
+        let pc = &self.pcpus[p.idx()];
         let vc = &self.vcpus[v.idx()];
         let (evicting, tlb_evicting) = match vc.last_pcpu {
             Some(lp) if lp == p => (

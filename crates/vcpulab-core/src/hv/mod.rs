@@ -12,3 +12,4 @@ pub mod sched;
 pub mod uvf;
 pub mod vcpu;
 pub mod vm;
+pub mod wake_path;

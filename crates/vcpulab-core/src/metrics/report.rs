@@ -99,6 +99,12 @@ pub struct VmRow {
     pub lwp: u64,
     pub tlb_shootdowns: u64,
     pub tlb_wait_mean_ns: f64,
+    /// Wake-path exits (hv/wake_path.rs): ICR writes, interrupts forcing a running vCPU
+    /// out, EOI writes, timer writes.
+    pub icr_exits: u64,
+    pub irq_exits: u64,
+    pub eoi_exits: u64,
+    pub timer_exits: u64,
     pub halt_poll_hits: u64,
     pub halt_poll_misses: u64,
     /// Co-scheduling family PLE-exit actions (hv/cosched.rs).
@@ -428,6 +434,10 @@ impl Report {
                     .map(|c| c.lwp)
                     .sum(),
                 tlb_shootdowns: m.tlb_shootdowns,
+                icr_exits: m.exits.icr,
+                irq_exits: m.exits.irq,
+                eoi_exits: m.exits.eoi,
+                timer_exits: m.exits.timer,
                 tlb_wait_mean_ns: m.tlb_wait.mean(),
                 halt_poll_hits: m.halt_poll_hits,
                 halt_poll_misses: m.halt_poll_misses,

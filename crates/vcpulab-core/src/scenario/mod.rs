@@ -141,8 +141,12 @@ pub struct HostConfig {
     pub cache: CacheConfig,
     pub ple: PleConfig,
     pub halt_poll: HaltPollConfig,
-    /// Posted interrupts / IPI virtualization: no receive-side exit for a running target.
+    /// APICv with posted interrupts (KVM `enable_apicv`): no exit to deliver an
+    /// interrupt to a running vCPU and no EOI exit.
     pub posted_interrupts: bool,
+    /// IPI virtualization (Intel IPIv, KVM `enable_ipiv`, Linux 5.19+): the sender's
+    /// ICR write does not exit.
+    pub ipi_virtualization: bool,
     /// Power of a pCPU, for the report's energy proxy.
     pub power: PowerConfig,
 }
@@ -294,6 +298,7 @@ impl Default for HostConfig {
             ple: PleConfig::default(),
             halt_poll: HaltPollConfig::default(),
             posted_interrupts: false,
+            ipi_virtualization: false,
             power: PowerConfig::default(),
         }
     }
@@ -489,12 +494,31 @@ pub struct CostTable {
     pub vcpu_switch_same_vm_ns: u64,
     /// Host switch between vCPUs of different VMs (adds EPT/VPID and state switching).
     pub vcpu_switch_cross_vm_ns: u64,
-    /// Host work to wake a halted vCPU thread and make it runnable.
+    /// Host side of waking a halted vCPU, from the kick until its pCPU switches to it:
+    /// the host IPI, the idle exit, schedule() and the switch to the vCPU thread,
+    /// kvm_vcpu_block's return and vcpu_load (calibrated).
     pub wake_halted_ns: u64,
-    /// Sending a virtual IPI (APIC ICR write exit).
+    /// KVM's emulation of an ICR write after its exit (kvm_apic_send_ipi,
+    /// kvm_irq_delivery_to_apic, __apic_accept_irq, kvm_vcpu_kick); the sender's exit
+    /// costs `vmexit_ns` + this.
     pub ipi_send_ns: u64,
-    /// Injecting an interrupt into a running vCPU (exit + injection).
+    /// kvm_vcpu_kick of a halted target: the host try_to_wake_up of its vCPU thread,
+    /// done inside the sender's exit.
+    pub kick_wake_ns: u64,
+    /// Forcing a running vCPU out for an interrupt without posted interrupts: the kick's
+    /// physical IPI, the external-interrupt exit's handling and the injection (the
+    /// target pays `vmexit_ns` + this).
     pub ipi_deliver_ns: u64,
+    /// Injecting an interrupt that is pending when the vCPU enters (inject_pending_event,
+    /// no exit of its own).
+    pub inject_ns: u64,
+    /// KVM's emulation of an EOI write (apic_set_eoi) after its exit; no EOI exit with
+    /// APICv or the guest's PV EOI.
+    pub eoi_ns: u64,
+    /// KVM's emulation of a TSC-deadline timer write (kvm_set_lapic_tscdeadline_msr,
+    /// start_apic_timer) after its exit: the guest reprograms its timer when it enters
+    /// and leaves idle (NOHZ).
+    pub timer_write_ns: u64,
     /// A guest thread context switch.
     pub guest_switch_ns: u64,
     /// A guest system call's entry and exit.
@@ -527,9 +551,13 @@ impl Default for CostTable {
             vmexit_ns: 500,
             vcpu_switch_same_vm_ns: 1_000,
             vcpu_switch_cross_vm_ns: 2_000,
-            wake_halted_ns: 18_000,
-            ipi_send_ns: 3_000,
-            ipi_deliver_ns: 4_000,
+            wake_halted_ns: 22_000,
+            ipi_send_ns: 2_500,
+            kick_wake_ns: 400,
+            ipi_deliver_ns: 3_500,
+            inject_ns: 300,
+            eoi_ns: 200,
+            timer_write_ns: 500,
             guest_switch_ns: 4_500,
             syscall_ns: 200,
             futex_ns: 300,
@@ -679,6 +707,9 @@ pub struct GuestConfig {
     pub haltpoll_start_us: f64,
     /// KVM PV TLB flush: preempted vCPUs are not sent shootdown IPIs.
     pub pv_tlb_flush: bool,
+    /// KVM PV EOI (guest Linux 3.6+): the guest skips the EOI write (and its exit) when
+    /// the host says none is needed.
+    pub pv_eoi: bool,
     /// vcpu_is_preempted() (KVM steal time, Linux 4.10+): wake-up placement does not
     /// count a preempted idle vCPU as idle (available_idle_cpu).
     pub vcpu_is_preempted: bool,
@@ -709,6 +740,7 @@ impl Default for GuestConfig {
             haltpoll_max_us: 200.0,
             haltpoll_start_us: 50.0,
             pv_tlb_flush: false,
+            pv_eoi: false,
             vcpu_is_preempted: false,
             haltpoll_available: true,
             load_balance: true,

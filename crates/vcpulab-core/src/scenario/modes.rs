@@ -91,10 +91,17 @@ pub fn derive(sc: &Scenario, mode: Mode) -> Result<Scenario, ScenarioError> {
         c.wake_halted_ns = c.native_c1_exit_ns;
         c.ipi_send_ns = 0;
         c.ipi_deliver_ns = c.native_ipi_ns;
+        // Natively the IPI itself wakes a halted CPU and its handler runs at once; no
+        // vCPU thread to wake, timer writes and EOIs do not exit.
+        c.kick_wake_ns = 0;
+        c.inject_ns = c.native_ipi_ns;
+        c.eoi_ns = 0;
+        c.timer_write_ns = 0;
         c.guest_switch_ns = c.native_switch_ns;
         s.host.ple.policy = PlePolicy::Off;
         s.host.halt_poll.enabled = false;
         s.host.posted_interrupts = false;
+        s.host.ipi_virtualization = false;
     }
     Ok(s)
 }

@@ -77,6 +77,9 @@ pub struct HostPlatform {
     /// KVM `enable_apicv`): no exit to deliver an interrupt to a running vCPU, no EOI
     /// exit. Without it every interrupt to a running vCPU forces an exit.
     pub apicv: bool,
+    /// IPI virtualization (Intel IPIv, Sapphire Rapids; KVM `enable_ipiv`, Linux 5.19+):
+    /// the sender's ICR write does not exit.
+    pub ipiv: bool,
     /// KVM host halt polling (`halt_poll_ns`, Linux 4.0 and later; 200 us on x86).
     pub halt_poll: bool,
     /// Xen's scheduler rate limit (`sched_ratelimit_us`, Xen 4.2 and later; none in
@@ -103,6 +106,9 @@ pub struct GuestKernel {
     pub ipi_under_lock: bool,
     /// KVM PV TLB flush (guest Linux 4.16+).
     pub pv_tlb_flush: bool,
+    /// KVM PV EOI (guest Linux 3.6+ on KVM): no EOI exit when the host says none is
+    /// needed.
+    pub pv_eoi: bool,
     /// vcpu_is_preempted() from KVM's steal-time record (guest Linux 4.10+), used by
     /// the scheduler's idle-CPU test (available_idle_cpu, 4.17+).
     pub vcpu_is_preempted: bool,
@@ -121,6 +127,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         generation: "sandy-bridge",
         tsc_ghz: 2.4,
         apicv: false,
+        ipiv: false,
         halt_poll: false,
         xen_ratelimit_us: None,
         scheduler: "cfs",
@@ -136,6 +143,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         generation: "sandy-bridge",
         tsc_ghz: 2.4,
         apicv: false,
+        ipiv: false,
         halt_poll: false,
         xen_ratelimit_us: Some(0.0),
         scheduler: "credit",
@@ -151,6 +159,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         generation: "sandy-bridge",
         tsc_ghz: 2.4,
         apicv: false,
+        ipiv: false,
         halt_poll: false,
         xen_ratelimit_us: Some(1000.0),
         scheduler: "credit",
@@ -166,6 +175,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         generation: "westmere",
         tsc_ghz: 2.4,
         apicv: false,
+        ipiv: false,
         halt_poll: false,
         xen_ratelimit_us: None,
         scheduler: "cfs",
@@ -181,6 +191,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         generation: "haswell",
         tsc_ghz: 2.4,
         apicv: true,
+        ipiv: false,
         halt_poll: false,
         xen_ratelimit_us: None,
         scheduler: "cfs",
@@ -196,6 +207,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         generation: "sapphire-rapids",
         tsc_ghz: 2.0,
         apicv: true,
+        ipiv: true,
         halt_poll: true,
         xen_ratelimit_us: None,
         scheduler: "eevdf",
@@ -212,6 +224,7 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         spinlock: "ticket",
         ipi_under_lock: true,
         pv_tlb_flush: false,
+        pv_eoi: false,
         vcpu_is_preempted: false,
         haltpoll_available: false,
         notes: "ticket spinlocks (PV ticket locks came in 3.12)",
@@ -223,6 +236,7 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         spinlock: "ticket",
         ipi_under_lock: true,
         pv_tlb_flush: false,
+        pv_eoi: false,
         vcpu_is_preempted: false,
         haltpoll_available: false,
         notes: "ticket spinlocks",
@@ -234,6 +248,7 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         spinlock: "ticket",
         ipi_under_lock: true,
         pv_tlb_flush: false,
+        pv_eoi: true,
         vcpu_is_preempted: false,
         haltpoll_available: false,
         notes: "ticket spinlocks",
@@ -245,6 +260,7 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         spinlock: "ticket",
         ipi_under_lock: true,
         pv_tlb_flush: false,
+        pv_eoi: true,
         vcpu_is_preempted: false,
         haltpoll_available: false,
         notes: "ticket spinlocks: the PV ticket lock of 3.12-4.1 needs KVM_FEATURE_PV_UNHALT, which QEMU leaves off unless asked (kvm-pv-unhalt)",
@@ -256,6 +272,7 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         spinlock: "pv",
         ipi_under_lock: false,
         pv_tlb_flush: true,
+        pv_eoi: true,
         vcpu_is_preempted: true,
         haltpoll_available: true,
         notes: "PV queued spinlocks, wake_q (4.2), PV TLB flush (4.16), vcpu_is_preempted (4.10), cpuidle-haltpoll (5.4)",
@@ -350,6 +367,11 @@ impl HostPlatform {
         );
         set(
             &mut t,
+            &["host", "ipi_virtualization"],
+            Value::Boolean(self.ipiv),
+        );
+        set(
+            &mut t,
             &["host", "halt_poll", "enabled"],
             Value::Boolean(self.halt_poll),
         );
@@ -405,6 +427,7 @@ impl GuestKernel {
         t.insert("spinlock".into(), Value::String(self.spinlock.into()));
         t.insert("ipi_under_lock".into(), Value::Boolean(self.ipi_under_lock));
         t.insert("pv_tlb_flush".into(), Value::Boolean(self.pv_tlb_flush));
+        t.insert("pv_eoi".into(), Value::Boolean(self.pv_eoi));
         t.insert(
             "vcpu_is_preempted".into(),
             Value::Boolean(self.vcpu_is_preempted),

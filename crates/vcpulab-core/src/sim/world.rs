@@ -85,6 +85,9 @@ pub struct World {
     pub clock_ghz: f64,
     pub halt_poll: HaltPollConfig,
     pub posted_interrupts: bool,
+    pub ipi_virtualization: bool,
+    /// False in native mode: no VM exits (hv/wake_path.rs counts none).
+    pub virtualized: bool,
     /// Whether the pCPU chosen for the last woken halted vCPU was idle.
     pub last_wake_pcpu_idle: bool,
     /// When set, every kernel-spinlock arrival, acquisition and release is logged
@@ -331,6 +334,7 @@ impl World {
                     mutex_spin: (g.mutex_spin_us * 1e3).round() as u64,
                     ipi_under_lock: g.ipi_under_lock,
                     pv_tlb_flush: g.pv_tlb_flush,
+                    pv_eoi: g.pv_eoi,
                     vcpu_is_preempted: g.vcpu_is_preempted,
                     haltpoll_max: if g.idle == IdleMode::Haltpoll {
                         (g.haltpoll_max_us * 1e3).round() as u64
@@ -354,6 +358,7 @@ impl World {
                 tlb_wait: Default::default(),
                 irq_latency: Default::default(),
                 tlb_shootdowns: 0,
+                exits: Default::default(),
                 ple_exits: 0,
                 yields_ok: 0,
                 yields_failed: 0,
@@ -395,6 +400,8 @@ impl World {
             clock_ghz: sc.host.clock_ghz,
             halt_poll: sc.host.halt_poll.clone(),
             posted_interrupts: sc.host.posted_interrupts,
+            ipi_virtualization: sc.host.ipi_virtualization,
+            virtualized: sc.run.mode != crate::scenario::Mode::Native,
             last_wake_pcpu_idle: true,
             locks,
             lock_classes,
