@@ -187,6 +187,26 @@ window_cycles = 4096
 action = "yield"
 "#,
     },
+    Preset {
+        name: "dcs",
+        description: "demand-based coordinated scheduling (Kim et al., ASPLOS 2013) on kvm-default: urgent-vCPU-first with TLB-Co and Resched-DP (utslice 500 us, urgent allowance 6 ms) and load-conscious balance placement",
+        toml: r#"
+[host.scheduler]
+kind = "cfs"
+placement = "lc-balance"
+[host.ple]
+policy = "kvm"
+window_cycles = 4096
+grow = 2
+shrink = 0
+action = "directed-yield"
+[host.dcs]
+tlb_co = true
+resched_dp = true
+utslice_us = 500
+urgent_allowance_ms = 6
+"#,
+    },
 ];
 
 pub fn preset_names() -> Vec<&'static str> {
