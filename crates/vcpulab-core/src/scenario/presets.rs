@@ -24,6 +24,17 @@ action = "directed-yield"
 "#,
     },
     Preset {
+        name: "kvm-modern",
+        description: "a modern KVM host: platform kvm-6.6-spr (Sapphire Rapids-class exit costs, APICv with posted interrupts and IPI virtualization, host halt polling, EEVDF) and a Linux 6.6 guest (PV spinlocks, wake_q, PV TLB flush, vcpu_is_preempted); PLE with KVM's window and directed yield",
+        toml: r#"
+[host]
+platform = "kvm-6.6-spr"
+[host.ple]
+policy = "kvm"
+action = "directed-yield"
+"#,
+    },
+    Preset {
         name: "kvm-halt-poll",
         description: "kvm-default plus KVM's adaptive host halt polling (halt_poll_ns 200 us)",
         toml: r#"
