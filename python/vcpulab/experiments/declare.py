@@ -42,7 +42,6 @@ INDEX = "index"
 """`Repro.x_of`: the row's position (0, 1, ...) as its x."""
 
 
-
 # --- per-run quantities ----------------------------------------------------------------
 
 
