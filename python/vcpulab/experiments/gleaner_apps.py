@@ -32,6 +32,7 @@ from vcpulab.experiments.declare import (
     Plot,
     Ratio,
     Repro,
+    column_bars,
 )
 
 if TYPE_CHECKING:
@@ -104,43 +105,6 @@ def _metric(frame: pd.DataFrame, point: str, vm: str, column: str, by: str) -> d
 
 def _ratio(a: float, b: float) -> float:
     return a / b if b and not math.isnan(a) and not math.isnan(b) else math.nan
-
-
-def _grouped_bars(
-    exp: Experiment,
-    merged: pd.DataFrame,
-    verdict: str,
-    path: Path,
-    series: Sequence[tuple[str, str, str]],
-    *,
-    ref_line: float | None = 1.0,
-) -> None:
-    """Bars per x for each (column, legend, color) of `series`."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    xs = [str(x) for x in merged[exp.x]]
-    present = [s for s in series if s[0] in merged.columns]
-    width = 0.8 / max(len(present), 1)
-    width_in = min(14.0, max(6.4, 0.1 * len(xs) * max(len(present), 1) + 2.0))
-    fig, ax = plt.subplots(figsize=(width_in, 4.6))
-    for k, (col, legend, color) in enumerate(present):
-        ys = [float(v) for v in merged[col]]
-        pos = [i + (k - (len(present) - 1) / 2) * width for i in range(len(xs))]
-        ax.bar(pos, ys, width, label=legend, color=color, edgecolor="#444444", linewidth=0.4)
-    if ref_line is not None:
-        ax.axhline(ref_line, color="black", linewidth=0.8, linestyle="--")
-    ax.set_xticks(range(len(xs)), xs, rotation=45, ha="right", fontsize=7)
-    ax.set_xlabel(exp.x_label)
-    ax.set_ylabel(exp.y_label)
-    ax.set_title(f"{exp.id}: {exp.title}\nverdict: {verdict}", fontsize=9)
-    ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(fontsize=7, ncol=3)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
 
 
 def _losses(merged: pd.DataFrame, column: str, label: str = "x") -> str:
@@ -555,7 +519,7 @@ def _dedup_plot(exp: Experiment, merged: pd.DataFrame, verdict: str, path: Path)
     first = first.assign(**{exp.x: [f"{int(v)} vCPUs" for v in first["vcpus"]]})
     labels = [lb for lb in DEDUP_SETTINGS if lb != NATIVE]
     colors = ("#9aa7b8", "#8c8c8c", "#5c5c5c", "#2f6db5", "#c7621a", "#4e9a4b", "#7fa7d9")
-    _grouped_bars(
+    column_bars(
         exp,
         first,
         verdict,
