@@ -49,6 +49,8 @@ action = "directed-yield"
     },
     Preset {
         name: "xen-modern",
+        base: None,
+        // Not based on xen-default: its explicit credit would override the platform's credit2.
         description: "a modern Xen host: platform xen-4.19-spr (Sapphire Rapids-class exit costs, posted interrupts, credit2 with its 1 ms rate limit) and a Linux 6.6 guest; a PAUSE exit yields (fixed 4096-cycle pause filter)",
         toml: r#"
 [host]
