@@ -5,5 +5,6 @@ pub mod consolidation;
 pub mod gleaner;
 pub mod ipi;
 pub mod kernel;
+pub mod spinlock;
 pub mod sync;
 pub mod thread;
