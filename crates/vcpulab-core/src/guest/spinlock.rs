@@ -38,6 +38,9 @@ pub struct SpinLock {
     /// pv-qspinlock: the pending bit, set by a queue head while it actively spins on the
     /// lock word (set_pending), which turns lock stealing off.
     pub pending: bool,
+    /// pv-qspinlock: _Q_SLOW_VAL — a halted head is hashed, so the next unlock kicks it
+    /// (once: the unlock clears it).
+    pub slow: bool,
     /// When the current holder acquired (or was handed) it.
     pub since: Nanos,
     pub class: u32,
@@ -53,6 +56,7 @@ impl SpinLock {
             waiters: VecDeque::new(),
             stealers: Vec::new(),
             pending: false,
+            slow: false,
             since: Nanos::ZERO,
             class,
             lhp_counted: false,
@@ -152,10 +156,18 @@ impl World {
             };
         let steal = free && lk.kind == SpinlockKind::PvQspinlock && !lk.waiters.is_empty();
         let class = lk.class as usize;
+        let head_running = steal && lk.waiters.front().is_some_and(|h| self.spins_now(*h));
         if let Some(log) = self.lock_log.as_mut() {
             log.push(LockEvent::Arrive(l, t, now));
             if free {
                 log.push(LockEvent::Acquire(l, t, now));
+            }
+            if steal {
+                log.push(LockEvent::Steal {
+                    lock: l,
+                    thief: t,
+                    head_running,
+                });
             }
         }
         if free {
@@ -332,15 +344,37 @@ impl World {
         lk.lhp_counted = false;
         let mut new_head = None;
         if lk.kind == SpinlockKind::PvQspinlock && !stole {
-            // trylock_clear_pending; the MCS hand-off makes the next node the head.
+            // trylock_clear_pending (or the halted head's own xchg: unhashed); the MCS
+            // hand-off makes the next node the head.
             lk.pending = false;
+            lk.slow = false;
             if lk.waiters.is_empty() {
                 // No queue left: the stealers stop trying and queue up.
                 let s = std::mem::take(&mut lk.stealers);
                 lk.waiters.extend(s);
             }
             new_head = lk.waiters.front().copied();
+            // pv_kick_node: a halted new head is hashed for the unlocker to kick.
+            if let Some(h) = new_head {
+                if matches!(self.threads[h.idx()].act, TAct::PvHalt(_)) {
+                    self.locks[l.idx()].slow = true;
+                }
+            }
         }
+        if stole {
+            let head_running = self.locks[l.idx()]
+                .waiters
+                .front()
+                .is_some_and(|h| self.spins_now(*h));
+            if let Some(log) = self.lock_log.as_mut() {
+                log.push(LockEvent::Steal {
+                    lock: l,
+                    thief: t,
+                    head_running,
+                });
+            }
+        }
+        let lk = &self.locks[l.idx()];
         let c = &mut self.lock_classes[lk.class as usize];
         c.acquisitions += 1;
         c.steals += stole as u64;
@@ -420,8 +454,9 @@ impl World {
                     }
                 }
                 let Some(h) = head else { return };
-                if matches!(self.threads[h.idx()].act, TAct::PvHalt(_)) {
+                if self.locks[l.idx()].slow {
                     // __pv_queued_spin_unlock_slowpath: unhash, release, pv_kick.
+                    self.locks[l.idx()].slow = false;
                     self.pv_kick(t, h, class);
                 } else if self.spins_now(h) {
                     self.poke(h);
@@ -456,8 +491,9 @@ impl World {
                 return;
             }
             if lk.waiters.front() == Some(&t) {
-                // clear_pending, hash, pv_wait: stealing is on again.
+                // clear_pending, pv_hash, _Q_SLOW_VAL, pv_wait: stealing is on again.
                 lk.pending = false;
+                lk.slow = true;
             }
         }
         self.threads[t.idx()].act = TAct::PvHalt(l);

@@ -52,6 +52,13 @@ pub enum LockEvent {
     Arrive(LockId, ThreadId, Nanos),
     Acquire(LockId, ThreadId, Nanos),
     Release(LockId, ThreadId, Nanos),
+    /// pv-qspinlock: the thread took the lock ahead of the queue; whether the queue
+    /// head was spinning on a running vCPU at that moment.
+    Steal {
+        lock: LockId,
+        thief: ThreadId,
+        head_running: bool,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
