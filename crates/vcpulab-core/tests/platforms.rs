@@ -101,6 +101,21 @@ fn explicit_keys_win_over_the_preset_which_wins_over_the_profile() {
 }
 
 #[test]
+fn the_kvm_modern_preset_is_the_modern_platform() {
+    let sc = ok(&scenario("preset = \"kvm-modern\"", ""), &[]);
+    assert_eq!(sc.host.platform.as_deref(), Some("kvm-6.6-spr"));
+    assert_eq!(sc.host.scheduler.name(), "eevdf");
+    assert!(sc.host.ipi_virtualization && sc.host.posted_interrupts);
+    assert_eq!(sc.vm[0].guest.kernel.as_deref(), Some("linux-6.6"));
+    // The scenario's own platform still wins over the preset's.
+    let sc = ok(
+        &scenario("preset = \"kvm-modern\"", ""),
+        &["host.platform=kvm-3.19-hsw"],
+    );
+    assert_eq!(sc.host.costs.vmexit_ns, 618);
+}
+
+#[test]
 fn xen_platforms_set_the_rate_limit_of_their_version() {
     let rate = |p: &str, preset: &str| {
         let sc = ok(

@@ -138,6 +138,7 @@ impl World {
                 .micro
                 .push_front(Micro::Exit { ns: exit });
         }
+        self.protect_sender(from);
         let msg = IpiMsg {
             kind: IpiKind::Resched,
             thread: w,
@@ -203,6 +204,17 @@ impl World {
                     }
                 }
             }
+        }
+        // DCS: the IPI is a coordination signal for a target that waits for a pCPU.
+        let urgent = match msg.kind {
+            IpiKind::Tlb if self.dcs_tlb_co => Some(crate::hv::uvf::UrgentKind::TlbShootdown),
+            IpiKind::Resched if self.dcs_resched_co[self.vcpus[target.idx()].vm.idx()] => {
+                Some(crate::hv::uvf::UrgentKind::Resched)
+            }
+            _ => None,
+        };
+        if let Some(k) = urgent {
+            self.make_urgent(target, k);
         }
     }
 

@@ -304,6 +304,9 @@ pub struct Report {
     /// The cache study (run.mode = "cache_study"): one row per VM (host/llc_study.rs).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub llc: Vec<crate::host::llc_study::LlcRow>,
+    /// Demand-based coordinated scheduling's counters (hv/uvf.rs), when it is on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dcs: Option<crate::hv::uvf::UvfStats>,
 }
 
 /// Weighted max-min fair allocation of `capacity` among claimants with (weight, max).
@@ -621,6 +624,7 @@ impl Report {
             histograms,
             ple_epochs: w.ple_epochs.rows().cloned().collect(),
             llc: Vec::new(),
+            dcs: w.uvf.as_ref().map(|u| u.stats.clone()),
         }
     }
 
@@ -657,6 +661,7 @@ impl Report {
             histograms: BTreeMap::new(),
             ple_epochs: Vec::new(),
             llc,
+            dcs: None,
         }
     }
 

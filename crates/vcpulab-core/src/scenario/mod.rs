@@ -147,8 +147,46 @@ pub struct HostConfig {
     /// IPI virtualization (Intel IPIv, KVM `enable_ipiv`, Linux 5.19+): the sender's
     /// ICR write does not exit.
     pub ipi_virtualization: bool,
+    /// Demand-based coordinated scheduling (hv/uvf.rs): IPIs as coordination signals.
+    pub dcs: DcsConfig,
     /// Power of a pCPU, for the report's energy proxy.
     pub power: PowerConfig,
+}
+
+/// Demand-based coordinated scheduling (Kim et al., ASPLOS 2013): which IPIs are
+/// coordination signals, and urgent-vCPU-first's two parameters.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DcsConfig {
+    /// TLB-Co: a TLB-shootdown IPI makes its recipients urgent.
+    pub tlb_co: bool,
+    /// Resched-DP: a reschedule IPI protects its sender from preemption for utslice
+    /// (it likely holds a wait-queue lock).
+    pub resched_dp: bool,
+    /// Resched-Co: a reschedule IPI makes its recipient urgent, for the VMs named here
+    /// (spin-then-block barrier workloads); `["*"]`: every VM.
+    pub resched_co: Vec<String>,
+    /// The urgent time slice: how long an urgent (or Resched-DP) vCPU is protected.
+    pub utslice_us: f64,
+    /// How far ahead of its fair share a vCPU may run and still become urgent.
+    pub urgent_allowance_ms: f64,
+}
+impl Default for DcsConfig {
+    fn default() -> Self {
+        DcsConfig {
+            tlb_co: false,
+            resched_dp: false,
+            resched_co: Vec::new(),
+            utslice_us: 500.0,
+            urgent_allowance_ms: 6.0,
+        }
+    }
+}
+impl DcsConfig {
+    /// Whether any IPI is a coordination signal (urgent-vCPU-first is in use).
+    pub fn enabled(&self) -> bool {
+        self.tlb_co || self.resched_dp || !self.resched_co.is_empty()
+    }
 }
 
 /// The energy proxy's power per pCPU: busy (running a vCPU, its entry/exit, or host
@@ -299,6 +337,7 @@ impl Default for HostConfig {
             halt_poll: HaltPollConfig::default(),
             posted_interrupts: false,
             ipi_virtualization: false,
+            dcs: DcsConfig::default(),
             power: PowerConfig::default(),
         }
     }
@@ -346,6 +385,9 @@ pub struct CfsParams {
     pub tick_hz: u32,
     /// CFS bandwidth control period used to enforce caps.
     pub bandwidth_period_ms: f64,
+    /// Where a waking vCPU is placed: the scheduler's own choice, balance scheduling
+    /// or load-conscious balance (hv/placement.rs).
+    pub placement: crate::hv::placement::Placement,
 }
 impl Default for CfsParams {
     fn default() -> Self {
@@ -357,6 +399,7 @@ impl Default for CfsParams {
             balance_interval_ms: 4.0,
             tick_hz: 250,
             bandwidth_period_ms: 100.0,
+            placement: Default::default(),
         }
     }
 }
@@ -375,6 +418,8 @@ pub struct EevdfParams {
     pub tick_hz: u32,
     /// CFS bandwidth control period used to enforce caps.
     pub bandwidth_period_ms: f64,
+    /// Wake-up placement, as for CFS.
+    pub placement: crate::hv::placement::Placement,
 }
 impl Default for EevdfParams {
     fn default() -> Self {
@@ -386,6 +431,7 @@ impl Default for EevdfParams {
             balance_interval_ms: c.balance_interval_ms,
             tick_hz: c.tick_hz,
             bandwidth_period_ms: c.bandwidth_period_ms,
+            placement: c.placement,
         }
     }
 }

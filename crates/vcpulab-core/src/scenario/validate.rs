@@ -66,6 +66,7 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
     let h = &sc.host;
     range_u("host.pcpus", h.pcpus as u64, 1, MAX_PCPUS as u64)?;
     range_f("host.clock_ghz", h.clock_ghz, 0.1, 10.0, " GHz")?;
+    validate_dcs(sc)?;
     if sc.run.duration.0 .0 == 0 {
         return Err(ScenarioError::new(
             "run.duration",
@@ -376,5 +377,56 @@ fn validate_gleaner(
     range_f(&k("full_util"), g.full_util, 0.0, 1.0, "")?;
     range_f(&k("util_drop"), g.util_drop, 0.0, 1.0, "")?;
     range_u(&k("min_active"), g.min_active as u64, 1, vcpus as u64)?;
+    Ok(())
+}
+
+/// DCS's urgent-vCPU-first is built into the Linux schedulers (CFS, EEVDF), as the
+/// paper built it on KVM; placement likewise.
+fn validate_dcs(sc: &Scenario) -> Result<(), ScenarioError> {
+    let h = &sc.host;
+    let linux = matches!(
+        h.scheduler,
+        SchedulerConfig::Cfs(_) | SchedulerConfig::Eevdf(_)
+    );
+    if h.dcs.enabled() && !linux {
+        return Err(ScenarioError::new(
+            "host.dcs",
+            format!(
+                "demand-based coordinated scheduling is not allowed with host.scheduler.kind = {:?}; expected \"cfs\" or \"eevdf\" (urgent-vCPU-first is built into the Linux schedulers, as on KVM)",
+                h.scheduler.name()
+            ),
+        ));
+    }
+    range_f(
+        "host.dcs.utslice_us",
+        h.dcs.utslice_us,
+        0.0,
+        100_000.0,
+        " us",
+    )?;
+    range_f(
+        "host.dcs.urgent_allowance_ms",
+        h.dcs.urgent_allowance_ms,
+        0.0,
+        1_000.0,
+        " ms",
+    )?;
+    let names: Vec<String> = sc
+        .vm
+        .iter()
+        .enumerate()
+        .map(|(i, v)| v.name.clone().unwrap_or_else(|| format!("vm{i}")))
+        .collect();
+    for n in &h.dcs.resched_co {
+        if n != "*" && !names.contains(n) {
+            return Err(ScenarioError::new(
+                "host.dcs.resched_co",
+                format!(
+                    "{n:?} is not a VM of the scenario; expected VM names ({}) or \"*\"",
+                    names.join(", ")
+                ),
+            ));
+        }
+    }
     Ok(())
 }

@@ -115,6 +115,12 @@ pub struct World {
     pub frag: crate::host::frag::FragMeter,
     /// Time-weighted run-queue length per pCPU.
     pub runq: crate::host::runq::RunqMeter,
+    /// Demand-based coordinated scheduling: urgent-vCPU-first's state (None: off).
+    pub uvf: Option<crate::hv::uvf::Uvf>,
+    pub dcs_tlb_co: bool,
+    pub dcs_resched_dp: bool,
+    /// Per VM: Resched-Co applies.
+    pub dcs_resched_co: Vec<bool>,
     /// Per VM: co-scheduling family PLE-exit actions.
     pub cosched: Vec<crate::hv::cosched::CoschedStats>,
     pub cvs_coschedule_below: f64,
@@ -413,6 +419,29 @@ impl World {
             sched_resched: Vec::new(),
             frag: crate::host::frag::FragMeter::new(npcpu as usize),
             runq: crate::host::runq::RunqMeter::new(npcpu as usize, nvcpus),
+            uvf: sc.host.dcs.enabled().then(|| {
+                crate::hv::uvf::Uvf::new(
+                    npcpu as usize,
+                    nvcpus,
+                    Nanos((sc.host.dcs.utslice_us * 1e3).round() as u64),
+                    Nanos((sc.host.dcs.urgent_allowance_ms * 1e6).round() as u64),
+                )
+            }),
+            dcs_tlb_co: sc.host.dcs.tlb_co,
+            dcs_resched_dp: sc.host.dcs.resched_dp,
+            dcs_resched_co: sc
+                .vm
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    let name = v.name.clone().unwrap_or_else(|| format!("vm{i}"));
+                    sc.host
+                        .dcs
+                        .resched_co
+                        .iter()
+                        .any(|n| n == "*" || *n == name)
+                })
+                .collect(),
             cosched: vec![Default::default(); nvms],
             cvs_coschedule_below: sc.host.ple.cvs_coschedule_below,
             cvs_yield_head_below: sc.host.ple.cvs_yield_head_below,

@@ -75,6 +75,9 @@ struct Cpu {
 }
 
 pub struct Eevdf {
+    placement: crate::hv::placement::Placement,
+    /// Per pCPU: the queued vCPU it runs next (urgent-vCPU-first, hv/uvf.rs).
+    forced: Vec<Option<VcpuId>>,
     base_slice: u64,
     tick: Nanos,
     migration_cost: u64,
@@ -148,6 +151,8 @@ impl Eevdf {
             .map(|c| c.map(|pct| (pct / 100.0 * bw_period.0 as f64).round() as u64))
             .collect();
         Eevdf {
+            placement: p.placement,
+            forced: vec![None; np as usize],
             base_slice,
             tick: Nanos((1e9 / p.tick_hz as f64).round() as u64),
             migration_cost: (p.migration_cost_us * 1e3).round() as u64,
@@ -524,9 +529,26 @@ impl Eevdf {
         self.cpus[p as usize].curr.is_none() && self.rqs[p as usize].load == 0
     }
 
+    /// A vCPU of `v`'s VM other than `v` runs or waits on pCPU `p`.
+    fn holds_sibling(&self, p: u32, v: VcpuId) -> bool {
+        let vm = self.vm_of(v);
+        let here = self.nr_vm_cpu[vm * self.np as usize + p as usize];
+        let counted_self = self.se[v.idx()].on_rq && self.home[v.idx()] == p;
+        here > counted_self as u32
+    }
+
     fn select_rq(&self, v: VcpuId) -> u32 {
         let mask = self.setup.vcpu_mask[v.idx()];
         let prev = self.home[v.idx()];
+        if let Some(p) = crate::hv::placement::choose(
+            self.placement,
+            mask,
+            prev,
+            |p| self.holds_sibling(p, v),
+            |p| self.cpu_load(p),
+        ) {
+            return p;
+        }
         if mask.contains(prev) && self.rq_idle(prev) {
             return prev;
         }
@@ -684,11 +706,21 @@ impl HostScheduler for Eevdf {
             // newidle balance
             self.pull_one(pi, now, false);
         }
+        // Urgent-vCPU-first: a forced vCPU (still queued here) is picked at every level.
+        let forced = self.forced[pi as usize].take().filter(|f| {
+            self.se[f.idx()].on_rq
+                && self.home[f.idx()] == pi
+                && self.cpus[pi as usize].curr != Some(*f)
+        });
         let mut rq = pi;
         let v = loop {
             // A group entity on the root always has a vCPU below it (it leaves the root
             // when its group runqueue empties).
-            let e = self.pick_eevdf(rq)?;
+            let e = match forced {
+                Some(f) if rq == self.leaf_rq(f, pi) => f.0,
+                Some(f) => self.group_ent(pi, self.vm_of(f)),
+                None => self.pick_eevdf(rq)?,
+            };
             // set_next_entity
             let r = &mut self.rqs[rq as usize];
             if let Some(c) = r.curr.take() {
@@ -787,6 +819,35 @@ impl HostScheduler for Eevdf {
 
     fn home_of(&self, v: VcpuId) -> PcpuId {
         PcpuId(self.home[v.idx()])
+    }
+
+    /// Urgent-vCPU-first: the queued `v` runs next on `p` (moved there if queued
+    /// elsewhere).
+    fn run_next(&mut self, p: PcpuId, v: VcpuId) -> bool {
+        let home = self.home[v.idx()];
+        let queued = self.se[v.idx()].on_rq && self.cpus[home as usize].curr != Some(v);
+        if !queued || !self.active(v.0) || !self.setup.vcpu_mask[v.idx()].contains(p.0) {
+            return false;
+        }
+        if home != p.0 {
+            self.dequeue_vcpu(v, home);
+            self.enqueue_vcpu(v, p.0);
+        }
+        self.forced[p.idx()] = Some(v);
+        true
+    }
+
+    /// How far the vCPU (with groups: its VM on this pCPU) has run beyond the
+    /// runqueue's weighted mean, in CPU time at its weight (minus its lag).
+    fn lead_ns(&self, v: VcpuId) -> i64 {
+        let p = self.home[v.idx()];
+        let (rq, e) = if self.groups {
+            (p, self.group_ent(p, self.vm_of(v)))
+        } else {
+            (p, v.0)
+        };
+        let s = &self.se[e as usize];
+        (s.vruntime - self.avg_vruntime(rq)) * s.weight as i64 / NICE_0_LOAD as i64
     }
 }
 

@@ -96,6 +96,12 @@ pub trait HostScheduler {
     /// pCPUs the scheduler itself decided must pick again now (a gang starts or ends,
     /// a co-stopped vCPU is released); drained by the core after each decision.
     fn drain_resched(&mut self, _out: &mut Vec<PcpuId>) {}
+
+    /// How far ahead of its fair share `v` has run, in nanoseconds of CPU time
+    /// (negative: behind). Urgent-vCPU-first's allowance is measured against it.
+    fn lead_ns(&self, _v: VcpuId) -> i64 {
+        0
+    }
 }
 
 pub fn build(cfg: &crate::scenario::SchedulerConfig, setup: SchedSetup) -> Box<dyn HostScheduler> {
