@@ -356,7 +356,11 @@ fn lock_totals(kind: &str, overrides: &[&str]) -> (u64, u64, u64, String) {
     let halts = sum(|l| l.halts);
     let kicks = sum(|l| l.kicks);
     let steals = sum(|l| l.steals);
-    let sig = format!("{} {:?}", r.end_ns, r.locks.iter().map(|l| l.wait_mean_ns).collect::<Vec<_>>());
+    let sig = format!(
+        "{} {:?}",
+        r.end_ns,
+        r.locks.iter().map(|l| l.wait_mean_ns).collect::<Vec<_>>()
+    );
     (halts, kicks, steals, sig)
 }
 
@@ -365,8 +369,14 @@ fn pv_kinds_halt_after_the_threshold_and_are_kicked_others_never_halt() {
     // A short SPIN_THRESHOLD so that waiters behind a preempted holder run out of it.
     for kind in ["pv-ticket", "pv-qspinlock"] {
         let (halts, kicks, _, _) = lock_totals(kind, &["guest.pv_spin_us=2"]);
-        assert!(halts > 0 && kicks > 0, "{kind}: halts {halts} kicks {kicks}");
-        assert!(kicks <= halts, "{kind}: a kick per halt at most ({kicks} > {halts})");
+        assert!(
+            halts > 0 && kicks > 0,
+            "{kind}: halts {halts} kicks {kicks}"
+        );
+        assert!(
+            kicks <= halts,
+            "{kind}: a kick per halt at most ({kicks} > {halts})"
+        );
     }
     for kind in ["ticket", "qspinlock", "tas"] {
         let (halts, kicks, steals, _) = lock_totals(kind, &["guest.pv_spin_us=2"]);
@@ -380,7 +390,10 @@ fn pv_kinds_halt_after_the_threshold_and_are_kicked_others_never_halt() {
 #[test]
 fn pv_qspinlock_steals_only_while_the_head_does_not_spin() {
     // check_log fails on a steal while the queue head spins on a running vCPU.
-    let (w, cause) = run_logged(&contended("pv-qspinlock", 4, 2, 300, ""), &["guest.pv_spin_us=2"]);
+    let (w, cause) = run_logged(
+        &contended("pv-qspinlock", 4, 2, 300, ""),
+        &["guest.pv_spin_us=2"],
+    );
     assert_eq!(cause, vcpulab_core::sim::world::StopCause::AllFinished);
     check_log(&w, false);
     let steals = w
@@ -429,7 +442,10 @@ fn the_five_kinds_behave_differently_and_old_names_are_aliases() {
         }
     }
     assert_eq!(lock_totals("pv", &[]).3, lock_totals("pv-ticket", &[]).3);
-    assert_eq!(lock_totals("queued", &[]).3, lock_totals("qspinlock", &[]).3);
+    assert_eq!(
+        lock_totals("queued", &[]).3,
+        lock_totals("qspinlock", &[]).3
+    );
     let sc = resolve(&contended("pv", 4, 2, 10, ""), &[], None).unwrap();
     assert!(sc.to_toml().contains("spinlock = \"pv-ticket\""));
 }

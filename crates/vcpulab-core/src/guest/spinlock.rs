@@ -291,10 +291,14 @@ impl World {
     /// The vCPU of `v` was preempted: a pv-qspinlock waiter's successor notices it
     /// through vcpu_is_preempted.
     pub(crate) fn spin_waiter_preempted(&mut self, v: VcpuId) {
-        let Some(t) = self.vcpus[v.idx()].cur else { return };
+        let Some(t) = self.vcpus[v.idx()].cur else {
+            return;
+        };
         if let TAct::SpinLock(l) = self.threads[t.idx()].act {
             if self.locks[l.idx()].kind == SpinlockKind::PvQspinlock
-                && self.vms[self.threads[t.idx()].vm.idx()].guest.vcpu_is_preempted
+                && self.vms[self.threads[t.idx()].vm.idx()]
+                    .guest
+                    .vcpu_is_preempted
             {
                 self.pvq_poke_successor(l, t);
             }
@@ -408,7 +412,9 @@ impl World {
         match lk.kind {
             SpinlockKind::Ticket | SpinlockKind::PvTicket => {
                 // The next ticket owns the lock from now on (__ticket_spin_unlock).
-                let Some(n) = lk.waiters.pop_front() else { return };
+                let Some(n) = lk.waiters.pop_front() else {
+                    return;
+                };
                 lk.holder = Some(n);
                 if matches!(self.threads[n.idx()].act, TAct::PvHalt(_)) {
                     // kvm_unlock_kick: a hypercall by the unlocker.
@@ -433,7 +439,9 @@ impl World {
             SpinlockKind::Qspinlock => {
                 // queued_spin_unlock frees the lock word; the pending waiter or the
                 // queue head takes it when it runs, nobody else can.
-                let Some(n) = lk.waiters.front().copied() else { return };
+                let Some(n) = lk.waiters.front().copied() else {
+                    return;
+                };
                 if self.spins_now(n) {
                     self.poke(n);
                 } else {
@@ -447,7 +455,7 @@ impl World {
                 let mut stolen = false;
                 if !pending {
                     let lk = &self.locks[l.idx()];
-                let thief = lk.stealers.iter().copied().find(|w| self.spins_now(*w));
+                    let thief = lk.stealers.iter().copied().find(|w| self.spins_now(*w));
                     if let Some(w) = thief {
                         self.poke(w);
                         stolen = true;
