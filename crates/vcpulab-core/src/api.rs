@@ -120,11 +120,22 @@ fn focus_share(sc: &Scenario) -> Result<f64, ScenarioError> {
     Ok(Report::build(&s, &w, cause).vms[f].cpu_share)
 }
 
-/// (name, description) of every preset.
+/// (name, description) of every preset; a preset built on a base starts its description
+/// with the chain it inherits, root first ("kvm-default > apple: ...").
 pub fn presets() -> Vec<(String, String)> {
     scenario::PRESETS
         .iter()
-        .map(|p| (p.name.to_string(), p.description.to_string()))
+        .map(|p| {
+            let chain = scenario::preset_chain(p.name)
+                .map(|c| c.iter().map(|q| q.name).collect::<Vec<_>>())
+                .unwrap_or_default();
+            let description = if chain.len() > 1 {
+                format!("{}: {}", chain.join(" > "), p.description)
+            } else {
+                p.description.to_string()
+            };
+            (p.name.to_string(), description)
+        })
         .collect()
 }
 
