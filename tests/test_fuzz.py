@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from conftest import ROOT, needs_core
 
 tomli_w = pytest.importorskip("tomli_w")
@@ -79,9 +80,7 @@ def mutate(rng: random.Random, data: dict[str, Any]) -> tuple[dict[str, Any], bo
     data = copy.deepcopy(data)
     data.setdefault("run", {})["duration"] = rng.choice(["5ms", "20ms", "50ms"])
     data["run"].pop("warmup", None)
-    leaves = [
-        (p, v) for p, v in _leaves(data) if p[:2] != ("run", "duration") and p != ("seed",)
-    ]
+    leaves = [(p, v) for p, v in _leaves(data) if p[:2] != ("run", "duration") and p != ("seed",)]
     kind = rng.random()
     if kind < 0.35:
         numeric = [(p, v) for p, v in leaves if isinstance(v, float) and not isinstance(v, bool)]
@@ -136,8 +135,16 @@ def run_case(case: tuple[int, Path, dict[str, Any], bool], tmp: Path) -> str | N
             target.write_bytes(extra.read_bytes())
     try:
         p = subprocess.run(
-            [sys.executable, "-m", "vcpulab", "run", str(path), "--json"]
-            + ["--timeout", RUN_TIMEOUT_S],
+            [
+                sys.executable,
+                "-m",
+                "vcpulab",
+                "run",
+                str(path),
+                "--json",
+                "--timeout",
+                RUN_TIMEOUT_S,
+            ],
             capture_output=True,
             text=True,
             timeout=WALL_S,

@@ -11,12 +11,15 @@ import time
 from pathlib import Path
 
 import pytest
+
 from conftest import needs_core
 
 EDGES = Path(__file__).resolve().parent / "fixtures" / "edges"
 
 
-def vcpulab(*args: str, timeout: float = 60, cwd: Path | None = None) -> subprocess.CompletedProcess:
+def vcpulab(
+    *args: str, timeout: float = 60, cwd: Path | None = None
+) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "vcpulab", *args],
         capture_output=True,
@@ -57,7 +60,7 @@ def test_zero_time_finite_loop_ends_with_no_progress_error(tmp_path: Path) -> No
     sc = tmp_path / "finite.toml"
     sc.write_text(
         'run = {duration = "10ms"}\n[[vm]]\nvcpus = 1\nworkload = {model = "program", group = '
-        '[{ops = [{loop = {n = 4611686018427387904, body = [{count = 1}]}}]}]}\n'
+        "[{ops = [{loop = {n = 4611686018427387904, body = [{count = 1}]}}]}]}\n"
     )
     p = vcpulab("run", str(sc), timeout=60)
     one_line_error(p, "without time passing")
@@ -68,7 +71,8 @@ def test_event_budget_ends_a_run(tmp_path: Path) -> None:
     sc = tmp_path / "long.toml"
     sc.write_text(
         'run = {duration = "10s", max_events = 10000}\n[[vm]]\nvcpus = 2\n'
-        'workload = {model = "compute-sleep", params = {compute = "exp(10us)", sleep = "exp(10us)"}}\n'
+        'workload = {model = "compute-sleep", '
+        'params = {compute = "exp(10us)", sleep = "exp(10us)"}}\n'
     )
     p = vcpulab("run", str(sc))
     one_line_error(p, "run.max_events")
@@ -79,7 +83,8 @@ def test_timeout_ends_a_run(tmp_path: Path) -> None:
     sc = tmp_path / "long.toml"
     sc.write_text(
         'run = {duration = "100000s"}\nhost = {pcpus = 4}\n[[vm]]\nvcpus = 8\n'
-        'workload = {model = "compute-sleep", params = {compute = "exp(10us)", sleep = "exp(10us)"}}\n'
+        'workload = {model = "compute-sleep", '
+        'params = {compute = "exp(10us)", sleep = "exp(10us)"}}\n'
     )
     start = time.monotonic()
     p = vcpulab("run", str(sc), "--timeout", "0.5")
@@ -92,7 +97,8 @@ def test_ctrl_c_stops_a_run_within_a_second(tmp_path: Path) -> None:
     sc = tmp_path / "long.toml"
     sc.write_text(
         'run = {duration = "100000s"}\nhost = {pcpus = 4}\n[[vm]]\nvcpus = 8\n'
-        'workload = {model = "compute-sleep", params = {compute = "exp(10us)", sleep = "exp(10us)"}}\n'
+        'workload = {model = "compute-sleep", '
+        'params = {compute = "exp(10us)", sleep = "exp(10us)"}}\n'
     )
     proc = subprocess.Popen(
         [sys.executable, "-m", "vcpulab", "run", str(sc)],
@@ -264,8 +270,17 @@ def test_trace_to_a_full_disk_fails(tmp_path: Path) -> None:
 
     out = tmp_path / "t.json"
     p = subprocess.run(
-        [sys.executable, "-m", "vcpulab", "trace", str(EDGES / "name-bool.toml")]
-        + ["--set", "run.duration=20ms", "-o", str(out)],
+        [
+            sys.executable,
+            "-m",
+            "vcpulab",
+            "trace",
+            str(EDGES / "name-bool.toml"),
+            "--set",
+            "run.duration=20ms",
+            "-o",
+            str(out),
+        ],
         capture_output=True,
         text=True,
         timeout=60,
@@ -295,9 +310,7 @@ def test_damaged_store_is_refused(tmp_path: Path) -> None:
     db = tmp_path / "s.sqlite"
     with ResultsStore(db) as s:
         for i in range(300):
-            s._db.execute(
-                "INSERT INTO meta(key, value) VALUES (?, ?)", (f"k{i}", "x" * 500)
-            )
+            s._db.execute("INSERT INTO meta(key, value) VALUES (?, ?)", (f"k{i}", "x" * 500))
     data = bytearray(db.read_bytes())
     for off in range(4096 * 2, min(len(data), 4096 * 6)):
         data[off] = 0xA5
@@ -355,4 +368,3 @@ def test_sweep_grid_accepts_numpy_values() -> None:
 
     grid = normalize_grid({"host.pcpus": np.array([1, 2]), "x": [np.float64(0.5)]})
     assert grid == [("host.pcpus", ["1", "2"]), ("x", ["0.5"])]
-

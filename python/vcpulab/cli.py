@@ -244,7 +244,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             + (f" (store {outcome.store_path})" if not args.no_store else "")
         )
         if summary is not None:
-            print(f"mean ± 95% CI [min–max, median] over seeds ({args.table}):")
+            print(f"mean ± 95% CI [min..max, median] over seeds ({args.table}):")
             print(format_summary(summary))
         if args.out:
             print(f"results written to {args.out}")
@@ -264,9 +264,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def _confirm_large(points: int) -> bool:
     """Ask before a sweep of more than `sweeps.CONFIRM_ABOVE` points (`--yes` skips)."""
     if not _is_tty(sys.stdin):
-        raise UsageError(
-            f"the sweep has {points} points; give --yes to run more than 10000 points"
-        )
+        raise UsageError(f"the sweep has {points} points; give --yes to run more than 10000 points")
     answer = input(f"{PROG}: the sweep has {points} points; run them? [y/N] ")
     return answer.strip().lower() in ("y", "yes")
 
@@ -406,7 +404,7 @@ def cmd_results(args: argparse.Namespace) -> int:
             if sweep["overrides"]:
                 print("overrides: " + " ".join(sweep["overrides"]))
             if summary is not None:
-                print(f"mean ± 95% CI [min–max, median] over seeds ({table}):")
+                print(f"mean ± 95% CI [min..max, median] over seeds ({table}):")
                 print(format_summary(summary))
             for f in failed:
                 print(f"failed: {f['params']} seed {f['seed']}: {_one_line(f['error'])}")

@@ -141,9 +141,7 @@ def _read_text(path: Path) -> str:
         if path.exists() and not path.is_dir() and not path.is_file():
             raise ScenarioError(f"scenario path {path} is not a regular file")
         if path.is_file() and path.stat().st_size > MAX_SCENARIO_BYTES:
-            raise ScenarioError(
-                f"scenario file {path} is larger than {MAX_SCENARIO_BYTES} bytes"
-            )
+            raise ScenarioError(f"scenario file {path} is larger than {MAX_SCENARIO_BYTES} bytes")
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise FileNotFoundError(f"no such scenario file: {path}") from None

@@ -134,8 +134,6 @@ class ResultsStore:
                 f"{self.path} was written by a newer vcpulab (store version {version[0]})"
             )
 
-    @contextmanager
-
     def _check_before_writing(self) -> None:
         """Refuse a file that is not SQLite, a damaged database (`PRAGMA quick_check`) or
         a SQLite database of another program, before anything is written to it."""
@@ -168,6 +166,8 @@ class ResultsStore:
                 f"results store {self.path} is damaged (PRAGMA quick_check: {detail}); "
                 "nothing was written to it: restore a backup or give another --store"
             )
+
+    @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
         self._db.execute("BEGIN IMMEDIATE")
         try:

@@ -503,7 +503,9 @@ def summarize(
         # Leave out default metrics that no row has (e.g. completion of endless workloads).
         metrics = [m for m in metrics if result[f"{m}_mean"].notna().any()]
         stats = ("mean", ci, "median", "min", "max")
-        result = result[[*keys, "n", *(f"{m}_{s}" for m in metrics for s in stats), "seeds_disagree"]]
+        result = result[
+            [*keys, "n", *(f"{m}_{s}" for m in metrics for s in stats), "seeds_disagree"]
+        ]
     result.attrs["metrics"] = list(metrics)
     result.attrs["ci"] = ci
     result.attrs["confidence"] = confidence
@@ -519,7 +521,7 @@ def ci_suffix(confidence: float) -> str:
 
 
 def format_summary(summary: pd.DataFrame) -> str:
-    """Human table: one row per grid point x entity, `mean ± ci [min–max] (median)` per
+    """Human table: one row per grid point x entity, `mean ± ci [min..max] (median)` per
     metric; points whose seeds disagree are marked `!`."""
     from vcpulab.format import fmt_ns, fmt_num, render_table
 
@@ -540,7 +542,7 @@ def format_summary(summary: pd.DataFrame) -> str:
             text = fmt_ns(mean)
             text = text if math.isnan(half) else f"{text} ± {fmt_ns(half)}"
             if not math.isnan(half) and not math.isnan(lo):
-                text += f" [{fmt_ns(lo)}–{fmt_ns(hi)}, med {fmt_ns(med)}]"
+                text += f" [{fmt_ns(lo)}..{fmt_ns(hi)}, med {fmt_ns(med)}]"
             return text
         if math.isnan(half):
             return fmt_num(mean)
@@ -548,7 +550,7 @@ def format_summary(summary: pd.DataFrame) -> str:
         digits = 3 if half <= 0 else min(8, max(3, 1 - math.floor(math.log10(half))))
         text = f"{mean:.{digits}f} ± {half:.{digits}f}"
         if not math.isnan(lo):
-            text += f" [{fmt_num(lo)}–{fmt_num(hi)}, med {fmt_num(med)}]"
+            text += f" [{fmt_num(lo)}..{fmt_num(hi)}, med {fmt_num(med)}]"
         return text
 
     headers = [*keys, "n", *metrics, ""]

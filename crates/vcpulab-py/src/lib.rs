@@ -79,13 +79,21 @@ fn run_supervised(
             }
             if let Err(e) = py.check_signals() {
                 abort.store(true, Ordering::Relaxed);
-                let _ = py.detach(|| rx.lock().map(|r| r.recv()));
+                py.detach(|| {
+                    if let Ok(r) = rx.lock() {
+                        let _ = r.recv();
+                    }
+                });
                 return Err(e);
             }
             if let Some(t) = timeout {
                 if start.elapsed().as_secs_f64() > t {
                     abort.store(true, Ordering::Relaxed);
-                    let _ = py.detach(|| rx.lock().map(|r| r.recv()));
+                    py.detach(|| {
+                        if let Ok(r) = rx.lock() {
+                            let _ = r.recv();
+                        }
+                    });
                     return Err(ScenarioError::new_err(format!(
                         "timeout: the run took longer than {t} s of wall-clock time and was stopped; raise --timeout or shorten run.duration"
                     )));
@@ -225,7 +233,10 @@ impl SharedWriter {
     }
     /// Flushes to disk and returns the first write error, if any.
     fn finish(&self) -> std::io::Result<()> {
-        let mut g = self.0.lock().map_err(|_| std::io::Error::other("poisoned"))?;
+        let mut g = self
+            .0
+            .lock()
+            .map_err(|_| std::io::Error::other("poisoned"))?;
         if let Some(e) = g.1.take() {
             return Err(e);
         }
@@ -238,7 +249,10 @@ impl SharedWriter {
 
 impl Write for SharedWriter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let mut g = self.0.lock().map_err(|_| std::io::Error::other("poisoned"))?;
+        let mut g = self
+            .0
+            .lock()
+            .map_err(|_| std::io::Error::other("poisoned"))?;
         let (file, err) = &mut *g;
         if err.is_some() {
             return Ok(buf.len()); // already failed: the caller reports the first error
@@ -252,7 +266,10 @@ impl Write for SharedWriter {
         }
     }
     fn flush(&mut self) -> std::io::Result<()> {
-        let mut g = self.0.lock().map_err(|_| std::io::Error::other("poisoned"))?;
+        let mut g = self
+            .0
+            .lock()
+            .map_err(|_| std::io::Error::other("poisoned"))?;
         let (file, err) = &mut *g;
         if let Some(Err(e)) = file.as_mut().map(|f| f.flush()) {
             if err.is_none() {

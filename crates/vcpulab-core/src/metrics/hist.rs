@@ -205,10 +205,7 @@ mod tests {
         for q in [0.5, 0.9, 0.99, 0.999] {
             let exact = -(1.0f64 - q).ln() * mean;
             let got = h.quantile(q) as f64;
-            assert!(
-                (got / exact - 1.0).abs() < 0.01,
-                "q{q}: {got} vs {exact}"
-            );
+            assert!((got / exact - 1.0).abs() < 0.01, "q{q}: {got} vs {exact}");
         }
     }
 

@@ -134,7 +134,10 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
     if sc.vm.len() > MAX_VMS {
         return Err(ScenarioError::new(
             "vm",
-            format!("{} VMs are not allowed; expected at most {MAX_VMS}", sc.vm.len()),
+            format!(
+                "{} VMs are not allowed; expected at most {MAX_VMS}",
+                sc.vm.len()
+            ),
         ));
     }
     let h = &sc.host;

@@ -413,7 +413,10 @@ impl World {
             lock_log: None,
             events: 0,
             stale_events: 0,
-            max_events: sc.run.max_events.unwrap_or(crate::scenario::DEFAULT_MAX_EVENTS),
+            max_events: sc
+                .run
+                .max_events
+                .unwrap_or(crate::scenario::DEFAULT_MAX_EVENTS),
             abort: None,
             finite_left,
             stop: None,

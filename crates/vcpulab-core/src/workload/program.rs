@@ -287,7 +287,9 @@ impl Program {
                     });
                     self.emit(&l.body, syms)?;
                     if count.is_none()
-                        && !self.code[start as usize + 1..].iter().any(Instr::takes_time)
+                        && !self.code[start as usize + 1..]
+                            .iter()
+                            .any(Instr::takes_time)
                     {
                         return Err("a loop with n = \"forever\" needs an op that takes simulated time in its body (compute, kernel, sleep, io, kspin, cond_wait or tlb_shootdown); without one it never ends".into());
                     }
