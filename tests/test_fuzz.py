@@ -24,7 +24,7 @@ from conftest import ROOT, needs_core
 tomli_w = pytest.importorskip("tomli_w")
 
 SEED = 19
-CASES = 200
+CASES = 160
 WALL_S = 20.0  # a case that takes longer hangs
 RUN_TIMEOUT_S = "3"  # the run's own wall-clock budget (--timeout)
 MEMORY = 2 << 30
