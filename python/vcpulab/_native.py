@@ -48,9 +48,14 @@ def run_timeout() -> float | None:
     return value if value > 0 and math.isfinite(value) else None
 
 
+def _timeout_kw() -> dict[str, float]:
+    t = run_timeout()
+    return {} if t is None else {"timeout": t}
+
+
 def core_run(scenario_toml: str, overrides: list[str], seed: int | None) -> str:
     """The default runner: a pure function of its arguments, importable in worker processes."""
-    return str(core().run(scenario_toml, overrides, seed, run_timeout()))
+    return str(core().run(scenario_toml, overrides, seed, **_timeout_kw()))
 
 
 def core_identity() -> str:
@@ -73,7 +78,7 @@ def core_run_arrow(
     scenario_toml: str, overrides: list[str], seed: int | None
 ) -> tuple[str, str, dict[str, Any]]:
     """Run in process: (report JSON, JSON without the tables, {table: pyarrow.Table})."""
-    raw, scalars, tables = core().run_arrow(scenario_toml, overrides, seed, run_timeout())
+    raw, scalars, tables = core().run_arrow(scenario_toml, overrides, seed, **_timeout_kw())
     return str(raw), str(scalars), _pa_tables(tables)
 
 
@@ -88,7 +93,7 @@ def core_resolve(scenario_toml: str, overrides: list[str], seed: int | None) -> 
 
 
 def core_trace(scenario_toml: str, out_path: str, overrides: list[str], seed: int | None) -> str:
-    return str(core().trace(scenario_toml, out_path, overrides, seed, run_timeout()))
+    return str(core().trace(scenario_toml, out_path, overrides, seed, **_timeout_kw()))
 
 
 def core_call(name: str, *args: Any) -> Any:
