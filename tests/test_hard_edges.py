@@ -374,3 +374,14 @@ def test_sweep_grid_accepts_numpy_values() -> None:
 
     grid = normalize_grid({"host.pcpus": np.array([1, 2]), "x": [np.float64(0.5)]})
     assert grid == [("host.pcpus", ["1", "2"]), ("x", ["0.5"])]
+
+
+def test_package_metadata() -> None:
+    import tomllib
+
+    from conftest import ROOT
+
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert meta["readme"] == "README.md" and meta["classifiers"]
+    assert "plot" in meta["optional-dependencies"]
+    assert (ROOT / "python" / "vcpulab" / "py.typed").exists()
