@@ -3,7 +3,12 @@
 
 pub mod consolidation;
 pub mod gleaner;
+pub mod idle;
+pub mod interpreter;
 pub mod ipi;
 pub mod kernel;
+pub mod runqueue;
+pub mod spinlock;
 pub mod sync;
 pub mod thread;
+pub mod timer;

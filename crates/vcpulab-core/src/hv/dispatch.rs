@@ -154,6 +154,7 @@ impl World {
         } else {
             let home = self.sched.home_of(v);
             self.runq.wants(v, home, now);
+            self.spin_waiter_preempted(v);
         }
     }
 
@@ -261,7 +262,7 @@ impl World {
         for i in 0..self.threads[t.idx()].held.len() {
             let l = self.threads[t.idx()].held[i];
             let lk = &mut self.locks[l.idx()];
-            if !lk.waiters.is_empty() && !lk.lhp_counted {
+            if lk.contended() && !lk.lhp_counted {
                 lk.lhp_counted = true;
                 let c = lk.class as usize;
                 self.lock_classes[c].lhp += 1;
