@@ -95,10 +95,15 @@ pub fn run_abortable(
             .map_err(|e| ScenarioError::new("host.cache.llc", e))?;
         return Ok(Report::of_cache_study(sc, rows));
     }
-    if sc.host.cache.model == crate::scenario::CacheModel::Llc {
+    if sc.host.cache.model == crate::scenario::CacheModel::Llc
+        && sc.host.cache.llc.insertion != crate::host::llc_study::StudyPolicy::Mru
+    {
         return Err(ScenarioError::new(
-            "host.cache.model",
-            "\"llc\" in whole-host runs is not available yet; allowed with run.mode = \"cache_study\", otherwise \"footprint\" or \"none\"",
+            "host.cache.llc.insertion",
+            format!(
+                "{:?}: whole-host runs use the LLC access profiles through the eviction-and-refetch model, which has no insertion position; allowed: \"mru\" (or run.mode = \"cache_study\")",
+                sc.host.cache.llc.insertion.name()
+            ),
         ));
     }
     // Equal-capped solo needs the focus VM's consolidated share first.
@@ -161,11 +166,22 @@ fn focus_share(sc: &Scenario, abort: &Option<Arc<AtomicBool>>) -> Result<f64, Sc
     Ok(Report::build(&s, &w, cause).vms[f].cpu_share)
 }
 
-/// (name, description) of every preset.
+/// (name, description) of every preset; a preset built on a base starts its description
+/// with the chain it inherits, root first ("kvm-default > apple: ...").
 pub fn presets() -> Vec<(String, String)> {
     scenario::PRESETS
         .iter()
-        .map(|p| (p.name.to_string(), p.description.to_string()))
+        .map(|p| {
+            let chain = scenario::preset_chain(p.name)
+                .map(|c| c.iter().map(|q| q.name).collect::<Vec<_>>())
+                .unwrap_or_default();
+            let description = if chain.len() > 1 {
+                format!("{}: {}", chain.join(" > "), p.description)
+            } else {
+                p.description.to_string()
+            };
+            (p.name.to_string(), description)
+        })
         .collect()
 }
 

@@ -1,11 +1,16 @@
-"""Reproductions: each published figure is one `Experiment` entry.
+"""Reproductions: each published figure is one entry of a module's `EXPERIMENTS` list.
 
-An entry names its scenario(s) under `scenarios/<system>/`, its sweep, the published
-trend as data, and a function computing the simulated counterpart from the sweep's
-DataFrame. `run_experiment` runs the sweep, writes a CSV, a PNG (published beside
-simulated) and a verdict line: agrees / partly / disagrees, with the numbers.
+Most entries are data: a `Repro` (`experiments/declare.py`) names its points (scenario
+files under `scenarios/<system>/` and overrides) or a swept scenario, what one row of
+the result is, the quantity read from every run and how it is reduced over the seeds
+(`Mean`, `Ratio` to a baseline point, ...), the published values (`Pub`, optionally a
+bound) and a kind of the shared plot. docs/reproductions.md shows how to add one.
+A figure that does not fit is an `Experiment` with its own `simulate` function (below);
+`registry()` takes both. `run_experiment` runs the sweep, writes a CSV, a PNG
+(published beside simulated) and a verdict line: agrees / partly / disagrees, with the
+numbers.
 
-An entry either sweeps one scenario over a grid (`scenarios[0]`, `grid`), or lists
+An `Experiment` either sweeps one scenario over a grid (`scenarios[0]`, `grid`), or lists
 `points`: each `Point` is its own scenario file and overrides (e.g. the same benchmark
 natively and virtualized, in four settings). Every point is run as an independent sweep
 over the seeds (and the grid, if any) through the same sweep/store/executor machinery, so
@@ -160,7 +165,9 @@ def registry() -> dict[str, Experiment]:
     out: dict[str, Experiment] = {}
     for mod_name in _MODULES:
         mod = importlib.import_module(f"vcpulab.experiments.{mod_name}")
-        for exp in getattr(mod, "EXPERIMENTS", []):
+        for entry in getattr(mod, "EXPERIMENTS", []):
+            # A declarative `Repro` (experiments/declare.py) becomes an `Experiment` here.
+            exp = entry if isinstance(entry, Experiment) else entry.experiment()
             if exp.id in out:
                 raise RuntimeError(f"experiment id {exp.id!r} registered twice")
             out[exp.id] = exp

@@ -19,6 +19,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vcpulab.experiments import POINT_COLUMN, Experiment, Point
+from vcpulab.experiments.declare import (
+    CI,
+    SERIES_X,
+    SIMULATED,
+    SIMULATED_CELL,
+    Cell,
+    Col,
+    Derived,
+    Each,
+    Fn,
+    Mean,
+    Plot,
+    Ratio,
+    Repro,
+    below,
+)
 from vcpulab.stats import mean_ci
 
 if TYPE_CHECKING:
@@ -288,45 +304,18 @@ def _bomb_points(bench: str, algorithms: tuple[str, ...]) -> tuple[Point, ...]:
     return tuple(points)
 
 
-def _bomb_simulated(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per number of bomb VMs: the benchmark VM's execution time under each algorithm
-    (mean over seeds), and CVS's (and CVS-no-YTH's) relative to yield-to-tail (judged)."""
-    import pandas as pd
-
-    bench = frame[frame["vm"] == "bench"]
-    times: dict[tuple[str, int], list[float]] = {}
-    exits: dict[tuple[str, int], float] = {}
-    for label, runs in bench.groupby(POINT_COLUMN):
-        alg, bombs = str(label).rsplit(" ", 1)
-        done = runs[runs["finished"].astype(bool)]
-        times[(alg, int(bombs))] = (done["completion_ns"].astype(float) / 1e9).tolist()
-        exits[(alg, int(bombs))] = float(runs["ple_exits"].astype(float).mean())
-    rows = []
-    for k in BOMBS:
-        row: dict[str, Any] = {"x": float(k), "vor": (k + 1) * 8 / PCPUS}
-        ytt = times.get(("YTT", k), [])
-        ytt_mean = mean_ci(ytt)[0] if ytt else math.nan
-        for alg in BOMB_ALGORITHMS:
-            vals = times.get((alg, k))
-            if not vals:
-                continue
-            mean, half, _ = mean_ci(vals)
-            row[f"{alg}_exec_s"] = mean
-            row[f"{alg}_exec_ci95"] = half
-            row[f"{alg}_ple_exits"] = exits.get((alg, k), math.nan)
-            if alg != "YTT":
-                row[f"{alg}_vs_YTT"] = mean / ytt_mean if ytt_mean > 0 else math.nan
-        row["simulated"] = row.get("CVS_vs_YTT", math.nan)
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def _bomb_published(frame: pd.DataFrame) -> pd.DataFrame:
-    import pandas as pd
-
-    return pd.DataFrame(
-        [{"x": float(k), "published": 1.0, "bound": "below"} for k in BOMBS if k > 0]
-    )
+def _bomb_columns(algorithms: tuple[str, ...]) -> dict[str, Cell]:
+    """Per algorithm: the benchmark VM's execution time (mean over the finished runs, its
+    95% CI), its PLE exits, and its time relative to yield-to-tail."""
+    done = Col("completion_ns", vm="bench", per=1e9, finished_only=True)
+    cells: dict[str, Cell] = {"vor": Derived(lambda r: (r["x"] + 1) * 8 / PCPUS)}
+    for alg in algorithms:
+        cells[f"{alg}_exec_s"] = Mean(done, at=alg)
+        cells[f"{alg}_exec_ci95"] = CI(done, at=alg)
+        cells[f"{alg}_ple_exits"] = Mean(Col("ple_exits", vm="bench"), at=alg)
+        if alg != "YTT":
+            cells[f"{alg}_vs_YTT"] = Ratio(done, alg, "YTT")
+    return cells
 
 
 def _bomb_explain(merged: pd.DataFrame) -> str:
@@ -342,50 +331,22 @@ def _bomb_explain(merged: pd.DataFrame) -> str:
     return "; ".join(parts)
 
 
-def _bomb_plot(exp: Experiment, merged: pd.DataFrame, verdict: str, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.6, 4.2), dpi=100)
-    data = merged.sort_values(exp.x)
-    colors = {"YTT": "#4e9a4b", "CVS": "#b5322f", "CVS-no-YTH": "#8d5fb5"}
-    for alg, color in colors.items():
-        col = f"{alg}_exec_s"
-        if col not in data.columns:
-            continue
-        ax.errorbar(
-            data[exp.x].astype(float),
-            data[col].astype(float),
-            yerr=data[f"{alg}_exec_ci95"].astype(float).fillna(0.0),
-            fmt="o-",
-            color=color,
-            capsize=3,
-            label=alg,
-        )
-    ax.set_xlabel(exp.x_label)
-    ax.set_ylabel("benchmark VM execution time (s)")
-    ax.set_title(f"{exp.id}: {exp.title}\nverdict: {verdict}", fontsize=10)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-
-
-def _bomb_experiment(bench: str, title: str, algorithms: tuple[str, ...]) -> Experiment:
-    return Experiment(
+def _bomb_experiment(bench: str, title: str, algorithms: tuple[str, ...]) -> Repro:
+    return Repro(
         id=f"cvs-bomb-{bench}",
         system="cvs",
         title=title,
-        scenarios=(),
         points=_bomb_points(bench, algorithms),
-        published=_bomb_published,
-        simulate=_bomb_simulated,
+        rows=SERIES_X,
+        x_of=float,
+        published=below([float(k) for k in BOMBS if k > 0]),
+        simulated=Ratio(
+            Col("completion_ns", vm="bench", per=1e9, finished_only=True), "CVS", "YTT"
+        ),
+        columns={**_bomb_columns(algorithms), SIMULATED: SIMULATED_CELL},
         source="CVS (FGCS 2016): one 8-vCPU benchmark VM with 0-7 CPU-bomb VMs on 8 pCPUs; "
-        "the paper reports CVS improving on Xen's yield-to-tail but CALIBRATION.md gives no "
-        "per-point values, so each point is checked only as CVS / YTT execution time <= 1 "
+        "the paper reports CVS improving on Xen's yield-to-tail but gives no per-point "
+        "values, so each point is checked only as CVS / YTT execution time <= 1 "
         "(no slower; identical runs, where the benchmark hardly ever exits, pass)",
         x="bombs",
         x_label="CPU-bomb VMs (8 vCPUs each) beside the benchmark VM",
@@ -393,10 +354,16 @@ def _bomb_experiment(bench: str, title: str, algorithms: tuple[str, ...]) -> Exp
         seeds=3,
         quick_seeds=1,
         quick_overrides=QUICK_BENCHMARKS[bench],
-        tolerance=(0.05, 0.20),
         explain=_bomb_explain,
-        plotter=_bomb_plot,
+        plot=Plot(
+            "column-lines",
+            [(f"{a}_exec_s", a, c) for a, c in BOMB_COLORS.items() if a in algorithms],
+            y_label="benchmark VM execution time (s)",
+        ),
     )
+
+
+BOMB_COLORS = {"YTT": "#4e9a4b", "CVS": "#b5322f", "CVS-no-YTH": "#8d5fb5"}
 
 
 BOMB_OLTP = _bomb_experiment(
@@ -415,49 +382,34 @@ BOMB_NPB = _bomb_experiment(
 OVERHEAD_VCPUS = (2, 4, 8, 16)
 
 
-def _overhead_simulated(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per total vCPU count: CVS decision time as a percentage of the CPU time used."""
-    import pandas as pd
-
-    runs = _per_run(frame)
-    rows = []
-    for vcpus, by in runs.groupby(VCPUS, sort=True):
-        share = (by["cvs_ns"] / 1e9 / by["cpu_s"] * 100.0).astype(float).tolist()
-        mean, half, _ = mean_ci(share)
-        rows.append(
-            {
-                "x": float(VMS * int(vcpus)),  # type: ignore[arg-type]
-                "simulated": mean,
-                "simulated_ci95": half,
-                "decisions_per_s": float(
-                    (by["ple_exits"] / by["exec_s"].clip(lower=1e-9) / VMS).mean()
-                ),
-            }
-        )
-    return pd.DataFrame(rows)
+def _cvs_share_pct(run: pd.DataFrame) -> float:
+    """CVS decision time as a percentage of the CPU time the run used."""
+    return float(run["cvs_decision_ns"].sum()) / 1e9 / (float(run["cpu_ns"].sum()) / 1e9) * 100.0
 
 
-def _overhead_published(frame: pd.DataFrame) -> pd.DataFrame:
-    import pandas as pd
+def _decisions_per_s(run: pd.DataFrame) -> float:
+    """PLE exits (each a CVS decision) per second of execution, per VM."""
+    finished = bool(run["finished"].astype(bool).all())
+    exec_s = float(run["completion_ns"].astype(float).mean()) / 1e9 if finished else math.nan
+    return int(run["ple_exits"].sum()) / max(exec_s, 1e-9) / VMS if finished else math.nan
 
-    return pd.DataFrame(
-        [{"x": float(VMS * n), "published": 1.0, "bound": "below"} for n in OVERHEAD_VCPUS]
-    )
 
-
-OVERHEAD = Experiment(
+OVERHEAD = Repro(
     id="cvs-overhead",
     system="cvs",
     title="CPU time of CVS's own decisions vs vCPUs (4 kernbench-like VMs, 8 pCPUs)",
-    scenarios=("cvs/kernbench-vor.toml",),
-    published=_overhead_published,
-    simulate=_overhead_simulated,
-    source="CVS (FGCS 2016) reports its optimization overhead as low; CALIBRATION.md gives "
-    "no value, so each point is checked as below 1% of the CPU time used",
+    scenario="cvs/kernbench-vor.toml",
+    grid={VCPUS: list(OVERHEAD_VCPUS)},
+    rows=VCPUS,
+    x_of=lambda vcpus: float(VMS * int(vcpus)),
+    published=Each(1.0, "below"),
+    simulated=Mean(Fn(_cvs_share_pct)),
+    columns={"decisions_per_s": Mean(Fn(_decisions_per_s))},
+    source="CVS (FGCS 2016) reports its optimization overhead as low but gives no value, "
+    "so each point is checked as below 1% of the CPU time used",
     x="vcpus",
     x_label="vCPUs on the host (4 VMs)",
     y_label="CVS decision time, % of CPU time",
-    grid={VCPUS: list(OVERHEAD_VCPUS)},
     overrides=("preset=cvs",),
     seeds=5,
     quick_seeds=1,
@@ -465,6 +417,7 @@ OVERHEAD = Experiment(
         "vm.0.workload.params.jobs=1",
         "vm.0.workload.params.cycles=3",
     ),
+    plot=Plot("line"),
 )
 
 EXPERIMENTS = [VOR, BOMB_OLTP, BOMB_KERNBENCH, BOMB_NPB, OVERHEAD]

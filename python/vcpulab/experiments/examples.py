@@ -6,26 +6,20 @@ from math import nan
 from typing import TYPE_CHECKING
 
 from vcpulab.experiments import Experiment
+from vcpulab.experiments.declare import (
+    INDEX,
+    SIMULATED,
+    SIMULATED_CELL,
+    Col,
+    Mean,
+    Pub,
+    Repro,
+    Text,
+)
 from vcpulab.stats import mean_ci
 
 if TYPE_CHECKING:
     import pandas as pd
-
-
-def _weights_simulated(frame: pd.DataFrame) -> pd.DataFrame:
-    """Mean CPU share of the host per VM over seeds, in the report's VM order."""
-    import pandas as pd
-
-    order = list(dict.fromkeys(frame["vm"].tolist()))
-    rows = []
-    for i, vm in enumerate(order):
-        g = frame[frame["vm"] == vm]
-        mean, half, _ = mean_ci(g["cpu_share"].astype(float).tolist())
-        weight = g["weight"].iloc[0] if "weight" in g else "?"
-        rows.append(
-            {"x": i, "label": f"{vm} (w={weight})", "simulated": mean, "simulated_ci95": half}
-        )
-    return pd.DataFrame(rows)
 
 
 WEIGHTS_SHARES = (1 / 8, 1 / 8, 2 / 8, 4 / 8)
@@ -124,13 +118,16 @@ def _slice_published(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 EXPERIMENTS = [
-    Experiment(
+    Repro(
         id="examples-weights",
         system="examples",
         title="CPU shares follow weights 1:1:2:4",
-        scenarios=("examples/weights-1-1-2-4.toml",),
-        published=[{"x": i, "published": s} for i, s in enumerate(WEIGHTS_SHARES)],
-        simulate=_weights_simulated,
+        scenario="examples/weights-1-1-2-4.toml",
+        rows="vm",
+        x_of=INDEX,
+        published=[Pub(i, share) for i, share in enumerate(WEIGHTS_SHARES)],
+        simulated=Mean(Col("cpu_share")),
+        columns={"label": Text("{key} (w={weight})"), SIMULATED: SIMULATED_CELL},
         source="closed form: share = weight / sum of weights (4 CPU-bound VMs x 4 vCPUs, "
         "4 pCPUs); issue: shares within 1% of the weights",
         x="vm_index",
@@ -139,9 +136,7 @@ EXPERIMENTS = [
         seeds=3,
         quick_seeds=2,
         quick_overrides=("run.duration=1s",),
-        table="vms",
         tolerance=(0.02, 0.10),
-        kind="bar",
     ),
     Experiment(
         id="examples-xen-slice",

@@ -1,4 +1,4 @@
-"""Gleaner's wake-up micro-benchmark (CALIBRATION.md "Micro-level costs").
+"""Gleaner's wake-up micro-benchmark (Gleaner, USENIX ATC 2014, its wake-up latency table).
 
 Two threads ping-pong through futex semaphores; the latency is the time from a post to
 the woken thread running (the report's per-VM `wake_latency_*` of VM `bench`). Four
@@ -12,8 +12,8 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vcpulab.experiments import POINT_COLUMN, Experiment, Point
-from vcpulab.stats import mean_ci
+from vcpulab.experiments import Experiment, Point
+from vcpulab.experiments.declare import Col, Mean, Pub, Repro, Seeds
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -59,45 +59,8 @@ def _label(setting: str, host: str) -> str:
     return f"{setting} {host}"
 
 
-def _published() -> list[dict[str, object]]:
-    return [
-        {
-            "x": _label(setting, host),
-            "setting": setting,
-            "host": host,
-            "published": us,
-            "bound": bound,
-        }
-        for setting, host, us, bound in PUBLISHED
-    ]
-
-
-def _wake_simulated(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per point: the mean wake-up latency of VM `bench` in us (mean over seeds, 95% CI),
-    and, beside it, its median and p99 and the number of wake-ups measured."""
-    import pandas as pd
-
-    rows = []
-    bench = frame[frame["vm"] == BENCH_VM]
-    for pt in POINTS:
-        runs = bench[bench[POINT_COLUMN] == pt.label]
-        if runs.empty:
-            continue
-        mean, half, _ = mean_ci((runs["wake_latency_mean_ns"].astype(float) / 1e3).tolist())
-        p50 = mean_ci((runs["wake_latency_p50_ns"].astype(float) / 1e3).tolist())[0]
-        p99 = mean_ci((runs["wake_latency_p99_ns"].astype(float) / 1e3).tolist())[0]
-        rows.append(
-            {
-                "x": pt.label,
-                "simulated": mean,
-                "simulated_ci95": half,
-                "simulated_p50": p50,
-                "simulated_p99": p99,
-                "wake_ups": int(runs["wake_latency_count"].astype(int).mean()),
-                "seeds": len(runs),
-            }
-        )
-    return pd.DataFrame(rows)
+def _bench(column: str) -> Col:
+    return Col(column, vm=BENCH_VM, per=1e3)
 
 
 def _explain(merged: pd.DataFrame) -> str:
@@ -211,19 +174,44 @@ def _plot(exp: Experiment, merged: pd.DataFrame, verdict: str, path: Path) -> No
     plt.close(fig)
 
 
+NOTES = (
+    "Eight points, each its own scenario file and overrides: A = `wakeup.toml` "
+    "with `vm.0.vcpus=1`; B = `wakeup-b.toml` (a SCHED_IDLE spinner on every vCPU "
+    "stands for the polling idle CPU); C = `wakeup.toml` as is; D = `wakeup-d.toml` "
+    "(a second VM runs matmul on every pCPU) and, natively, `wakeup-d-native.toml` "
+    "(matmul threads in the same OS); PM = `run.mode=native`. Simulated = the mean "
+    "wake-up latency of VM `bench` (5,000 ping-pong iterations, both directions, "
+    "after a 50 ms warm-up), "
+    "mean over seeds with its 95% CI; the programs draw no random numbers, so the "
+    "seeds give identical runs (a CI of 0). Judged: every point within 25% of the "
+    "published value, D-VM above 96 us. The CSV also lists the median and p99 "
+    "(histogram bucket midpoints) and a per-point check. Setting D's mean and median "
+    "tell different stories: most wake-ups preempt matmul at once (a median close to "
+    "setting B natively and setting C in the VM) while a few wait for a whole matmul "
+    "slice, which sets the mean; the published D values lie between the two."
+)
+
+
 EXPERIMENTS = [
-    Experiment(
+    Repro(
         id="gleaner-wakeup",
         system="gleaner",
         title="Wake-up latency of a blocked thread, natively (PM) and in a VM",
-        scenarios=(),
         points=POINTS,
-        published=_published(),
-        simulate=_wake_simulated,
+        published=[
+            Pub(_label(s, h), us, bound, {"setting": s, "host": h}) for s, h, us, bound in PUBLISHED
+        ],
+        simulated=Mean(_bench("wake_latency_mean_ns")),
+        columns={
+            "simulated_p50": Mean(_bench("wake_latency_p50_ns")),
+            "simulated_p99": Mean(_bench("wake_latency_p99_ns")),
+            "wake_ups": Mean(Col("wake_latency_count", vm=BENCH_VM), as_int=True),
+            "seeds": Seeds(),
+        },
         explain=_explain,
         plotter=_plot,
-        source="Gleaner's wake-up micro-benchmark (CALIBRATION.md, 'Micro-level costs'): "
-        "16-core Xeon E5-2665, KVM, Linux 3.9; A 4/6 us, B 8/17 us, C 8/37 us, "
+        source="Gleaner (USENIX ATC 2014), wake-up micro-benchmark: 16-core Xeon E5-2665, "
+        "KVM, Linux 3.9; A 4/6 us, B 8/17 us, C 8/37 us, "
         "D 17/> 96 us (PM/VM); issue: VM within 25% for A-C and above 96 us for D, "
         "PM within 25% everywhere",
         x="point",
@@ -231,23 +219,7 @@ EXPERIMENTS = [
         y_label="wake-up latency (us)",
         seeds=3,
         quick_seeds=2,
-        table="vms",
         tolerance=(0.25, 0.25),
-        kind="bar",
-        log_y=True,
-        notes="Eight points, each its own scenario file and overrides: A = `wakeup.toml` "
-        "with `vm.0.vcpus=1`; B = `wakeup-b.toml` (a SCHED_IDLE spinner on every vCPU "
-        "stands for the polling idle CPU); C = `wakeup.toml` as is; D = `wakeup-d.toml` "
-        "(a second VM runs matmul on every pCPU) and, natively, `wakeup-d-native.toml` "
-        "(matmul threads in the same OS); PM = `run.mode=native`. Simulated = the mean "
-        "wake-up latency of VM `bench` (5,000 ping-pong iterations, both directions, "
-        "after a 50 ms warm-up), "
-        "mean over seeds with its 95% CI; the programs draw no random numbers, so the "
-        "seeds give identical runs (a CI of 0). Judged: every point within 25% of the "
-        "published value, D-VM above 96 us. The CSV also lists the median and p99 "
-        "(histogram bucket midpoints) and a per-point check. Setting D's mean and median "
-        "tell different stories: most wake-ups preempt matmul at once (a median close to "
-        "setting B natively and setting C in the VM) while a few wait for a whole matmul "
-        "slice, which sets the mean; the published D values lie between the two.",
+        notes=NOTES,
     ),
 ]

@@ -21,6 +21,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vcpulab.experiments import POINT_COLUMN, Experiment, Point
+from vcpulab.experiments.declare import (
+    SIMULATED,
+    SIMULATED_CELL,
+    Cell,
+    Col,
+    Derived,
+    Each,
+    Mean,
+    Plot,
+    Ratio,
+    Repro,
+    column_bars,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -94,47 +107,6 @@ def _ratio(a: float, b: float) -> float:
     return a / b if b and not math.isnan(a) and not math.isnan(b) else math.nan
 
 
-def _published_above_one(xs: Sequence[str]) -> list[dict[str, object]]:
-    return [{"x": x, "published": 1.0, "bound": "above"} for x in xs]
-
-
-def _grouped_bars(
-    exp: Experiment,
-    merged: pd.DataFrame,
-    verdict: str,
-    path: Path,
-    series: Sequence[tuple[str, str, str]],
-    *,
-    ref_line: float | None = 1.0,
-) -> None:
-    """Bars per x for each (column, legend, color) of `series`."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    xs = [str(x) for x in merged[exp.x]]
-    present = [s for s in series if s[0] in merged.columns]
-    width = 0.8 / max(len(present), 1)
-    width_in = min(14.0, max(6.4, 0.1 * len(xs) * max(len(present), 1) + 2.0))
-    fig, ax = plt.subplots(figsize=(width_in, 4.6))
-    for k, (col, legend, color) in enumerate(present):
-        ys = [float(v) for v in merged[col]]
-        pos = [i + (k - (len(present) - 1) / 2) * width for i in range(len(xs))]
-        ax.bar(pos, ys, width, label=legend, color=color, edgecolor="#444444", linewidth=0.4)
-    if ref_line is not None:
-        ax.axhline(ref_line, color="black", linewidth=0.8, linestyle="--")
-    ax.set_xticks(range(len(xs)), xs, rotation=45, ha="right", fontsize=7)
-    ax.set_xlabel(exp.x_label)
-    ax.set_ylabel(exp.y_label)
-    ax.set_title(f"{exp.id}: {exp.title}\nverdict: {verdict}", fontsize=9)
-    ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(fontsize=7, ncol=3)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-
-
 def _losses(merged: pd.DataFrame, column: str, label: str = "x") -> str:
     """Where `column` (a speedup) is below 1: the list, or 'nowhere'."""
     lost = [
@@ -154,38 +126,25 @@ SINGLE_POINTS = (
 )
 
 
-def _single_simulated(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per workload: Gleaner's speedup over HLT (judged), the slowdown vs native of every
-    configuration, HLT's vCPU halts per second, Gleaner's mean active vCPUs and the
-    change of the host's energy against HLT."""
-    import pandas as pd
+def _app(column: str) -> Col:
+    return Col(column, vm=APP_VM, how="mean")
 
-    thr = {
-        p.label: _metric(frame, p.label, APP_VM, "throughput_per_s", MODEL_KEY)
-        for p in SINGLE_POINTS
+
+THROUGHPUT = _app("throughput_per_s")
+ENERGY = _app("energy.joules")
+
+
+def _single_columns() -> dict[str, Cell]:
+    """HLT's halts per second, Gleaner's mean active vCPUs, and per configuration its
+    slowdown vs native and its energy change against HLT."""
+    cells: dict[str, Cell] = {
+        "halts_per_s": Mean(_app("idle_transitions_per_s"), at=HLT),
+        "gleaner_active_vcpus": Mean(_app("active_vcpus_mean"), at=GLEANER),
     }
-    energy = {
-        p.label: _metric(frame, p.label, APP_VM, "energy.joules", MODEL_KEY) for p in SINGLE_POINTS
-    }
-    halts = _metric(frame, HLT, APP_VM, "idle_transitions_per_s", MODEL_KEY)
-    active = _metric(frame, GLEANER, APP_VM, "active_vcpus_mean", MODEL_KEY)
-    rows = []
-    for model in thr[HLT]:
-        row: dict[str, object] = {
-            "x": model,
-            "simulated": _ratio(thr[GLEANER].get(model, math.nan), thr[HLT][model]),
-            "halts_per_s": halts.get(model, math.nan),
-            "gleaner_active_vcpus": active.get(model, math.nan),
-        }
-        for name in MITIGATIONS:
-            row[f"slowdown_{name}"] = _ratio(
-                thr[NATIVE].get(model, math.nan), thr[name].get(model, math.nan)
-            )
-            row[f"energy_change_pct_{name}"] = 100 * (
-                _ratio(energy[name].get(model, math.nan), energy[HLT][model]) - 1
-            )
-        rows.append(row)
-    return pd.DataFrame(rows)
+    for name in MITIGATIONS:
+        cells[f"slowdown_{name}"] = Ratio(THROUGHPUT, NATIVE, name)
+        cells[f"energy_change_pct_{name}"] = Ratio(ENERGY, name, HLT, pct_change=True)
+    return cells
 
 
 def _mean(merged: pd.DataFrame, column: str) -> float:
@@ -204,30 +163,19 @@ def _single_explain(merged: pd.DataFrame) -> str:
     )
 
 
-def _single_plot(exp: Experiment, merged: pd.DataFrame, verdict: str, path: Path) -> None:
-    _grouped_bars(
-        exp,
-        merged,
-        verdict,
-        path,
-        [(f"slowdown_{n}", n, COLORS[n]) for n in MITIGATIONS],
-    )
-
-
-SINGLE = Experiment(
+SINGLE = Repro(
     id="gleaner-single-vm",
     system="gleaner",
     title="One 16-vCPU VM on 16 pCPUs: slowdown vs native, with and without Gleaner",
-    scenarios=(),
     points=SINGLE_POINTS,
     grid={MODEL_KEY: list(PARSEC_SPLASH)},
     quick_grid={MODEL_KEY: list(QUICK_MODELS)},
-    published=lambda frame: __import__("pandas").DataFrame(
-        _published_above_one(list(dict.fromkeys(str(m) for m in frame[MODEL_KEY])))
-    ),
-    simulate=_single_simulated,
+    rows=MODEL_KEY,
+    published=Each(1.0, "above"),
+    simulated=Ratio(THROUGHPUT, GLEANER, HLT),
+    columns=_single_columns(),
     explain=_single_explain,
-    plotter=_single_plot,
+    plot=Plot("columns", [(f"slowdown_{n}", n, COLORS[n]) for n in MITIGATIONS]),
     source="Gleaner (USENIX ATC 2014), single-VM study; trend from its text: Gleaner "
     "reduces the cost of blocking synchronization (speedup >= 1, up to 16x)",
     x="workload",
@@ -236,7 +184,6 @@ SINGLE = Experiment(
     seeds=2,
     quick_seeds=1,
     tolerance=(0.05, 0.20),
-    kind="bar",
     notes="Scenario `gleaner/single-vm.toml` with the model as the grid. Points: native "
     "(`run.mode=native`), HLT (kvm-default), Gleaner, idle daemon (yielding threads "
     "that never sleep), host halt polling, guest haltpoll. Judged: Gleaner's speedup "
@@ -269,40 +216,28 @@ CORUN_POINTS = tuple(
 )
 
 
-def _corun_simulated(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per workload and co-runner: the workload's speedup with Gleaner over HLT (judged)
-    and the weighted speedup (mean of both VMs' speedups); the same for host halt
-    polling and guest haltpoll."""
-    import pandas as pd
+def _corun_row(label: str, model: str) -> tuple[str, str]:
+    """Point "<mitigation> +<co-runner>" and the model -> row "<model>+<co-runner>"."""
+    mitigation, co = label.rsplit(" +", 1)
+    return f"{model}+{co}", mitigation
 
-    rows = []
-    for co in CORUNNERS:
-        app = {
-            n: _metric(frame, f"{n} +{co}", APP_VM, "throughput_per_s", MODEL_KEY)
-            for n in CORUN_MITIGATIONS
-        }
-        other = {
-            n: _metric(frame, f"{n} +{co}", CO_VM, "throughput_per_s", MODEL_KEY)
-            for n in CORUN_MITIGATIONS
-        }
-        energy = {
-            n: _metric(frame, f"{n} +{co}", APP_VM, "energy.joules", MODEL_KEY)
-            for n in CORUN_MITIGATIONS
-        }
-        for model in app[HLT]:
-            row: dict[str, object] = {"x": f"{model}+{co}"}
-            for n in CORUN_MITIGATIONS[1:]:
-                s_app = _ratio(app[n].get(model, math.nan), app[HLT][model])
-                s_co = _ratio(other[n].get(model, math.nan), other[HLT].get(model, math.nan))
-                row[f"speedup_{n}"] = s_app
-                row[f"corunner_speedup_{n}"] = s_co
-                row[f"weighted_speedup_{n}"] = (s_app + s_co) / 2
-                row[f"energy_change_pct_{n}"] = 100 * (
-                    _ratio(energy[n].get(model, math.nan), energy[HLT][model]) - 1
-                )
-            row["simulated"] = row[f"speedup_{GLEANER}"]
-            rows.append(row)
-    return pd.DataFrame(rows)
+
+def _weighted(n: str) -> Derived:
+    """The weighted speedup: the mean of the workload's and the co-runner's."""
+    return Derived(lambda r: (r[f"speedup_{n}"] + r[f"corunner_speedup_{n}"]) / 2)
+
+
+def _corun_columns() -> dict[str, Cell]:
+    """Per mitigation: the workload's and the co-runner's speedup over HLT, their mean
+    (the weighted speedup) and the energy change against HLT."""
+    cells: dict[str, Cell] = {}
+    other = Col("throughput_per_s", vm=CO_VM, how="mean")
+    for n in CORUN_MITIGATIONS[1:]:
+        cells[f"speedup_{n}"] = Ratio(THROUGHPUT, n, HLT)
+        cells[f"corunner_speedup_{n}"] = Ratio(other, n, HLT)
+        cells[f"weighted_speedup_{n}"] = _weighted(n)
+        cells[f"energy_change_pct_{n}"] = Ratio(ENERGY, n, HLT, pct_change=True)
+    return {**cells, SIMULATED: SIMULATED_CELL}
 
 
 def _corun_explain(merged: pd.DataFrame) -> str:
@@ -318,34 +253,26 @@ def _corun_explain(merged: pd.DataFrame) -> str:
     )
 
 
-def _corun_plot(exp: Experiment, merged: pd.DataFrame, verdict: str, path: Path) -> None:
-    series = []
-    for n in CORUN_MITIGATIONS[1:]:
-        series.append((f"speedup_{n}", f"{n}: workload", COLORS[n]))
-        series.append((f"weighted_speedup_{n}", f"{n}: weighted", COLORS[n] + "88"))
-    _grouped_bars(exp, merged, verdict, path, series)
-
-
-CORUN = Experiment(
+CORUN = Repro(
     id="gleaner-corun",
     system="gleaner",
     title="Two 16-vCPU VMs on 16 pCPUs (workload + matmul or freqsleep): speedup over HLT",
-    scenarios=(),
     points=CORUN_POINTS,
     grid={MODEL_KEY: list(CORUN_MODELS)},
     quick_grid={MODEL_KEY: list(CORUN_QUICK)},
-    published=lambda frame: __import__("pandas").DataFrame(
-        _published_above_one(
-            [
-                f"{m}+{co}"
-                for co in CORUNNERS
-                for m in dict.fromkeys(str(x) for x in frame[MODEL_KEY])
-            ]
-        )
-    ),
-    simulate=_corun_simulated,
+    rows=_corun_row,
+    published=Each(1.0, "above"),
+    simulated=Ratio(THROUGHPUT, GLEANER, HLT),
+    columns=_corun_columns(),
     explain=_corun_explain,
-    plotter=_corun_plot,
+    plot=Plot(
+        "columns",
+        [
+            (f"{kind}speedup_{n}", f"{n}: {legend}", COLORS[n] + alpha)
+            for n in CORUN_MITIGATIONS[1:]
+            for kind, legend, alpha in (("", "workload", ""), ("weighted_", "weighted", "88"))
+        ],
+    ),
     source="Gleaner (USENIX ATC 2014), two-VM study; trend from its text: Gleaner speeds "
     "up the workload and raises system throughput (up to 3x)",
     x="pair",
@@ -353,7 +280,6 @@ CORUN = Experiment(
     y_label="speedup over HLT",
     seeds=2,
     quick_seeds=1,
-    kind="bar",
     notes="Scenario `gleaner/corun.toml` (VM `app` 16 vCPUs + VM `corunner` 16 vCPUs on "
     "16 pCPUs); the mitigation applies to the benchmark VM (host halt polling: to the "
     "host). Judged: the workload's speedup with Gleaner over HLT >= 1. Weighted speedup "
@@ -593,7 +519,7 @@ def _dedup_plot(exp: Experiment, merged: pd.DataFrame, verdict: str, path: Path)
     first = first.assign(**{exp.x: [f"{int(v)} vCPUs" for v in first["vcpus"]]})
     labels = [lb for lb in DEDUP_SETTINGS if lb != NATIVE]
     colors = ("#9aa7b8", "#8c8c8c", "#5c5c5c", "#2f6db5", "#c7621a", "#4e9a4b", "#7fa7d9")
-    _grouped_bars(
+    column_bars(
         exp,
         first,
         verdict,
@@ -644,60 +570,36 @@ ALL_VMS: dict[str, tuple[str, ...]] = {
 THREADS_KEY = "vm.0.workload.threads"
 
 
-def _total_throughput(
-    frame: pd.DataFrame, point: str, by: str, column: str = "throughput_per_s"
-) -> dict[str, float]:
-    """Sum over the VMs of `column` (throughput), mean over seeds, per value of `by`."""
-    rows = frame[frame[POINT_COLUMN] == point]
-    out: dict[str, float] = {}
-    for key, g in rows.groupby(by, sort=False):
-        per_seed = g.groupby("seed")[column].sum()
-        out[str(key)] = float(per_seed.mean()) if len(per_seed) else math.nan
-    return out
+TOTAL = Col("throughput_per_s")
+"""The throughput of every VM of the run, summed."""
 
 
-def _gain_rows(frame: pd.DataFrame, by: str, names: Sequence[str], fmt: str) -> pd.DataFrame:
-    import pandas as pd
-
-    thr = {n: _total_throughput(frame, n, by) for n in names}
-    lhp = {n: _total_throughput(frame, n, by, "lhp") for n in (HLT, GLEANER)}
-    rows = []
-    for key in thr[HLT]:
-        row: dict[str, object] = {
-            "x": fmt.format(key),
-            "throughput_HLT": thr[HLT][key],
-            "lhp_HLT": lhp[HLT][key],
-            f"lhp_{GLEANER}": lhp[GLEANER].get(key, math.nan),
-        }
-        for n in names[1:]:
-            row[f"gain_{n}"] = _ratio(thr[n].get(key, math.nan), thr[HLT][key])
-        row["simulated"] = row[f"gain_{GLEANER}"]
-        rows.append(row)
-    return pd.DataFrame(rows)
+def _gain_columns(names: Sequence[str]) -> dict[str, Cell]:
+    """HLT's total throughput, lock-holder preemptions under HLT and Gleaner, and each
+    mitigation's gain in total throughput over HLT."""
+    return {
+        "throughput_HLT": Mean(TOTAL, at=HLT),
+        "lhp_HLT": Mean(Col("lhp"), at=HLT),
+        f"lhp_{GLEANER}": Mean(Col("lhp"), at=GLEANER),
+        **{f"gain_{n}": Ratio(TOTAL, n, HLT) for n in names[1:]},
+        SIMULATED: SIMULATED_CELL,
+    }
 
 
-MYSQL = Experiment(
+MYSQL = Repro(
     id="gleaner-mysql",
     system="gleaner",
     title="Two MySQL-like VMs (16 vCPUs each, 16 pCPUs): throughput gain vs connections",
-    scenarios=(),
     points=tuple(Point(n, "gleaner/mysql.toml", ALL_VMS[n]) for n in MYSQL_MITIGATIONS),
     grid={THREADS_KEY: list(MYSQL_CONNECTIONS)},
     quick_grid={THREADS_KEY: ["16", "48"]},
-    published=lambda frame: __import__("pandas").DataFrame(
-        _published_above_one(
-            [f"{c} connections" for c in dict.fromkeys(str(x) for x in frame[THREADS_KEY])]
-        )
-    ),
-    simulate=lambda frame: _gain_rows(frame, THREADS_KEY, MYSQL_MITIGATIONS, "{} connections"),
+    rows=THREADS_KEY,
+    x_of="{} connections",
+    published=Each(1.0, "above"),
+    simulated=Ratio(TOTAL, GLEANER, HLT),
+    columns=_gain_columns(MYSQL_MITIGATIONS),
     explain=lambda merged: f"Gleaner below HLT at: {_losses(merged, 'simulated')}",
-    plotter=lambda exp, merged, verdict, path: _grouped_bars(
-        exp,
-        merged,
-        verdict,
-        path,
-        [(f"gain_{n}", n, COLORS[n]) for n in MYSQL_MITIGATIONS[1:]],
-    ),
+    plot=Plot("columns", [(f"gain_{n}", n, COLORS[n]) for n in MYSQL_MITIGATIONS[1:]]),
     source="Gleaner (USENIX ATC 2014), MySQL study: Gleaner raises the throughput of "
     "MySQL in two consolidated VMs for 16 to 48 connections (bound: gain >= 1)",
     x="connections",
@@ -706,7 +608,6 @@ MYSQL = Experiment(
     seeds=2,
     quick_seeds=1,
     quick_overrides=("vm.0.workload.params.transactions=4",),
-    kind="bar",
     notes="`gleaner/mysql.toml`: two MySQL-like VMs (count = 2), one server thread per "
     "connection, 20 transactions each; the mitigation runs in both guests. Gain = sum "
     "of both VMs' transactions per second over HLT's. Runs end after 3 s of simulated "
@@ -721,11 +622,10 @@ MYSQL = Experiment(
 
 COUNT_KEY = "vm.0.count"
 
-VMS = Experiment(
+VMS = Repro(
     id="gleaner-vms",
     system="gleaner",
     title="1 to 5 equal 16-vCPU VMs on 16 pCPUs (dedup-like, MySQL-like): throughput gain",
-    scenarios=(),
     points=tuple(
         Point(f"{model} {n}", "gleaner/vms.toml", (f"vm.0.workload.model={model}", *ALL_VMS[n]))
         for model in ("dedup", "mysql")
@@ -733,37 +633,13 @@ VMS = Experiment(
     ),
     grid={COUNT_KEY: ["1", "2", "3", "4", "5"]},
     quick_grid={COUNT_KEY: ["1", "2"]},
-    published=lambda frame: __import__("pandas").DataFrame(
-        _published_above_one(
-            [
-                f"{m} x{c}"
-                for m in ("dedup", "mysql")
-                for c in dict.fromkeys(str(x) for x in frame[COUNT_KEY])
-            ]
-        )
-    ),
-    simulate=lambda frame: __import__("pandas").concat(
-        [
-            _gain_rows(
-                frame.assign(**{POINT_COLUMN: frame[POINT_COLUMN].str.removeprefix(f"{m} ")})[
-                    frame[POINT_COLUMN].str.startswith(f"{m} ")
-                ],
-                COUNT_KEY,
-                MYSQL_MITIGATIONS,
-                m + " x{}",
-            )
-            for m in ("dedup", "mysql")
-        ],
-        ignore_index=True,
-    ),
+    # Point "<model> <mitigation>" and the VM count -> row "<model> x<count>".
+    rows=lambda label, count: (f"{label.split(' ', 1)[0]} x{count}", label.split(" ", 1)[1]),
+    published=Each(1.0, "above"),
+    simulated=Ratio(TOTAL, GLEANER, HLT),
+    columns=_gain_columns(MYSQL_MITIGATIONS),
     explain=lambda merged: f"Gleaner below HLT at: {_losses(merged, 'simulated')}",
-    plotter=lambda exp, merged, verdict, path: _grouped_bars(
-        exp,
-        merged,
-        verdict,
-        path,
-        [(f"gain_{n}", n, COLORS[n]) for n in MYSQL_MITIGATIONS[1:]],
-    ),
+    plot=Plot("columns", [(f"gain_{n}", n, COLORS[n]) for n in MYSQL_MITIGATIONS[1:]]),
     source="Gleaner (USENIX ATC 2014), consolidation-density study: with 1 to 5 VMs "
     "running dedup or MySQL, Gleaner raises system throughput (up to 3x; bound: gain >= 1)",
     x="case",
@@ -772,7 +648,6 @@ VMS = Experiment(
     seeds=1,
     quick_seeds=1,
     quick_overrides=("run.duration=40ms",),
-    kind="bar",
     notes="`gleaner/vms.toml` with vm.0.count = 1..5 equal 16-vCPU VMs on 16 pCPUs, all "
     "running dedup-like (default) or MySQL-like (16 connections, 50 transactions each); "
     "the mitigation runs in every guest. Gain = total throughput over HLT's. Runs end "

@@ -3,34 +3,57 @@
 //! back, the KiB loaded by others since it left evict that fraction of its working set
 //! (all of it after a migration or on first run), and refetching it stalls the guest
 //! for `refill_ns_per_kib` per KiB.
+//!
+//! A context's numbers are a `CacheProfile`: with `host.cache.model = "footprint"`, its
+//! workload's footprint and the host-wide rates; with `"llc"`, derived from its LLC
+//! access profile (host/access.rs `AccessProfile::coupling`) where it has one.
 
 use crate::scenario::{CacheConfig, CacheModel};
+
+/// One context's parameters of the eviction-and-refetch model.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CacheProfile {
+    /// Data that is worth refetching after it was evicted.
+    pub resident_kib: u64,
+    /// Upper bound on what the context loads while running (evicting others).
+    pub load_cap_kib: u64,
+    pub refill_ns_per_kib: f64,
+    pub touch_kib_per_us: f64,
+}
+
+impl CacheProfile {
+    /// The footprint model's profile of a context of `footprint_kib`.
+    pub fn footprint(c: &CacheConfig, footprint_kib: u64) -> CacheProfile {
+        CacheProfile {
+            resident_kib: footprint_kib,
+            load_cap_kib: footprint_kib,
+            refill_ns_per_kib: c.refill_ns_per_kib,
+            touch_kib_per_us: c.touch_kib_per_us,
+        }
+    }
+}
 
 #[derive(Clone, Debug)]
 pub struct Footprint {
     pub enabled: bool,
     pub capacity_kib: u64,
-    pub refill_ns_per_kib: f64,
-    pub touch_kib_per_us: f64,
 }
 
 impl Footprint {
     pub fn new(c: &CacheConfig) -> Footprint {
         Footprint {
-            enabled: c.model == CacheModel::Footprint,
+            enabled: c.model != CacheModel::None,
             capacity_kib: c.kib_per_pcpu,
-            refill_ns_per_kib: c.refill_ns_per_kib,
-            touch_kib_per_us: c.touch_kib_per_us,
         }
     }
 
-    /// KiB to refetch for a context of `footprint_kib` that returns to a pCPU after
-    /// `evicting_kib` were loaded there by others (None: cold — first run or migration).
-    pub fn refetch_kib(&self, footprint_kib: u64, evicting_kib: Option<u64>) -> u64 {
+    /// KiB to refetch for a context that returns to a pCPU after `evicting_kib` were
+    /// loaded there by others (None: cold — first run or migration).
+    pub fn refetch_kib(&self, prof: &CacheProfile, evicting_kib: Option<u64>) -> u64 {
         if !self.enabled {
             return 0;
         }
-        let resident = footprint_kib.min(self.capacity_kib);
+        let resident = prof.resident_kib.min(self.capacity_kib);
         match evicting_kib {
             None => resident,
             Some(e) => {
@@ -40,18 +63,18 @@ impl Footprint {
         }
     }
 
-    /// KiB a context of `footprint_kib` touches while running `ran_ns` (beyond what it
-    /// refetched at switch-in), which evicts other contexts' data.
-    pub fn touched_kib(&self, footprint_kib: u64, ran_ns: u64) -> u64 {
+    /// KiB a context touches while running `ran_ns` (beyond what it refetched at
+    /// switch-in), which evicts other contexts' data.
+    pub fn touched_kib(&self, prof: &CacheProfile, ran_ns: u64) -> u64 {
         if !self.enabled {
             return 0;
         }
-        let t = (ran_ns as f64 / 1e3 * self.touch_kib_per_us) as u64;
-        t.min(footprint_kib.min(self.capacity_kib))
+        let t = (ran_ns as f64 / 1e3 * prof.touch_kib_per_us) as u64;
+        t.min(prof.load_cap_kib.min(self.capacity_kib))
     }
 
-    pub fn refill_ns(&self, kib: u64) -> u64 {
-        (kib as f64 * self.refill_ns_per_kib).round() as u64
+    pub fn refill_ns(&self, prof: &CacheProfile, kib: u64) -> u64 {
+        (kib as f64 * prof.refill_ns_per_kib).round() as u64
     }
 }
 
@@ -63,15 +86,19 @@ mod tests {
         let f = Footprint {
             enabled: true,
             capacity_kib: 1000,
+        };
+        let prof = |fp: u64| CacheProfile {
+            resident_kib: fp,
+            load_cap_kib: fp,
             refill_ns_per_kib: 10.0,
             touch_kib_per_us: 1.0,
         };
-        assert_eq!(f.touched_kib(500, 100_000), 100);
-        assert_eq!(f.touched_kib(500, 10_000_000), 500);
-        assert_eq!(f.refetch_kib(500, Some(0)), 0);
-        assert_eq!(f.refetch_kib(500, Some(500)), 250);
-        assert_eq!(f.refetch_kib(500, Some(5000)), 500);
-        assert_eq!(f.refetch_kib(5000, None), 1000);
-        assert_eq!(f.refill_ns(100), 1000);
+        assert_eq!(f.touched_kib(&prof(500), 100_000), 100);
+        assert_eq!(f.touched_kib(&prof(500), 10_000_000), 500);
+        assert_eq!(f.refetch_kib(&prof(500), Some(0)), 0);
+        assert_eq!(f.refetch_kib(&prof(500), Some(500)), 250);
+        assert_eq!(f.refetch_kib(&prof(500), Some(5000)), 500);
+        assert_eq!(f.refetch_kib(&prof(5000), None), 1000);
+        assert_eq!(f.refill_ns(&prof(5000), 100), 1000);
     }
 }

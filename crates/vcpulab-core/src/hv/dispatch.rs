@@ -115,9 +115,9 @@ impl World {
             self.note_preempted_holder(v);
         }
         self.trace_thread_end(v);
-        let fp = self.vms[self.vcpus[v.idx()].vm.idx()].footprint_kib;
+        let prof = self.vms[self.vcpus[v.idx()].vm.idx()].cache;
         let ran = now.0.saturating_sub(self.vcpus[v.idx()].resume_at.0);
-        let touched = self.cache.touched_kib(fp, ran);
+        let touched = self.cache.touched_kib(&prof, ran);
         let pages = self.tlb.loaded_pages(ran);
         let pc = &mut self.pcpus[p.idx()];
         let (start, entry) = (pc.run_start, pc.entry_until);
@@ -187,8 +187,8 @@ impl World {
             ),
             _ => (None, None),
         };
-        let fp = self.vms[vm.idx()].footprint_kib;
-        let kib = self.cache.refetch_kib(fp, evicting);
+        let prof = self.vms[vm.idx()].cache;
+        let kib = self.cache.refetch_kib(&prof, evicting);
         // Only a vCPU coming out of halt runs the guest's wake path (idle exit, the
         // interrupt, the scheduler) through evicted translations; a preempted one resumes
         // where it was, and its working set is the cache model's.
@@ -197,7 +197,7 @@ impl World {
         } else {
             0
         };
-        let refill = self.cache.refill_ns(kib) + tlb;
+        let refill = self.cache.refill_ns(&prof, kib) + tlb;
         let migrated = vc.last_pcpu.is_some_and(|lp| lp != p);
         let switched = pc.last_vcpu != Some(v);
 

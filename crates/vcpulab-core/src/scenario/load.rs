@@ -73,18 +73,7 @@ pub fn resolve(
     let mut merged = match table.get("preset") {
         None => table,
         Some(Value::String(name)) => {
-            let p = presets::find(name).ok_or_else(|| {
-                ScenarioError::new(
-                    "preset",
-                    format!(
-                        "unknown preset {name:?}; allowed: {}",
-                        presets::preset_names().join(", ")
-                    ),
-                )
-            })?;
-            let mut base: Table = p.toml.parse().map_err(|e: toml::de::Error| {
-                ScenarioError::new("preset", format!("preset {name} is broken: {e}"))
-            })?;
+            let mut base = presets::resolve(name).map_err(|e| ScenarioError::new("preset", e))?;
             deep_merge(&mut base, table);
             base
         }
@@ -228,7 +217,7 @@ fn normalize(t: &mut Table) -> Result<(), ScenarioError> {
 }
 
 /// Merges `over` into `base`: tables recursively, everything else replaced.
-fn deep_merge(base: &mut Table, over: Table) {
+pub(super) fn deep_merge(base: &mut Table, over: Table) {
     for (k, v) in over {
         match (base.get_mut(&k), v) {
             (Some(Value::Table(b)), Value::Table(o)) => deep_merge(b, o),

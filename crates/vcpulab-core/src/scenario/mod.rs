@@ -9,7 +9,7 @@ mod presets;
 mod validate;
 
 pub use load::{apply_override, resolve, ScenarioError};
-pub use presets::{preset_names, PRESETS};
+pub use presets::{chain as preset_chain, preset_names, PRESETS};
 pub use validate::vcpu_masks;
 
 use crate::sim::Nanos;

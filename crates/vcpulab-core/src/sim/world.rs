@@ -360,6 +360,7 @@ impl World {
                 },
                 model: w.model.clone(),
                 footprint_kib: w.footprint_kib,
+                cache: crate::host::access::cache_profile(&sc.host, &w.model, w.footprint_kib),
                 finite_threads: finite,
                 finished_threads: 0,
                 completion: None,

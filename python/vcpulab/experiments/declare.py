@@ -1,0 +1,471 @@
+"""Reproductions as data: `Repro` describes a figure, `Repro.experiment()` runs it.
+
+A reproduction of the common kind is a `Repro`: its runs (a scenario swept over a grid,
+or `Point`s, each a scenario file and overrides), what one row of the result is (a
+point, a swept value, or the `x` of points labelled "<series> <x>"), the columns of a
+row as `Cell`s — the mean of a per-run `Col` over the seeds, or a `Ratio` of two such
+means — the published values (`Pub`, optionally a bound) and a `Plot` kind. The
+verdict, the CSV, the PNG and the store/sweep machinery are those of every experiment
+(`run_experiment`). See docs/reproductions.md for a worked example.
+
+Code remains only where a figure is genuinely special: `explain` (a sentence for the
+verdict line) and `plotter` accept functions, and `Fn` reads a per-run quantity that is
+not a plain column.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from vcpulab.experiments import (
+    POINT_COLUMN,
+    Experiment,
+    ExplainFn,
+    PlotFn,
+    Point,
+)
+from vcpulab.experiments import plot as default_plot
+from vcpulab.stats import mean_ci
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+POINT = "point"
+"""`Repro.rows`: one row per point, x = its label."""
+SERIES_X = "series x"
+"""`Repro.rows`: points are labelled "<series> <x>"; one row per x, cells pick a series."""
+INDEX = "index"
+"""`Repro.x_of`: the row's position (0, 1, ...) as its x."""
+
+
+# --- per-run quantities ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Col:
+    """A per-run quantity: `how` ("sum" or "mean") of a report column over the run's
+    rows (of VM `vm` only, if given), divided by `per` (1e3: ns to us)."""
+
+    column: str
+    vm: str | None = None
+    how: str = "sum"
+    per: float = 1.0
+    finished_only: bool = False
+    """NaN for a run in which a selected row did not finish (the run is left out)."""
+
+    def of(self, run: pd.DataFrame) -> float:
+        rows = run if self.vm is None else run[run["vm"] == self.vm]
+        if rows.empty:
+            return math.nan
+        if self.finished_only and not bool(rows["finished"].astype(bool).all()):
+            return math.nan
+        values = rows[self.column].astype(float) / self.per
+        return float(values.sum() if self.how == "sum" else values.mean())
+
+
+@dataclass(frozen=True)
+class Fn:
+    """A per-run quantity computed by a function of the run's rows (the escape hatch)."""
+
+    fn: Callable[[pd.DataFrame], float]
+
+    def of(self, run: pd.DataFrame) -> float:
+        return float(self.fn(run))
+
+
+Quantity = Col | Fn
+
+
+# --- cells: the columns of a row ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Mean:
+    """The mean over seeds (95% CI) of `q`, at series `at` (a point label, or the series
+    of a "<series> <x>" label) within the row; `as_int` truncates (counts)."""
+
+    q: Quantity
+    at: str | None = None
+    as_int: bool = False
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """mean(q at `of`) / mean(q at `to`) within the row; `paired`: the mean (95% CI) of the
+    per-seed ratios (same seed, same workload randomness)."""
+
+    q: Quantity
+    of: str
+    to: str
+    paired: bool = False
+    pct_change: bool = False
+    """Report 100 x (ratio - 1): the change in percent."""
+
+
+@dataclass(frozen=True)
+class CI:
+    """The 95% CI half-width of `Mean(q, at)` (for a column beside it)."""
+
+    q: Quantity
+    at: str | None = None
+
+
+@dataclass(frozen=True)
+class Derived:
+    """A value computed from the row's cells before it (e.g. the mean of two ratios)."""
+
+    fn: Callable[[Mapping[str, Any]], Any]
+
+
+@dataclass(frozen=True)
+class Seeds:
+    """The number of runs behind the row (at series `at`)."""
+
+    at: str | None = None
+
+
+@dataclass(frozen=True)
+class Text:
+    """A label: `fmt` formatted with the row's key (`{key}`) and the first value of any
+    report column of its rows (`{weight}`)."""
+
+    fmt: str
+
+
+Cell = Mean | Ratio | CI | Seeds | Derived | Text
+
+
+@dataclass(frozen=True)
+class Pub:
+    """A published value at `x`; `bound` "above" or "below" when the paper gives only a
+    bound; `extra` columns go to the CSV beside it."""
+
+    x: Any
+    value: float
+    bound: str = ""
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def row(self, with_bound: bool) -> dict[str, Any]:
+        out: dict[str, Any] = {"x": self.x, **self.extra, "published": self.value}
+        if with_bound:
+            out["bound"] = self.bound
+        return out
+
+
+@dataclass(frozen=True)
+class Each:
+    """The same published value (usually a bound) at every simulated row, in their order."""
+
+    value: float
+    bound: str = ""
+
+
+@dataclass(frozen=True)
+class Plot:
+    """The shared plotter's kinds: "bars" (published beside simulated, by row), "line"
+    (the same over a numeric x), "columns" (bars of the named columns per row, with a
+    reference line, e.g. ratios to a baseline at 1), "column-lines" (a line with its CI
+    per named column over a numeric x)."""
+
+    kind: str = "bars"
+    columns: Sequence[tuple[str, str, str]] = ()
+    """(column, legend, color) for "columns" and "column-lines"."""
+    ref: float | None = 1.0
+    log_x: bool = False
+    log_y: bool = False
+    y_label: str | None = None
+
+
+# --- the reproduction ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Repro:
+    id: str
+    system: str
+    title: str
+    source: str
+    """The paper and figure (or the closed form) the published values come from."""
+    published: Sequence[Pub] | Each
+    simulated: Mean | Ratio
+    """The judged cell; a `Mean` or paired `Ratio` also gives `simulated_ci95`."""
+    points: Sequence[Point] = ()
+    scenario: str | None = None
+    """Without points: the scenario file swept over `grid`."""
+    rows: str | Callable[[str, str], tuple[str, str]] = POINT
+    """POINT, SERIES_X, a grid key or report column (one row per value, cells pick a point
+    by its label), or a function of (point label, grid value) -> (row key, series)."""
+    x: str = "x"
+    """The CSV's name for the row column."""
+    x_of: Callable[[str], Any] | str | None = None
+    """The row's x from its key: a format ("{} connections") or a function (float)."""
+    columns: Mapping[str, Cell] = field(default_factory=dict)
+    """Extra cells, in CSV order; `simulated` may be placed among them with `SIMULATED`."""
+    grid: Mapping[str, Sequence[Any]] = field(default_factory=dict)
+    quick_grid: Mapping[str, Sequence[Any]] | None = None
+    overrides: tuple[str, ...] = ()
+    quick_overrides: tuple[str, ...] = ()
+    seeds: int = 3
+    quick_seeds: int = 2
+    table: str = "vms"
+    tolerance: tuple[float, float] = (0.05, 0.20)
+    x_label: str = "x"
+    y_label: str = "value"
+    plot: Plot = field(default_factory=Plot)
+    notes: str = ""
+    explain: ExplainFn | None = None
+    plotter: PlotFn | None = None
+
+    def experiment(self) -> Experiment:
+        return Experiment(
+            id=self.id,
+            system=self.system,
+            title=self.title,
+            scenarios=(self.scenario,) if self.scenario else (),
+            points=self.points,
+            published=self._published,
+            simulate=self._simulate,
+            source=self.source,
+            x=self.x,
+            x_label=self.x_label,
+            y_label=self.y_label,
+            grid=dict(self.grid),
+            quick_grid=dict(self.quick_grid) if self.quick_grid is not None else None,
+            seeds=self.seeds,
+            quick_seeds=self.quick_seeds,
+            overrides=self.overrides,
+            quick_overrides=self.quick_overrides,
+            table=self.table,
+            tolerance=self.tolerance,
+            kind="line" if self.plot.kind == "line" else "bar",
+            log_x=self.plot.log_x,
+            log_y=self.plot.log_y,
+            notes=self.notes,
+            explain=self.explain,
+            plotter=self.plotter or self._plot,
+        )
+
+    # -- simulated ------------------------------------------------------------------
+
+    def _keys(self, frame: pd.DataFrame) -> tuple[list[str], pd.Series, pd.Series]:
+        """Row keys in order of appearance, and each frame row's row key and series."""
+        import pandas as pd
+
+        labels = (
+            frame[POINT_COLUMN].astype(str)
+            if POINT_COLUMN in frame.columns
+            else pd.Series([""] * len(frame), index=frame.index)
+        )
+        if callable(self.rows):
+            grid = [k for k in self.grid if k in frame.columns]
+            values = frame[grid[0]].astype(str) if grid else labels.map(lambda _: "")
+            pairs = [self.rows(lb, v) for lb, v in zip(labels, values, strict=True)]
+            row = pd.Series([p[0] for p in pairs], index=frame.index)
+            series = pd.Series([p[1] for p in pairs], index=frame.index)
+        elif self.rows == POINT:
+            row, series = labels, pd.Series([""] * len(frame), index=frame.index)
+        elif self.rows == SERIES_X:
+            split = labels.str.rsplit(" ", n=1, expand=True)
+            series, row = split[0], split[1]
+        else:
+            row, series = frame[self.rows].astype(str), labels
+        if self.rows == POINT and self.points:
+            order = [p.label for p in self.points if p.label in set(row)]
+        else:
+            order = list(dict.fromkeys(row.tolist()))
+        return order, row, series
+
+    def _per_seed(self, rows: pd.DataFrame, q: Quantity) -> dict[int, float]:
+        return {int(cast(int, seed)): q.of(run) for seed, run in rows.groupby("seed", sort=True)}
+
+    def _cell(
+        self, cell: Mean | Ratio | CI | Seeds, rows: pd.DataFrame, series: pd.Series
+    ) -> tuple[float, float]:
+        def at(name: str | None) -> pd.DataFrame:
+            return rows if name is None else rows[series[rows.index] == name]
+
+        if isinstance(cell, Seeds):
+            return float(at(cell.at)["seed"].nunique()), math.nan
+        if isinstance(cell, CI):
+            return mean_ci(list(self._per_seed(at(cell.at), cell.q).values()))[1], math.nan
+        if isinstance(cell, Mean):
+            mean, half, _ = mean_ci(list(self._per_seed(at(cell.at), cell.q).values()))
+            return (float(int(mean)) if cell.as_int and not math.isnan(mean) else mean), half
+        a, b = self._per_seed(at(cell.of), cell.q), self._per_seed(at(cell.to), cell.q)
+        if cell.paired:
+            ratios = [a[s] / b[s] for s in sorted(set(a) & set(b)) if b[s] > 0]
+            mean, half, _ = mean_ci(ratios)
+            return mean, half
+        num, den = mean_ci(list(a.values()))[0], mean_ci(list(b.values()))[0]
+        ok = den and not math.isnan(num) and not math.isnan(den)
+        ratio = num / den if ok else math.nan
+        return (100 * (ratio - 1) if cell.pct_change else ratio), math.nan
+
+    def _x(self, key: str, index: int) -> Any:
+        if self.x_of == INDEX:
+            return index
+        if self.x_of is None:
+            return key
+        if isinstance(self.x_of, str):
+            return self.x_of.format(key)
+        return self.x_of(key)
+
+    def _simulate(self, frame: pd.DataFrame) -> pd.DataFrame:
+        import pandas as pd
+
+        order, row_key, series = self._keys(frame)
+        cells = dict(self.columns)
+        if SIMULATED not in cells:
+            cells = {SIMULATED: SIMULATED_CELL, **cells}
+        out = []
+        for index, key in enumerate(order):
+            rows = frame[row_key == key]
+            record: dict[str, Any] = {"x": self._x(key, index)}
+            for name, cell in cells.items():
+                if cell is SIMULATED_CELL:
+                    value, half = self._cell(self.simulated, rows, series)
+                    record["simulated"] = value
+                    if isinstance(self.simulated, Mean) or (
+                        isinstance(self.simulated, Ratio) and self.simulated.paired
+                    ):
+                        record["simulated_ci95"] = half
+                    continue
+                if isinstance(cell, Derived):
+                    record[name] = cell.fn(record)
+                    continue
+                if isinstance(cell, Text):
+                    first = {c: rows[c].iloc[0] for c in rows.columns} if len(rows) else {}
+                    record[name] = cell.fmt.format(key=key, **first)
+                    continue
+                value, half = self._cell(cell, rows, series)
+                if isinstance(cell, Seeds) or (isinstance(cell, Mean) and cell.as_int):
+                    record[name] = int(value)
+                else:
+                    record[name] = value
+            out.append(record)
+        return pd.DataFrame(out)
+
+    def _published(self, frame: pd.DataFrame) -> pd.DataFrame:
+        import pandas as pd
+
+        if isinstance(self.published, Each):
+            order, _, _ = self._keys(frame)
+            each = self.published
+            return pd.DataFrame(
+                [
+                    {"x": self._x(k, i), "published": each.value, "bound": each.bound}
+                    if each.bound
+                    else {"x": self._x(k, i), "published": each.value}
+                    for i, k in enumerate(order)
+                ]
+            )
+        with_bound = any(p.bound for p in self.published)
+        return pd.DataFrame([p.row(with_bound) for p in self.published])
+
+    # -- plot -----------------------------------------------------------------------
+
+    def _plot(self, exp: Experiment, merged: pd.DataFrame, verdict: str, path: Path) -> None:
+        if self.plot.kind in ("bars", "line"):
+            default_plot(exp, merged, verdict, path)
+        elif self.plot.kind == "columns":
+            column_bars(exp, merged, verdict, path, self.plot.columns, ref_line=self.plot.ref)
+        else:
+            column_lines(exp, merged, verdict, path, self.plot.columns, self.plot.y_label)
+
+
+SIMULATED = "simulated"
+SIMULATED_CELL = Seeds(at="\0simulated")
+"""Place `simulated` among `Repro.columns`: `{..., SIMULATED: SIMULATED_CELL, ...}`."""
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def column_bars(
+    exp: Experiment,
+    merged: pd.DataFrame,
+    verdict: str,
+    path: Path,
+    series: Sequence[tuple[str, str, str]],
+    *,
+    ref_line: float | None = 1.0,
+) -> None:
+    """Bars per row for each (column, legend, color) of `series`."""
+    plt = _pyplot()
+    xs = [str(x) for x in merged[exp.x]]
+    present = [s for s in series if s[0] in merged.columns]
+    width = 0.8 / max(len(present), 1)
+    width_in = min(14.0, max(6.4, 0.1 * len(xs) * max(len(present), 1) + 2.0))
+    fig, ax = plt.subplots(figsize=(width_in, 4.6))
+    for k, (col, legend, color) in enumerate(present):
+        ys = [float(v) for v in merged[col]]
+        pos = [i + (k - (len(present) - 1) / 2) * width for i in range(len(xs))]
+        ax.bar(pos, ys, width, label=legend, color=color, edgecolor="#444444", linewidth=0.4)
+    if ref_line is not None:
+        ax.axhline(ref_line, color="black", linewidth=0.8, linestyle="--")
+    ax.set_xticks(range(len(xs)), xs, rotation=45, ha="right", fontsize=7)
+    ax.set_xlabel(exp.x_label)
+    ax.set_ylabel(exp.y_label)
+    ax.set_title(f"{exp.id}: {exp.title}\nverdict: {verdict}", fontsize=9)
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=7, ncol=3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def column_lines(
+    exp: Experiment,
+    merged: pd.DataFrame,
+    verdict: str,
+    path: Path,
+    series: Sequence[tuple[str, str, str]],
+    y_label: str | None = None,
+) -> None:
+    """A line with its 95% CI (column `<name>_ci95` for `<name>_s`-style columns, if any)
+    per (column, legend, color) of `series`, over a numeric x."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6.6, 4.2), dpi=100)
+    data = merged.sort_values(exp.x)
+    for col, legend, color in series:
+        if col not in data.columns:
+            continue
+        ci = col.rsplit("_", 1)[0] + "_ci95"
+        yerr = data[ci].astype(float).fillna(0.0) if ci in data.columns else None
+        ax.errorbar(
+            data[exp.x].astype(float),
+            data[col].astype(float),
+            yerr=yerr,
+            fmt="o-",
+            color=color,
+            capsize=3,
+            label=legend,
+        )
+    ax.set_xlabel(exp.x_label)
+    ax.set_ylabel(y_label or exp.y_label)
+    ax.set_title(f"{exp.id}: {exp.title}\nverdict: {verdict}", fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def above(xs: Sequence[Any], value: float = 1.0) -> list[Pub]:
+    """A lower bound at every x."""
+    return [Pub(x, value, "above") for x in xs]
+
+
+def below(xs: Sequence[Any], value: float = 1.0) -> list[Pub]:
+    """An upper bound at every x."""
+    return [Pub(x, value, "below") for x in xs]
