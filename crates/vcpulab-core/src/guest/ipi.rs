@@ -5,6 +5,7 @@
 //! runs.
 
 use crate::guest::thread::{Micro, TAct, ThreadState};
+use crate::hv::irq::{Delivered, Irq};
 use crate::hv::vcpu::{Act, HvState};
 use crate::sim::world::{Ev, World};
 use crate::sim::{Nanos, ThreadId, VcpuId};
@@ -39,6 +40,16 @@ pub struct IpiMsg {
     pub kind: IpiKind,
     pub thread: ThreadId,
     pub gen: u32,
+}
+
+/// The wake-up path an interrupt's delivery makes (the target's state when it arrives).
+pub(crate) fn wake_path_of(how: Delivered) -> u8 {
+    match how {
+        Delivered::Running => PATH_RUNNING,
+        Delivered::Preempted => PATH_PREEMPTED,
+        Delivered::Woken(p) if p.pcpu_idle => PATH_HALTED_IDLE_PCPU,
+        Delivered::Woken(_) => PATH_HALTED_BUSY_PCPU,
+    }
 }
 
 impl World {
@@ -125,6 +136,7 @@ impl World {
                 thread: w,
                 gen: 0,
             };
+            self.irq_send(IpiKind::Poke, from, &[target]);
             self.q
                 .push(self.now + Nanos(remote), Ev::IpiArrive(target, msg));
             return;
@@ -144,6 +156,7 @@ impl World {
             thread: w,
             gen: 0,
         };
+        self.irq_send(IpiKind::Resched, from, &[target]);
         let flight = remote + self.icr_flight_ns();
         self.q
             .push(self.now + Nanos(flight), Ev::IpiArrive(target, msg));
@@ -160,49 +173,34 @@ impl World {
         let sent = Nanos(self.now.0.saturating_sub(flight));
         let tlb = (msg.kind == IpiKind::Tlb).then_some((msg.thread, msg.gen));
         let woken = (msg.kind != IpiKind::Tlb).then_some(msg.thread);
+        let how = self.irq_deliver(
+            target,
+            Irq::Ipi {
+                kind: msg.kind,
+                sent,
+                tlb,
+            },
+        );
         // The wake-up path is decided by the target's state when the IPI arrives.
-        let path = match self.vcpus[target.idx()].hv {
-            HvState::Running(_) => PATH_RUNNING,
-            HvState::Runnable => PATH_PREEMPTED,
-            HvState::Halted => PATH_HALTED_IDLE_PCPU,
-        };
         if let Some(w) = woken {
             let th = &mut self.threads[w.idx()];
-            if th.woken_at.is_some() && th.vcpu == target {
-                th.wake_path = path;
+            if th.woken_at.is_some() {
+                let busy_pcpu = matches!(how, Delivered::Woken(p) if !p.pcpu_idle);
+                if busy_pcpu || th.vcpu == target {
+                    th.wake_path = wake_path_of(how);
+                }
             }
         }
-        match self.vcpus[target.idx()].hv {
-            HvState::Running(_) => {
-                if msg.kind == IpiKind::Poke {
-                    if self.vcpus[target.idx()].act == Act::IdlePoll {
-                        self.vcpu_continue(target);
-                    } else if self.vcpus[target.idx()].cur.is_none() {
-                        // Stopped polling meanwhile: it needs a real interrupt after all.
-                        self.handle_interrupt(target, IpiKind::Resched, sent, None);
-                    }
-                } else {
-                    self.handle_interrupt(target, msg.kind, sent, tlb);
+        if how == Delivered::Running {
+            if msg.kind == IpiKind::Poke {
+                if self.vcpus[target.idx()].act == Act::IdlePoll {
+                    self.vcpu_continue(target);
+                } else if self.vcpus[target.idx()].cur.is_none() {
+                    // Stopped polling meanwhile: it needs a real interrupt after all.
+                    self.handle_interrupt(target, IpiKind::Resched, sent, None);
                 }
-            }
-            HvState::Runnable => {
-                if msg.kind != IpiKind::Poke {
-                    self.vcpus[target.idx()].pending.push((msg.kind, sent, tlb));
-                }
-            }
-            HvState::Halted => {
-                let kind = if msg.kind == IpiKind::Poke {
-                    IpiKind::Resched
-                } else {
-                    msg.kind
-                };
-                self.vcpus[target.idx()].pending.push((kind, sent, tlb));
-                self.hv_wake_vcpu(target, true);
-                if let Some(w) = woken {
-                    if !self.last_wake_pcpu_idle && self.threads[w.idx()].woken_at.is_some() {
-                        self.threads[w.idx()].wake_path = PATH_HALTED_BUSY_PCPU;
-                    }
-                }
+            } else {
+                self.handle_interrupt(target, msg.kind, sent, tlb);
             }
         }
         // DCS: the IPI is a coordination signal for a target that waits for a pCPU.
@@ -227,9 +225,6 @@ impl World {
         sent: Nanos,
         tlb: Option<(ThreadId, u32)>,
     ) {
-        if self.vcpus[v.idx()].act == Act::HostPoll {
-            self.end_host_poll(v, true);
-        }
         self.sync_progress(v);
         self.inject_ipi(v, kind, sent, tlb, false);
         let vm = self.vcpus[v.idx()].vm.idx();
@@ -375,20 +370,23 @@ impl World {
         });
         th.micro.push_front(Micro::Exit { ns: exits });
         self.vms[vm.idx()].tlb_shootdowns += 1;
-        for i in 0..n {
-            let tv = VcpuId(first + i);
+        let mut targets = std::mem::take(&mut self.irq_recipients);
+        targets.clear();
+        targets.extend((0..n).map(|i| VcpuId(first + i)).filter(|&tv| {
             let vc = &self.vcpus[tv.idx()];
-            if tv == v || !vc.ran_threads || (pv && vc.hv == HvState::Runnable) {
-                continue;
-            }
-            let msg = IpiMsg {
-                kind: IpiKind::Tlb,
-                thread: t,
-                gen,
-            };
-            let at = self.now + Nanos(self.icr_flight_ns());
+            !(tv == v || !vc.ran_threads || (pv && vc.hv == HvState::Runnable))
+        }));
+        self.irq_send(IpiKind::Tlb, v, &targets);
+        let msg = IpiMsg {
+            kind: IpiKind::Tlb,
+            thread: t,
+            gen,
+        };
+        let at = self.now + Nanos(self.icr_flight_ns());
+        for &tv in &targets {
             self.q.push(at, Ev::IpiArrive(tv, msg));
         }
+        self.irq_recipients = targets;
     }
 
     pub(crate) fn on_tlb_ack(&mut self, t: ThreadId, gen: u32) {
@@ -409,31 +407,13 @@ impl World {
 
     /// A device completion for thread `t`: the interrupt goes to the VM's vCPU 0.
     pub(crate) fn on_io_done(&mut self, t: ThreadId) {
-        let now = self.now;
         let vm = self.threads[t.idx()].vm;
         let irqv = VcpuId(self.vms[vm.idx()].first_vcpu);
-        match self.vcpus[irqv.idx()].hv {
-            HvState::Running(_) => {
-                self.sync_progress(irqv);
-                let deliver = Nanos(self.irq_running_cost(vm.idx()));
-                let vc = &mut self.vcpus[irqv.idx()];
-                vc.charge(now);
-                vc.overhead_until = vc.overhead_until.max(now) + deliver;
-                vc.resume_at = vc.resume_at.max(vc.overhead_until);
-                let lat = (vc.overhead_until - now).0;
-                self.vms[vm.idx()].irq_latency.record(lat);
-                if self.vcpus[irqv.idx()].act == Act::HostPoll {
-                    self.end_host_poll(irqv, true);
-                }
-                self.send_wake(irqv, t);
-                if self.vcpus[irqv.idx()].is_running() {
-                    self.vcpu_continue(irqv);
-                }
-            }
-            HvState::Runnable => self.vcpus[irqv.idx()].pending_irq.push((t, now)),
-            HvState::Halted => {
-                self.vcpus[irqv.idx()].pending_irq.push((t, now));
-                self.hv_wake_vcpu(irqv, true);
+        let how = self.irq_deliver(irqv, Irq::Device { thread: t });
+        if how == Delivered::Running {
+            self.send_wake(irqv, t);
+            if self.vcpus[irqv.idx()].is_running() {
+                self.vcpu_continue(irqv);
             }
         }
     }

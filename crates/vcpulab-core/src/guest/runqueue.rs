@@ -4,7 +4,7 @@
 //! migrate_task_rq_fair, sched_slice).
 
 use crate::guest::thread::{TAct, ThreadState};
-use crate::hv::vcpu::{Act, HvState};
+use crate::hv::irq::{Delivered, Irq};
 use crate::sim::world::World;
 use crate::sim::{ThreadId, VcpuId};
 
@@ -160,17 +160,9 @@ impl World {
     /// `to` got a thread from `from`'s side: make sure it notices (wake it if halted,
     /// let an idle loop pick it up, interrupt a busy one).
     pub(crate) fn kick_vcpu_for_work(&mut self, to: VcpuId) {
-        match self.vcpus[to.idx()].hv {
-            HvState::Halted => self.hv_wake_vcpu(to, true),
-            HvState::Runnable => {}
-            HvState::Running(_) => {
-                if self.vcpus[to.idx()].cur.is_none() {
-                    if self.vcpus[to.idx()].act == Act::HostPoll {
-                        self.end_host_poll(to, true);
-                    }
-                    self.vcpu_continue(to);
-                }
-            }
+        let how = self.irq_deliver(to, Irq::Kick { only_idle: true });
+        if how == Delivered::Running && self.vcpus[to.idx()].cur.is_none() {
+            self.vcpu_continue(to);
         }
     }
 }

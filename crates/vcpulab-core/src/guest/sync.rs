@@ -159,17 +159,10 @@ impl World {
 
     /// A pv kick: wakes a halted vCPU, cancels a halt in progress or host polling.
     pub(crate) fn kick_vcpu(&mut self, v: VcpuId) {
-        use crate::hv::vcpu::{Act, HvState};
-        match self.vcpus[v.idx()].hv {
-            HvState::Halted => self.hv_wake_vcpu(v, true),
-            HvState::Runnable => {}
-            HvState::Running(_) => {
-                if self.vcpus[v.idx()].act == Act::HostPoll {
-                    self.end_host_poll(v, true);
-                }
-                self.sync_progress(v);
-                self.vcpu_continue(v);
-            }
+        use crate::hv::irq::{Delivered, Irq};
+        if self.irq_deliver(v, Irq::Kick { only_idle: false }) == Delivered::Running {
+            self.sync_progress(v);
+            self.vcpu_continue(v);
         }
     }
 

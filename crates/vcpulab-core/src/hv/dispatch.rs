@@ -2,6 +2,7 @@
 //! VM exits and entries, vCPU switches and cache refill; halting and waking vCPUs.
 
 use crate::guest::thread::TAct;
+use crate::hv::irq::WakePlacement;
 use crate::hv::sched::StopReason;
 use crate::hv::vcpu::{Act, HvState, VCat};
 use crate::sim::world::{Ev, World};
@@ -270,8 +271,9 @@ impl World {
         }
     }
 
-    /// A halted vCPU becomes runnable (an interrupt or IPI arrived for it).
-    pub(crate) fn hv_wake_vcpu(&mut self, v: VcpuId, count: bool) {
+    /// A halted vCPU becomes runnable (an interrupt or IPI arrived for it); returns the
+    /// pCPU it was queued on and whether that pCPU was idle.
+    pub(crate) fn hv_wake_vcpu(&mut self, v: VcpuId, count: bool) -> WakePlacement {
         let now = self.now;
         let vc = &mut self.vcpus[v.idx()];
         debug_assert_eq!(vc.hv, HvState::Halted);
@@ -285,12 +287,16 @@ impl World {
         let wp = self.sched.enqueue_wake(v, now);
         let home = self.sched.home_of(v);
         self.runq.wants(v, home, now);
-        self.last_wake_pcpu_idle = self.pcpus[wp.pcpu.idx()].cur.is_none();
+        let placement = WakePlacement {
+            pcpu: wp.pcpu,
+            pcpu_idle: self.pcpus[wp.pcpu.idx()].cur.is_none(),
+        };
         if wp.preempt {
             let delay = if count { self.costs.wake_halted_ns } else { 0 };
             self.request_resched(wp.pcpu, now + Nanos(delay));
         }
         self.drain_sched_resched();
+        placement
     }
 
     /// Reschedules now the pCPUs the host scheduler asked for (gangs, co-stops).

@@ -5,6 +5,7 @@ pub mod apple;
 pub mod cosched;
 pub mod dispatch;
 pub mod haltpoll;
+pub mod irq;
 pub mod placement;
 pub mod ple;
 pub mod ple_epochs;

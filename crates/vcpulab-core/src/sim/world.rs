@@ -108,8 +108,10 @@ pub struct World {
     pub ipi_virtualization: bool,
     /// False in native mode: no VM exits (hv/wake_path.rs counts none).
     pub virtualized: bool,
-    /// Whether the pCPU chosen for the last woken halted vCPU was idle.
-    pub last_wake_pcpu_idle: bool,
+    /// The hypervisor's interrupt policy (hv/irq.rs): observes every send and delivery.
+    pub irq_policy: Box<dyn crate::hv::irq::IrqPolicy>,
+    /// A reused buffer: the recipients of the IPI being sent.
+    pub irq_recipients: Vec<VcpuId>,
     /// When set, every kernel-spinlock arrival, acquisition and release is logged
     /// (for tests of mutual exclusion and FIFO order).
     pub lock_log: Option<Vec<LockEvent>>,
@@ -417,7 +419,8 @@ impl World {
             posted_interrupts: sc.host.posted_interrupts,
             ipi_virtualization: sc.host.ipi_virtualization,
             virtualized: sc.run.mode != crate::scenario::Mode::Native,
-            last_wake_pcpu_idle: true,
+            irq_policy: Box::new(crate::hv::irq::NoIrqPolicy),
+            irq_recipients: Vec::new(),
             locks,
             lock_classes,
             mutexes,
