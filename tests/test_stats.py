@@ -35,3 +35,39 @@ def test_mean_ci() -> None:
     mean, half, n = mean_ci([])
     assert math.isnan(mean) and n == 0
     assert mean_ci([2.0, 2.0, 2.0])[1] == 0.0
+
+
+def test_summary_shows_median_range_and_flags_bimodal_seeds() -> None:
+    import pandas as pd
+
+    from vcpulab.sweeps import format_summary, summarize
+
+    frame = pd.DataFrame(
+        {
+            "window": [512, 512, 512, 4096, 4096, 4096],
+            "vm": ["a"] * 6,
+            "seed": [1, 2, 3, 1, 2, 3],
+            "ops": [387_000.0, 149_000.0, 74_000.0, 100.0, 101.0, 99.0],
+        }
+    )
+    s = summarize(frame, ["window"], metrics=["ops"], confidence=0.99)
+    assert "ops_ci99" in s.columns and "ops_ci95" not in s.columns
+    row = s[s["window"] == 512].iloc[0]
+    assert row["ops_median"] == 149_000.0
+    assert (row["ops_min"], row["ops_max"]) == (74_000.0, 387_000.0)
+    assert bool(row["seeds_disagree"]) is True
+    assert bool(s[s["window"] == 4096].iloc[0]["seeds_disagree"]) is False
+    text = format_summary(s)
+    assert "seeds disagree" in text and "74000" in text.replace(",", "")
+
+
+def test_ci_suffix_names_the_level() -> None:
+    import pytest
+
+    from vcpulab.errors import UsageError
+    from vcpulab.sweeps import ci_suffix
+
+    assert ci_suffix(0.95) == "ci95"
+    assert ci_suffix(0.999) == "ci99.9"
+    with pytest.raises(UsageError):
+        ci_suffix(1.5)

@@ -13,9 +13,17 @@ class ArrowTable:
     def __arrow_c_schema__(self) -> object: ...
     def __len__(self) -> int: ...
 
-def run(scenario_toml: str, overrides: list[str] | None = None, seed: int | None = None) -> str: ...
+def run(
+    scenario_toml: str,
+    overrides: list[str] | None = None,
+    seed: int | None = None,
+    timeout: float | None = None,
+) -> str: ...
 def run_arrow(
-    scenario_toml: str, overrides: list[str] | None = None, seed: int | None = None
+    scenario_toml: str,
+    overrides: list[str] | None = None,
+    seed: int | None = None,
+    timeout: float | None = None,
 ) -> tuple[str, str, dict[str, ArrowTable]]: ...
 def report_arrow(report_json: str) -> tuple[str, dict[str, ArrowTable]]: ...
 def trace(
@@ -23,6 +31,7 @@ def trace(
     out_path: str,
     overrides: list[str] | None = None,
     seed: int | None = None,
+    timeout: float | None = None,
 ) -> str: ...
 def resolve(
     scenario_toml: str, overrides: list[str] | None = None, seed: int | None = None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import os
 from types import ModuleType
 from typing import Any
 
@@ -33,9 +35,27 @@ def core_available() -> bool:
     return True
 
 
+def run_timeout() -> float | None:
+    """The wall-clock budget of one run in seconds (`--timeout`, passed to sweep
+    workers as the VCPULAB_TIMEOUT environment variable), or None."""
+    text = os.environ.get("VCPULAB_TIMEOUT")
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if value > 0 and math.isfinite(value) else None
+
+
+def _timeout_kw() -> dict[str, float]:
+    t = run_timeout()
+    return {} if t is None else {"timeout": t}
+
+
 def core_run(scenario_toml: str, overrides: list[str], seed: int | None) -> str:
     """The default runner: a pure function of its arguments, importable in worker processes."""
-    return str(core().run(scenario_toml, overrides, seed))
+    return str(core().run(scenario_toml, overrides, seed, **_timeout_kw()))
 
 
 def core_identity() -> str:
@@ -58,7 +78,7 @@ def core_run_arrow(
     scenario_toml: str, overrides: list[str], seed: int | None
 ) -> tuple[str, str, dict[str, Any]]:
     """Run in process: (report JSON, JSON without the tables, {table: pyarrow.Table})."""
-    raw, scalars, tables = core().run_arrow(scenario_toml, overrides, seed)
+    raw, scalars, tables = core().run_arrow(scenario_toml, overrides, seed, **_timeout_kw())
     return str(raw), str(scalars), _pa_tables(tables)
 
 
@@ -78,7 +98,7 @@ def core_explain(scenario_toml: str, overrides: list[str], seed: int | None) -> 
 
 
 def core_trace(scenario_toml: str, out_path: str, overrides: list[str], seed: int | None) -> str:
-    return str(core().trace(scenario_toml, out_path, overrides, seed))
+    return str(core().trace(scenario_toml, out_path, overrides, seed, **_timeout_kw()))
 
 
 def core_call(name: str, *args: Any) -> Any:

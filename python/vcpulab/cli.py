@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import datetime as dt
 import json
+import sqlite3
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -50,10 +51,64 @@ def _overrides(args: argparse.Namespace) -> list[str]:
     return normalize_overrides(args.set or [])
 
 
-def _read(path: str) -> str:
+def _read(path: str, args: argparse.Namespace | None = None) -> str:
     from vcpulab.scenario import load_scenario
 
-    return load_scenario(Path(path))
+    if "\x00" in path:
+        raise UsageError("the scenario path contains a NUL byte")
+    return load_scenario(Path(path), allow_paths=bool(getattr(args, "allow_paths", False)))
+
+
+SEED_MAX = 2**63 - 1
+
+
+def _seed(text: str) -> int:
+    """argparse type of --seed: a whole number from 0 to 2^63-1."""
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 0 <= value <= SEED_MAX:
+        raise argparse.ArgumentTypeError(f"{value} is not allowed; expected 0 to {SEED_MAX}")
+    return value
+
+
+def _timeout(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not (value > 0 and value < 1e9):
+        raise argparse.ArgumentTypeError(f"{text} is not allowed; expected a positive number")
+    return value
+
+
+def _set_timeout(args: argparse.Namespace) -> None:
+    """--timeout reaches the core through the environment, so sweep workers see it too."""
+    import os
+
+    t = getattr(args, "timeout", None)
+    if t is not None:
+        os.environ["VCPULAB_TIMEOUT"] = repr(t)
+
+
+def _check_output(path: str, suffixes: tuple[str, ...] | None = None) -> Path:
+    """Refuse an output path that cannot be written, before any work starts."""
+    if "\x00" in path:
+        raise UsageError("the output path contains a NUL byte")
+    out = Path(path)
+    if out.is_dir():
+        raise UsageError(f"cannot write {path}: it is a directory")
+    if suffixes is not None and not any(path.lower().endswith(x) for x in suffixes):
+        raise UsageError(f"cannot write {path}: use a {', '.join(suffixes)} file name")
+    parent = out.parent
+    if parent.exists() and not parent.is_dir():
+        raise UsageError(f"cannot write {path}: {parent} is not a directory")
+    import os
+
+    if parent.exists() and not os.access(parent, os.W_OK):
+        raise UsageError(f"cannot write {path}: {parent} is not writable")
+    return out
 
 
 def _print_json(data: Any) -> None:
@@ -67,7 +122,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from vcpulab import _native
     from vcpulab.report import Report
 
-    text = _read(args.file)
+    text = _read(args.file, args)
+    _set_timeout(args)
     raw = _native.core_run(text, _overrides(args), args.seed)
     if args.json:
         sys.stdout.write(raw.rstrip("\n") + "\n")
@@ -79,7 +135,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_explain(args: argparse.Namespace) -> int:
     from vcpulab import _native
 
-    text = _read(args.file)
+    text = _read(args.file, args)
     sys.stdout.write(_native.core_explain(text, _overrides(args), args.seed).rstrip("\n") + "\n")
     return 0
 
@@ -88,8 +144,9 @@ def cmd_trace(args: argparse.Namespace) -> int:
     from vcpulab import _native
     from vcpulab.report import Report
 
-    text = _read(args.file)
-    out = Path(args.output)
+    out = _check_output(args.output)
+    text = _read(args.file, args)
+    _set_timeout(args)
     out.parent.mkdir(parents=True, exist_ok=True)
     raw = _native.core_trace(text, str(out), _overrides(args), args.seed)
     if args.json:
@@ -134,6 +191,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from vcpulab.sweeps import format_summary, run_sweep, summarize
 
     store = ":memory:" if args.no_store else args.store
+    if args.out:
+        _check_output(args.out, (".parquet", ".csv", ".json"))
+    if "\x00" in args.file:
+        raise UsageError("the scenario path contains a NUL byte")
+    _set_timeout(args)
     executor = make_executor(args.executor, args.jobs)
     progress = (not args.no_progress) and _is_tty(sys.stderr)
     if progress or args.verbose:
@@ -150,6 +212,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             force=args.force,
             progress=progress,
             source=args.file,
+            confirm=None if args.yes else _confirm_large,
+            allow_paths=args.allow_paths,
         )
     finally:
         executor.close()
@@ -181,7 +245,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             + (f" (store {outcome.store_path})" if not args.no_store else "")
         )
         if summary is not None:
-            print(f"mean ± 95% CI over seeds ({args.table}):")
+            print(f"mean ± 95% CI [min..max, median] over seeds ({args.table}):")
             print(format_summary(summary))
         if args.out:
             print(f"results written to {args.out}")
@@ -198,19 +262,40 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return 0
 
 
+def _confirm_large(points: int) -> bool:
+    """Ask before a sweep of more than `sweeps.CONFIRM_ABOVE` points (`--yes` skips)."""
+    if not _is_tty(sys.stdin):
+        raise UsageError(f"the sweep has {points} points; give --yes to run more than 10000 points")
+    answer = input(f"{PROG}: the sweep has {points} points; run them? [y/N] ")
+    return answer.strip().lower() in ("y", "yes")
+
+
 def _write_frame(frame: Any, out: Path) -> None:
+    """Write to a temporary file beside `out` and rename it: a failed write (full disk)
+    fails the command and leaves no truncated file."""
+    import os
+
+    suffix = out.suffix.lower()
+    if suffix not in (".parquet", ".csv", ".json"):
+        raise UsageError(f"cannot write {out}: use a .parquet, .csv or .json file name")
     out.parent.mkdir(parents=True, exist_ok=True)
     frame = frame.copy()
     frame.attrs = {}
-    suffix = out.suffix.lower()
-    if suffix == ".parquet":
-        frame.to_parquet(out, index=False)
-    elif suffix == ".csv":
-        frame.to_csv(out, index=False)
-    elif suffix == ".json":
-        frame.to_json(out, orient="records", indent=2)
-    else:
-        raise UsageError(f"cannot write {out}: use a .parquet, .csv or .json file name")
+    tmp = out.with_name(f".{out.name}.tmp{os.getpid()}")
+    try:
+        if suffix == ".parquet":
+            frame.to_parquet(tmp, index=False)
+        elif suffix == ".csv":
+            frame.to_csv(tmp, index=False)
+        else:
+            frame.to_json(tmp, orient="records", indent=2)
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, out)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
 
 
 def cmd_results(args: argparse.Namespace) -> int:
@@ -320,7 +405,7 @@ def cmd_results(args: argparse.Namespace) -> int:
             if sweep["overrides"]:
                 print("overrides: " + " ".join(sweep["overrides"]))
             if summary is not None:
-                print(f"mean ± 95% CI over seeds ({table}):")
+                print(f"mean ± 95% CI [min..max, median] over seeds ({table}):")
                 print(format_summary(summary))
             for f in failed:
                 print(f"failed: {f['params']} seed {f['seed']}: {_one_line(f['error'])}")
@@ -328,7 +413,9 @@ def cmd_results(args: argparse.Namespace) -> int:
         if args.action == "export":
             sweep = db.find_sweep(args.id)
             frame, _ = collect(db, sweep["id"], args.table or sweep["table_name"])
-            out = Path(args.output or f"{sweep['id']}.parquet")
+            out = _check_output(
+                args.output or f"{sweep['id']}.parquet", (".parquet", ".csv", ".json")
+            )
             _write_frame(frame, out)
             print(f"{len(frame)} rows written to {out}")
             return 0
@@ -411,7 +498,20 @@ def cmd_version(args: argparse.Namespace) -> int:
 def _add_scenario_opts(p: argparse.ArgumentParser, *, seed: bool = True) -> None:
     p.add_argument("file", help="scenario file (TOML)")
     if seed:
-        p.add_argument("--seed", type=int, help="random seed (default: the scenario's)")
+        p.add_argument(
+            "--seed", type=_seed, help="random seed, 0 to 2^63-1 (default: the scenario's)"
+        )
+    p.add_argument(
+        "--allow-paths",
+        action="store_true",
+        help="let trace files be absolute paths or outside the scenario's folder",
+    )
+    p.add_argument(
+        "--timeout",
+        type=_timeout,
+        metavar="SECONDS",
+        help="wall-clock budget of each run; a run over it ends with an error",
+    )
     p.add_argument(
         "--set",
         action="append",
@@ -483,6 +583,9 @@ def build_parser() -> CliParser:
     p.add_argument("--out", help="write all rows to a .parquet, .csv or .json file")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--yes", "-y", action="store_true", help="do not ask before more than 10000 points"
+    )
     p.add_argument("--verbose", "-v", action="store_true")
     p.set_defaults(func=cmd_sweep)
 
@@ -542,8 +645,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(msg)
     except StoreError as exc:
         return _fail(str(exc))
+    except sqlite3.Error as exc:
+        return _fail(f"results store: {exc}")
     except CoreUnavailableError as exc:
         return _fail(str(exc), 1)
+    except RecursionError:
+        return _fail("the input is nested too deeply")
+    except MemoryError:
+        return _fail("out of memory: the input asks for more than this machine has")
+    except ValueError as exc:  # e.g. a NUL byte in a path
+        return _fail(str(exc))
+    except OSError as exc:  # full disk, permission, read-only file system
+        if exc.strerror:
+            where = f": {exc.filename}" if exc.filename else ""
+            return _fail(f"{exc.strerror}{where}")
+        return _fail(str(exc) or type(exc).__name__)
     except SimulationError as exc:
         return _fail(str(exc), 1, kind="internal error")
     except KeyboardInterrupt:

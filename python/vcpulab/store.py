@@ -97,6 +97,9 @@ class StoreError(LookupError):
     pass
 
 
+_OWN_TABLES = {"meta", "points", "sweeps", "sweep_points"}
+
+
 class ResultsStore:
     """A SQLite results store. Use one instance per process (writes come from one place)."""
 
@@ -105,9 +108,13 @@ class ResultsStore:
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         # Autocommit mode; transactions are explicit (BEGIN IMMEDIATE ... COMMIT).
-        self._db = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
+        try:
+            self._db = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open results store {self.path}: {exc}") from None
         self._db.row_factory = sqlite3.Row
         if self.path != ":memory:":
+            self._check_before_writing()
             self._db.execute("PRAGMA journal_mode=WAL")
             # NORMAL in WAL mode: a committed transaction survives a crash or kill of the
             # process; only an OS crash or power loss may drop the last commits.
@@ -125,6 +132,39 @@ class ResultsStore:
         if version and int(version[0]) > STORE_VERSION:
             raise StoreError(
                 f"{self.path} was written by a newer vcpulab (store version {version[0]})"
+            )
+
+    def _check_before_writing(self) -> None:
+        """Refuse a file that is not SQLite, a damaged database (`PRAGMA quick_check`) or
+        a SQLite database of another program, before anything is written to it."""
+        try:
+            tables = {
+                str(r[0])
+                for r in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            }
+            if tables and not tables <= _OWN_TABLES | {"sqlite_sequence"}:
+                raise StoreError(
+                    f"{self.path} is a SQLite database but not a vcpulab results store "
+                    f"(it has tables {', '.join(sorted(tables - _OWN_TABLES))}); "
+                    "give another --store"
+                )
+            if tables and "meta" not in tables:
+                raise StoreError(f"{self.path} is not a vcpulab results store (no meta table)")
+            check = self._db.execute("PRAGMA quick_check").fetchone()
+        except sqlite3.DatabaseError as exc:
+            self._db.close()
+            raise StoreError(
+                f"{self.path} is not a usable results store ({exc}); give another --store"
+            ) from None
+        except StoreError:
+            self._db.close()
+            raise
+        if check is None or str(check[0]) != "ok":
+            self._db.close()
+            detail = "" if check is None else str(check[0])[:80]
+            raise StoreError(
+                f"results store {self.path} is damaged (PRAGMA quick_check: {detail}); "
+                "nothing was written to it: restore a backup or give another --store"
             )
 
     @contextmanager

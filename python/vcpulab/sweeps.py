@@ -105,6 +105,12 @@ class SweepOutcome:
 # --- grid and seeds ------------------------------------------------------------------------
 
 
+#: A sweep of more points than this asks first (`--yes` skips the question).
+CONFIRM_ABOVE = 10_000
+#: The most points one sweep may have (its plan is held in memory).
+MAX_POINTS = 1_000_000
+
+
 def parse_grid_arg(text: str) -> tuple[str, list[str]]:
     """`key=v1,v2,...` -> (key, [v1, v2, ...])."""
     check_override(text)
@@ -121,6 +127,9 @@ def normalize_grid(grid: GridInput) -> list[tuple[str, list[str]]]:
     if isinstance(grid, Mapping):
         out = []
         for key, values in grid.items():
+            tolist = getattr(values, "tolist", None)
+            if callable(tolist) and not isinstance(values, str | bytes):
+                values = tolist()  # a numpy array (or scalar)
             if isinstance(values, str | bytes) or not isinstance(values, Sequence):
                 values = [values]
             items = [format_value(v) for v in values]
@@ -234,15 +243,29 @@ def run_sweep(
     progress: bool | None = False,
     backend: Backend | None = None,
     source: str | None = None,
+    confirm: Callable[[int], bool] | None = None,
+    allow_paths: bool = False,
 ) -> SweepOutcome:
-    """Plan, run (skipping what the store holds) and collect a sweep."""
+    """Plan, run (skipping what the store holds) and collect a sweep.
+
+    `confirm(points)` is asked before a sweep of more than `CONFIRM_ABOVE` points (the
+    CLI asks the user; `--yes` passes None); a sweep above `MAX_POINTS` is refused.
+    """
     backend = backend or Backend()
-    text = load_scenario(scenario)
+    text = load_scenario(scenario, allow_paths=allow_paths)
     if source is None and isinstance(scenario, str | Path) and not isinstance(scenario, Mapping):
         s = str(scenario)
         source = s if "\n" not in s and "=" not in s else "<text>"
     base = normalize_overrides(overrides)
     grid_items = normalize_grid(grid)
+    n_seeds = seeds if isinstance(seeds, int) else len(list(seeds))
+    points = math.prod(len(v) for _, v in grid_items) * max(n_seeds, 1)
+    if points > MAX_POINTS:
+        raise UsageError(
+            f"the sweep has {points} points; at most {MAX_POINTS} are allowed in one sweep"
+        )
+    if points > CONFIRM_ABOVE and confirm is not None and not confirm(points):
+        raise UsageError(f"sweep of {points} points not started")
     # Resolving the base scenario first reports a bad scenario as one clear error.
     base_resolved = backend.resolve(text, base, None)
     seeds_list = _seeds_list(seeds, text, base, backend.resolve)
@@ -421,8 +444,13 @@ def summarize(
     table: str | None = None,
     confidence: float = 0.95,
 ) -> pd.DataFrame:
-    """Mean and confidence-interval half-width over seeds for every grid point x entity."""
+    """Per grid point x entity, over seeds: mean, confidence-interval half-width (its
+    column named after the level: `{m}_ci95`, `{m}_ci99`, `{m}_ci99.9`), median, min
+    and max; `seeds_disagree` flags points where a metric's spread (max - min) is larger
+    than its mean's magnitude — a bimodal result the mean and CI would hide."""
     import pandas as pd
+
+    ci = ci_suffix(confidence)
 
     if grid_columns is None:
         grid_columns = list(frame.attrs.get("grid_columns", []))
@@ -453,6 +481,7 @@ def summarize(
         key_t = key if isinstance(key, tuple) else (key,)
         rec: dict[str, Any] = dict(zip(keys, key_t, strict=True))
         rec["n"] = int(group["seed"].nunique()) if "seed" in group else len(group)
+        disagree: list[str] = []
         for m in metrics:
             column = pd.to_numeric(group[m], errors="coerce").astype(float)
             if m.startswith("wake_latency") and "wakes" in group:
@@ -460,48 +489,86 @@ def summarize(
                 column = column.where(group["wakes"] > 0)
             mean, half, _ = mean_ci(column.tolist(), confidence)
             rec[f"{m}_mean"] = mean
-            rec[f"{m}_ci95"] = half
+            rec[f"{m}_{ci}"] = half
+            valid = column.dropna()
+            rec[f"{m}_median"] = float(valid.median()) if len(valid) else math.nan
+            rec[f"{m}_min"] = float(valid.min()) if len(valid) else math.nan
+            rec[f"{m}_max"] = float(valid.max()) if len(valid) else math.nan
+            if len(valid) > 1 and (valid.max() - valid.min()) > abs(mean):
+                disagree.append(m)
+        rec["seeds_disagree"] = bool(disagree)
         out.append(rec)
     result = pd.DataFrame.from_records(out)
     if explicit is None:
         # Leave out default metrics that no row has (e.g. completion of endless workloads).
         metrics = [m for m in metrics if result[f"{m}_mean"].notna().any()]
-        result = result[[*keys, "n", *(f"{m}_{s}" for m in metrics for s in ("mean", "ci95"))]]
+        stats = ("mean", ci, "median", "min", "max")
+        result = result[
+            [*keys, "n", *(f"{m}_{s}" for m in metrics for s in stats), "seeds_disagree"]
+        ]
     result.attrs["metrics"] = list(metrics)
+    result.attrs["ci"] = ci
+    result.attrs["confidence"] = confidence
     result.attrs["keys"] = keys
     return result
 
 
+def ci_suffix(confidence: float) -> str:
+    """The column suffix of a confidence level: 0.95 -> `ci95`, 0.999 -> `ci99.9`."""
+    if not 0.0 < confidence < 1.0:
+        raise UsageError(f"confidence {confidence} is not allowed; expected 0 < confidence < 1")
+    return f"ci{round(confidence * 100, 6):g}"
+
+
 def format_summary(summary: pd.DataFrame) -> str:
-    """Human table: one row per grid point x entity, `mean ± ci` per metric."""
+    """Human table: one row per grid point x entity, `mean ± ci [min..max] (median)` per
+    metric; points whose seeds disagree are marked `!`."""
     from vcpulab.format import fmt_ns, fmt_num, render_table
 
     if summary.empty:
         return "(no results)"
     keys = list(summary.attrs.get("keys", []))
     metrics = list(summary.attrs.get("metrics", []))
+    ci = str(summary.attrs.get("ci", "ci95"))
 
-    def cell(metric: str, mean: float, half: float) -> str:
+    def cell(metric: str, r: Any) -> str:
+        mean, half = float(r[f"{metric}_mean"]), float(r[f"{metric}_{ci}"])
         if math.isnan(mean):
             return "-"
+        lo = float(r.get(f"{metric}_min", math.nan))
+        hi = float(r.get(f"{metric}_max", math.nan))
+        med = float(r.get(f"{metric}_median", math.nan))
         if metric.endswith("_ns"):
             text = fmt_ns(mean)
-            return text if math.isnan(half) else f"{text} ± {fmt_ns(half)}"
+            text = text if math.isnan(half) else f"{text} ± {fmt_ns(half)}"
+            if not math.isnan(half) and not math.isnan(lo):
+                text += f" [{fmt_ns(lo)}..{fmt_ns(hi)}, med {fmt_ns(med)}]"
+            return text
         if math.isnan(half):
-            return fmt_num(float(mean))
+            return fmt_num(mean)
         # Enough decimals to show two significant digits of the half-width.
         digits = 3 if half <= 0 else min(8, max(3, 1 - math.floor(math.log10(half))))
-        return f"{mean:.{digits}f} ± {half:.{digits}f}"
+        text = f"{mean:.{digits}f} ± {half:.{digits}f}"
+        if not math.isnan(lo):
+            text += f" [{fmt_num(lo)}..{fmt_num(hi)}, med {fmt_num(med)}]"
+        return text
 
-    headers = [*keys, "n", *metrics]
+    headers = [*keys, "n", *metrics, ""]
     rows = []
     for _, r in summary.iterrows():
         rows.append(
             [
                 *(fmt_num(r[k]) if isinstance(r[k], float) else r[k] for k in keys),
                 r["n"],
-                *(cell(m, r[f"{m}_mean"], r[f"{m}_ci95"]) for m in metrics),
+                *(cell(m, r) for m in metrics),
+                "! seeds disagree" if bool(r.get("seeds_disagree", False)) else "",
             ]
         )
-    align = "l" * len(keys) + "r" * (1 + len(metrics))
-    return render_table(headers, rows, align)
+    align = "l" * len(keys) + "r" * (1 + len(metrics)) + "l"
+    table = render_table(headers, rows, align)
+    if "seeds_disagree" in summary and summary["seeds_disagree"].any():
+        table += (
+            "\n! seeds disagree: the spread (max - min) over seeds is larger than the mean; "
+            "the result is likely bimodal — look at the seeds, not the mean"
+        )
+    return table

@@ -4,7 +4,9 @@ use crate::metrics::report::{ModeRow, Report};
 use crate::metrics::trace::TraceSink;
 use crate::scenario::Mode;
 use crate::scenario::{self, Scenario, ScenarioError};
-use crate::sim::world::World;
+use crate::sim::world::{StopCause, World};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 /// Resolves scenario text with `key=value` overrides and an optional seed.
 pub fn resolve(
@@ -43,6 +45,44 @@ pub fn run_traced(
     sc: &Scenario,
     trace: Option<Box<dyn TraceSink>>,
 ) -> Result<Report, ScenarioError> {
+    run_abortable(sc, trace, None)
+}
+
+/// The error of a run that did not reach its end (budget, no progress, abort).
+fn unfinished(w: &World, cause: StopCause) -> Result<(), ScenarioError> {
+    match cause {
+        StopCause::AllFinished | StopCause::Duration => Ok(()),
+        StopCause::EventBudget => Err(ScenarioError::new(
+            "run.max_events",
+            format!(
+                "the run dispatched {} events (its budget) and reached only {} of simulated time; raise run.max_events or shorten run.duration",
+                w.max_events, w.now
+            ),
+        )),
+        StopCause::NoProgress(t) => Err(ScenarioError::new(
+            "vm.workload",
+            format!(
+                "thread {} of VM {:?} ran {} instructions at simulated time {} without time passing (a loop whose body takes no time); give the loop a compute, sleep or io op",
+                t.0,
+                w.vms[w.threads[t.idx()].vm.idx()].name,
+                crate::sim::world::MAX_ZERO_TIME_STEPS,
+                w.now
+            ),
+        )),
+        StopCause::Aborted => Err(ScenarioError::new(
+            "run",
+            format!("stopped at simulated time {} (interrupted or out of time)", w.now),
+        )),
+    }
+}
+
+/// `run_traced` that stops with an error when `abort` is raised from another thread
+/// (checked every 4096 events).
+pub fn run_abortable(
+    sc: &Scenario,
+    trace: Option<Box<dyn TraceSink>>,
+    abort: Option<Arc<AtomicBool>>,
+) -> Result<Report, ScenarioError> {
     if sc.run.mode == Mode::CacheStudy {
         if trace.is_some() {
             return Err(ScenarioError::new(
@@ -69,7 +109,7 @@ pub fn run_traced(
     // Equal-capped solo needs the focus VM's consolidated share first.
     let mut consolidated_share: Option<f64> = None;
     let main = if sc.run.mode == Mode::SoloCapped {
-        let share = focus_share(sc)?;
+        let share = focus_share(sc, &abort)?;
         consolidated_share = Some(share);
         scenario::modes::derive_solo_capped(sc, share)?
     } else {
@@ -79,7 +119,9 @@ pub fn run_traced(
     if let Some(t) = trace {
         w.set_trace(t);
     }
+    w.abort = abort.clone();
     let cause = w.run();
+    unfinished(&w, cause)?;
     let mut report = Report::build(&main, &w, cause);
     if !sc.run.compare.is_empty() {
         let focus = if sc.run.mode == Mode::Consolidated {
@@ -96,14 +138,16 @@ pub fn run_traced(
             let s = if m == Mode::SoloCapped {
                 let share = match consolidated_share {
                     Some(x) => x,
-                    None => focus_share(sc)?,
+                    None => focus_share(sc, &abort)?,
                 };
                 scenario::modes::derive_solo_capped(sc, share)?
             } else {
                 scenario::modes::derive(sc, m)?
             };
             let mut w = World::new(&s)?;
+            w.abort = abort.clone();
             let cause = w.run();
+            unfinished(&w, cause)?;
             let r = Report::build(&s, &w, cause);
             report.modes.push(ModeRow::of(m, &r.vms[0], &base));
         }
@@ -112,11 +156,13 @@ pub fn run_traced(
 }
 
 /// The focus VM's share of all pCPU time when the scenario runs consolidated.
-fn focus_share(sc: &Scenario) -> Result<f64, ScenarioError> {
+fn focus_share(sc: &Scenario, abort: &Option<Arc<AtomicBool>>) -> Result<f64, ScenarioError> {
     let s = scenario::modes::derive(sc, Mode::Consolidated)?;
     let f = scenario::modes::focus_index(sc)?;
     let mut w = World::new(&s)?;
+    w.abort = abort.clone();
     let cause = w.run();
+    unfinished(&w, cause)?;
     Ok(Report::build(&s, &w, cause).vms[f].cpu_share)
 }
 

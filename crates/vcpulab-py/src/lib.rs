@@ -7,8 +7,11 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::fs::File;
-use std::io::BufWriter;
-use vcpulab_core::metrics::trace::ChromeTrace;
+use std::io::{BufWriter, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+use vcpulab_core::metrics::trace::{ChromeTrace, TraceSink};
 
 create_exception!(
     _core,
@@ -35,17 +38,83 @@ fn resolve_inner(
     vcpulab_core::resolve(text, &overrides.unwrap_or_default(), seed).map_err(scenario_err)
 }
 
+/// Runs `sc` on a worker thread while this one, every 100 ms, takes the GIL to check
+/// for signals (Ctrl-C stops the run within a second) and the wall-clock `timeout`
+/// (seconds). `make_sink` builds the trace sink on the worker thread.
+fn run_supervised(
+    py: Python<'_>,
+    sc: &vcpulab_core::Scenario,
+    make_sink: Option<&(dyn Fn() -> Box<dyn TraceSink> + Sync)>,
+    timeout: Option<f64>,
+) -> PyResult<vcpulab_core::Report> {
+    if let Some(t) = timeout {
+        if !(t.is_finite() && t > 0.0) {
+            return Err(ScenarioError::new_err(format!(
+                "timeout: {t} is not allowed; expected a positive number of seconds"
+            )));
+        }
+    }
+    let abort = Arc::new(AtomicBool::new(false));
+    let start = Instant::now();
+    std::thread::scope(|scope| {
+        let (tx, rx) = mpsc::channel();
+        // Behind a mutex so that the wait can run without the GIL (`detach` needs Sync).
+        let rx = Mutex::new(rx);
+        let flag = abort.clone();
+        scope.spawn(move || {
+            let sink = make_sink.map(|f| f());
+            let _ = tx.send(vcpulab_core::api::run_abortable(sc, sink, Some(flag)));
+        });
+        loop {
+            let got = py.detach(|| match rx.lock() {
+                Ok(r) => r.recv_timeout(Duration::from_millis(100)),
+                Err(_) => Err(mpsc::RecvTimeoutError::Disconnected),
+            });
+            match got {
+                Ok(result) => return result.map_err(scenario_err),
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(SimulationError::new_err("the simulation thread panicked"));
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
+            if let Err(e) = py.check_signals() {
+                abort.store(true, Ordering::Relaxed);
+                py.detach(|| {
+                    if let Ok(r) = rx.lock() {
+                        let _ = r.recv();
+                    }
+                });
+                return Err(e);
+            }
+            if let Some(t) = timeout {
+                if start.elapsed().as_secs_f64() > t {
+                    abort.store(true, Ordering::Relaxed);
+                    py.detach(|| {
+                        if let Ok(r) = rx.lock() {
+                            let _ = r.recv();
+                        }
+                    });
+                    return Err(ScenarioError::new_err(format!(
+                        "timeout: the run took longer than {t} s of wall-clock time and was stopped; raise --timeout or shorten run.duration"
+                    )));
+                }
+            }
+        }
+    })
+}
+
 /// Runs a scenario and returns the report as JSON.
 #[pyfunction]
-#[pyo3(signature = (scenario_toml, overrides=None, seed=None))]
+#[pyo3(signature = (scenario_toml, overrides=None, seed=None, timeout=None))]
 fn run(
     py: Python<'_>,
     scenario_toml: &str,
     overrides: Option<Vec<String>>,
     seed: Option<u64>,
+    timeout: Option<f64>,
 ) -> PyResult<String> {
     let sc = resolve_inner(scenario_toml, overrides, seed)?;
-    let report = py.detach(|| vcpulab_core::run(&sc)).map_err(scenario_err)?;
+    let report = run_supervised(py, &sc, None, timeout)?;
     Ok(report.to_json())
 }
 
@@ -67,15 +136,16 @@ fn arrow_parts<'py>(
 /// Runs a scenario; returns (report JSON, report JSON without its tables, tables), the
 /// tables as a dict of name -> ArrowTable (Arrow PyCapsule stream: `pyarrow.table(t)`).
 #[pyfunction]
-#[pyo3(signature = (scenario_toml, overrides=None, seed=None))]
+#[pyo3(signature = (scenario_toml, overrides=None, seed=None, timeout=None))]
 fn run_arrow<'py>(
     py: Python<'py>,
     scenario_toml: &str,
     overrides: Option<Vec<String>>,
     seed: Option<u64>,
+    timeout: Option<f64>,
 ) -> PyResult<(String, String, Bound<'py, PyDict>)> {
     let sc = resolve_inner(scenario_toml, overrides, seed)?;
-    let report = py.detach(|| vcpulab_core::run(&sc)).map_err(scenario_err)?;
+    let report = run_supervised(py, &sc, None, timeout)?;
     arrow_parts(py, &report)
 }
 
@@ -91,28 +161,124 @@ fn report_arrow<'py>(py: Python<'py>, report_json: &str) -> PyResult<(String, Bo
 }
 
 /// Runs a scenario, writing a Chrome/Perfetto trace to `out_path`; returns the report JSON.
+/// The trace is written to a temporary file beside `out_path` and renamed when complete;
+/// a write error fails the call and leaves no partial file.
 #[pyfunction]
-#[pyo3(signature = (scenario_toml, out_path, overrides=None, seed=None))]
+#[pyo3(signature = (scenario_toml, out_path, overrides=None, seed=None, timeout=None))]
 fn trace(
     py: Python<'_>,
     scenario_toml: &str,
     out_path: &str,
     overrides: Option<Vec<String>>,
     seed: Option<u64>,
+    timeout: Option<f64>,
 ) -> PyResult<String> {
     let sc = resolve_inner(scenario_toml, overrides, seed)?;
-    let file = File::create(out_path)
+    let out = std::path::Path::new(out_path);
+    if out.is_dir() {
+        return Err(PyValueError::new_err(format!(
+            "cannot write trace file {out_path:?}: it is a directory"
+        )));
+    }
+    let tmp = out.with_file_name(format!(
+        ".{}.tmp{}",
+        out.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        std::process::id()
+    ));
+    let file = File::create(&tmp)
         .map_err(|e| PyValueError::new_err(format!("cannot write trace file {out_path:?}: {e}")))?;
     let vms: Vec<(String, u32)> = sc
         .vm
         .iter()
         .map(|v| (v.name.clone().unwrap_or_default(), v.vcpus))
         .collect();
-    let sink = ChromeTrace::new(BufWriter::new(file), sc.host.pcpus, &vms);
-    let report = py
-        .detach(|| vcpulab_core::run_traced(&sc, Some(Box::new(sink))))
-        .map_err(scenario_err)?;
+    let writer = SharedWriter::new(file);
+    let pcpus = sc.host.pcpus;
+    let w2 = writer.clone();
+    let make = move || -> Box<dyn TraceSink> {
+        Box::new(ChromeTrace::new(BufWriter::new(w2.clone()), pcpus, &vms))
+    };
+    let result = run_supervised(py, &sc, Some(&make), timeout);
+    let written = writer.finish();
+    let report = match (result, written) {
+        (Ok(r), Ok(())) => r,
+        (Err(e), _) => {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+        (Ok(_), Err(e)) => {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(PyValueError::new_err(format!(
+                "cannot write trace file {out_path:?}: {e}"
+            )));
+        }
+    };
+    std::fs::rename(&tmp, out).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        PyValueError::new_err(format!("cannot write trace file {out_path:?}: {e}"))
+    })?;
     Ok(report.to_json())
+}
+
+/// A file shared by the trace sink (which drops its writer when the run ends) and the
+/// caller, which must learn whether every write succeeded: the first error is kept.
+#[derive(Clone)]
+struct SharedWriter(Arc<Mutex<(Option<File>, Option<std::io::Error>)>>);
+
+impl SharedWriter {
+    fn new(f: File) -> Self {
+        SharedWriter(Arc::new(Mutex::new((Some(f), None))))
+    }
+    /// Flushes to disk and returns the first write error, if any.
+    fn finish(&self) -> std::io::Result<()> {
+        let mut g = self
+            .0
+            .lock()
+            .map_err(|_| std::io::Error::other("poisoned"))?;
+        if let Some(e) = g.1.take() {
+            return Err(e);
+        }
+        if let Some(f) = g.0.take() {
+            f.sync_all()?;
+        }
+        Ok(())
+    }
+}
+
+impl Write for SharedWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut g = self
+            .0
+            .lock()
+            .map_err(|_| std::io::Error::other("poisoned"))?;
+        let (file, err) = &mut *g;
+        if err.is_some() {
+            return Ok(buf.len()); // already failed: the caller reports the first error
+        }
+        match file.as_mut().map(|f| f.write_all(buf)) {
+            Some(Err(e)) => {
+                *err = Some(std::io::Error::new(e.kind(), e.to_string()));
+                Err(e)
+            }
+            _ => Ok(buf.len()),
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        let mut g = self
+            .0
+            .lock()
+            .map_err(|_| std::io::Error::other("poisoned"))?;
+        let (file, err) = &mut *g;
+        if let Some(Err(e)) = file.as_mut().map(|f| f.flush()) {
+            if err.is_none() {
+                *err = Some(std::io::Error::new(e.kind(), e.to_string()));
+            }
+            return Err(e);
+        }
+        Ok(())
+    }
 }
 
 /// The fully resolved scenario (preset applied, defaults filled) as TOML.

@@ -23,7 +23,18 @@ impl World {
         let now = self.now;
         let prog = self.threads[t.idx()].program.clone();
         let bases = self.vms[self.threads[t.idx()].vm.idx()].bases;
+        if matches!(self.stop, Some(StopCause::NoProgress(_))) {
+            return Advance::Left; // the run is ending: leave every vCPU idle
+        }
+        let mut steps: u32 = 0;
         loop {
+            steps += 1;
+            if steps > crate::sim::world::MAX_ZERO_TIME_STEPS {
+                // A loop whose body takes no simulated time: stop the run (reported as
+                // an error by api::run) instead of spinning for ever.
+                self.stop = Some(StopCause::NoProgress(t));
+                return Advance::Left;
+            }
             if let Some(m) = self.threads[t.idx()].micro.pop_front() {
                 match self.exec_micro(t, v, m) {
                     Flow::Next => continue,

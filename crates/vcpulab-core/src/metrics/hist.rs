@@ -1,15 +1,22 @@
-//! A log-linear histogram of nanosecond values with fixed memory: 8 sub-buckets per
-//! power of two (relative error under 12.5%), exact below 8 ns.
+//! A log-linear histogram of nanosecond values (HdrHistogram's layout): 128
+//! sub-buckets per power of two, so a bucket is at most 1/128 (0.78%) of its values
+//! wide, and values below 128 ns are exact. Quantiles interpolate linearly inside
+//! their bucket, so their relative error is below 0.8%.
+//!
+//! Own buckets rather than the `hdrhistogram` crate: the same layout in ~150 lines,
+//! no allocation per sample, and counts that grow only up to the largest value seen
+//! (a histogram of microsecond latencies holds ~3,000 counters, not 7,424).
 
 use serde::Serialize;
 
-const SUB_BITS: u32 = 3;
+const SUB_BITS: u32 = 7;
 const SUB: usize = 1 << SUB_BITS;
 const NBUCKETS: usize = SUB * (64 - SUB_BITS as usize + 1);
 
 #[derive(Clone, Debug)]
 pub struct Hist {
-    counts: Box<[u64; NBUCKETS]>,
+    /// Counts of buckets 0..len, grown on demand up to NBUCKETS.
+    counts: Vec<u64>,
     n: u64,
     sum: u128,
     max: u64,
@@ -19,7 +26,7 @@ pub struct Hist {
 impl Default for Hist {
     fn default() -> Self {
         Hist {
-            counts: Box::new([0; NBUCKETS]),
+            counts: Vec::new(),
             n: 0,
             sum: 0,
             max: 0,
@@ -66,7 +73,11 @@ pub struct HistSummary {
 impl Hist {
     #[inline]
     pub fn record(&mut self, x: u64) {
-        self.counts[bucket(x)] += 1;
+        let b = bucket(x);
+        if b >= self.counts.len() {
+            self.counts.resize((b + 1).min(NBUCKETS), 0);
+        }
+        self.counts[b] += 1;
         self.n += 1;
         self.sum += x as u128;
         self.max = self.max.max(x);
@@ -94,24 +105,32 @@ impl Hist {
         }
     }
 
-    /// The q-quantile, reported as the midpoint of its bucket (clamped to [min, max]).
+    /// The q-quantile (rounded to a nanosecond), interpolated linearly inside its
+    /// bucket by rank and clamped to [min, max]; 0 without samples.
     pub fn quantile(&self, q: f64) -> u64 {
         if self.n == 0 {
             return 0;
         }
         let target = ((q * self.n as f64).ceil() as u64).clamp(1, self.n);
         let mut acc = 0;
-        for (i, c) in self.counts.iter().enumerate() {
-            acc += c;
-            if acc >= target {
+        for (i, &c) in self.counts.iter().enumerate() {
+            if acc + c >= target {
                 let (lo, hi) = bounds(i);
-                return (lo + (hi - lo - 1) / 2).clamp(self.min, self.max);
+                // The samples of a bucket are taken as spread evenly over it: the k-th
+                // of c sits at lo + (k - 0.5) / c of the width.
+                let k = (target - acc) as f64;
+                let x = lo as f64 + (hi - lo) as f64 * (k - 0.5) / c as f64;
+                return (x.round() as u64).clamp(self.min, self.max);
             }
+            acc += c;
         }
         self.max
     }
 
     pub fn merge(&mut self, o: &Hist) {
+        if o.counts.len() > self.counts.len() {
+            self.counts.resize(o.counts.len(), 0);
+        }
         for (a, b) in self.counts.iter_mut().zip(o.counts.iter()) {
             *a += b;
         }
@@ -166,8 +185,48 @@ mod tests {
             s.sort();
             let exact = s[((0.5 * s.len() as f64).ceil() as usize).clamp(1, s.len()) - 1];
             let got = h.quantile(0.5);
-            prop_assert!((got as f64 - exact as f64).abs() <= exact as f64 * 0.125 + 1.0);
+            prop_assert!((got as f64 - exact as f64).abs() <= exact as f64 * 0.01 + 1.0);
             prop_assert_eq!(h.count(), xs.len() as u64);
+        }
+    }
+
+    /// Percentiles of a known distribution (exponential, mean 100 us) are within 1% of
+    /// the exact quantiles -ln(1 - q) * mean.
+    #[test]
+    fn percentiles_of_an_exponential_within_one_percent() {
+        let n = 200_000u64;
+        let mean = 100_000.0;
+        let mut h = Hist::default();
+        for i in 0..n {
+            // Stratified inverse-CDF samples: the empirical quantiles are the exact ones.
+            let u = (i as f64 + 0.5) / n as f64;
+            h.record((-(1.0 - u).ln() * mean).round() as u64);
+        }
+        for q in [0.5, 0.9, 0.99, 0.999] {
+            let exact = -(1.0f64 - q).ln() * mean;
+            let got = h.quantile(q) as f64;
+            assert!((got / exact - 1.0).abs() < 0.01, "q{q}: {got} vs {exact}");
+        }
+    }
+
+    /// Five values inside one old 12.5%-wide bucket are told apart.
+    #[test]
+    fn close_values_have_distinct_p99() {
+        let ps: Vec<u64> = [500_000u64, 505_000, 510_000, 515_000, 520_000]
+            .iter()
+            .map(|&v| {
+                let mut h = Hist::default();
+                for _ in 0..980 {
+                    h.record(1_000);
+                }
+                for _ in 0..20 {
+                    h.record(v);
+                }
+                h.quantile(0.99)
+            })
+            .collect();
+        for w in ps.windows(2) {
+            assert!(w[0] < w[1], "{ps:?}");
         }
     }
 }

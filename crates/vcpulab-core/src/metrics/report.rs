@@ -607,6 +607,9 @@ impl Report {
             stop_reason: match cause {
                 StopCause::AllFinished => "all-finished",
                 StopCause::Duration => "duration",
+                StopCause::EventBudget => "event-budget",
+                StopCause::NoProgress(_) => "no-progress",
+                StopCause::Aborted => "aborted",
             },
             events: w.events,
             vms,

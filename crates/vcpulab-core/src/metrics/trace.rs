@@ -22,6 +22,14 @@ pub struct ChromeTrace<W: Write> {
     pub events: u64,
 }
 
+/// The trace process of the host (its pCPU tracks).
+pub const HOST_PID: u32 = 1;
+
+/// The trace process of a VM (its vCPU tracks).
+pub fn vm_pid(vm: VmId) -> u32 {
+    vm.0 + 2
+}
+
 fn esc(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"?\"".into())
 }
@@ -40,12 +48,13 @@ impl<W: Write> ChromeTrace<W> {
             events: 0,
         };
         t.raw("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
-        t.meta(0, None, "process_name", "host");
+        // pid 0 is the idle/swapper process to trace viewers: the host is pid 1.
+        t.meta(HOST_PID, None, "process_name", "host");
         for p in 0..pcpus {
-            t.meta(0, Some(p), "thread_name", &format!("pCPU {p}"));
+            t.meta(HOST_PID, Some(p), "thread_name", &format!("pCPU {p}"));
         }
         for (i, (name, n)) in vms.iter().enumerate() {
-            let pid = i as u32 + 1;
+            let pid = vm_pid(VmId(i as u32));
             t.meta(pid, None, "process_name", name);
             for v in 0..*n {
                 t.meta(pid, Some(v), "thread_name", &format!("vCPU {v}"));
@@ -98,15 +107,15 @@ impl<W: Write> ChromeTrace<W> {
 
 impl<W: Write> TraceSink for ChromeTrace<W> {
     fn pcpu_slice(&mut self, p: PcpuId, name: &str, start: Nanos, end: Nanos) {
-        self.slice(0, p.0, name, start, end);
+        self.slice(HOST_PID, p.0, name, start, end);
     }
     fn vcpu_slice(&mut self, vm: VmId, vcpu: u32, name: &str, start: Nanos, end: Nanos) {
-        self.slice(vm.0 + 1, vcpu, name, start, end);
+        self.slice(vm_pid(vm), vcpu, name, start, end);
     }
     fn vcpu_instant(&mut self, vm: VmId, vcpu: u32, name: &str, at: Nanos) {
         self.event(&format!(
             "{{\"ph\":\"i\",\"s\":\"t\",\"pid\":{},\"tid\":{vcpu},\"name\":{},\"ts\":{}}}",
-            vm.0 + 1,
+            vm_pid(vm),
             esc(name),
             us(at)
         ));

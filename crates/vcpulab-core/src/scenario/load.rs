@@ -62,7 +62,13 @@ pub fn resolve(
         apply_override(&mut table, o)?;
     }
     if let Some(s) = seed {
-        table.insert("seed".into(), Value::Integer(s as i64));
+        let s = i64::try_from(s).map_err(|_| {
+            ScenarioError::new(
+                "seed",
+                format!("{s} is not allowed; expected 0 to {}", i64::MAX),
+            )
+        })?;
+        table.insert("seed".into(), Value::Integer(s));
     }
     let mut merged = match table.get("preset") {
         None => table,
@@ -187,7 +193,13 @@ fn normalize(t: &mut Table) -> Result<(), ScenarioError> {
         };
         let base_name = match vm.get("name") {
             Some(Value::String(s)) => s.clone(),
-            _ => format!("vm{i}"),
+            None => format!("vm{i}"),
+            Some(v) => {
+                return Err(ScenarioError::new(
+                    format!("vm.{i}.name"),
+                    format!("{v} is not allowed; expected a string"),
+                ));
+            }
         };
         for c in 0..count {
             let mut copy = vm.clone();

@@ -83,7 +83,14 @@ pub struct RunConfig {
     pub focus: Option<String>,
     /// Also run the focus VM in these modes and report its slowdown against them.
     pub compare: Vec<Mode>,
+    /// Event budget: the run ends with an error after this many events (default
+    /// `DEFAULT_MAX_EVENTS`, about half an hour of host time at 10 M events/s).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_events: Option<u64>,
 }
+
+/// The event budget of a run that does not set `run.max_events`.
+pub const DEFAULT_MAX_EVENTS: u64 = 20_000_000_000;
 impl Default for RunConfig {
     fn default() -> Self {
         RunConfig {
@@ -92,6 +99,7 @@ impl Default for RunConfig {
             mode: Mode::Consolidated,
             focus: None,
             compare: Vec::new(),
+            max_events: None,
         }
     }
 }

@@ -62,7 +62,80 @@ fn credit(c: &CreditParams) -> Result<(), ScenarioError> {
     Ok(())
 }
 
+/// Largest number of VMs, and of threads in one VM's workload: scenario input must not
+/// be able to ask for unbounded memory.
+pub const MAX_VMS: usize = 4096;
+pub const MAX_THREADS_PER_VM: u64 = 100_000;
+/// Largest cost or duration in nanoseconds a scenario may give as an integer (10^12 ns,
+/// about 17 minutes): beyond it sums of costs overflow 64-bit time.
+pub const MAX_INT_NS: u64 = 1_000_000_000_000;
+/// Largest float anywhere in a scenario.
+pub const MAX_FLOAT: f64 = 1e12;
+
+/// Every number of the resolved scenario: floats finite, not negative and at most
+/// `MAX_FLOAT`; integer costs (keys ending in `_ns`) at most `MAX_INT_NS`.
+fn numbers(key: &str, v: &toml::Value) -> Result<(), ScenarioError> {
+    let sub = |k: &str| {
+        if key.is_empty() {
+            k.to_string()
+        } else {
+            format!("{key}.{k}")
+        }
+    };
+    match v {
+        toml::Value::Table(m) => {
+            for (k, x) in m {
+                numbers(&sub(k), x)?;
+            }
+        }
+        toml::Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                numbers(&sub(&i.to_string()), x)?;
+            }
+        }
+        toml::Value::Integer(i) if key.ends_with("_ns") && (*i < 0 || *i as u64 > MAX_INT_NS) => {
+            return Err(ScenarioError::new(
+                key,
+                format!("{i} is not allowed; expected 0 to {MAX_INT_NS} ns"),
+            ));
+        }
+        toml::Value::Float(f) if !(f.is_finite() && (0.0..=MAX_FLOAT).contains(f)) => {
+            return Err(ScenarioError::new(
+                key,
+                format!("{f} is not allowed; expected a finite number from 0 to {MAX_FLOAT:e}"),
+            ));
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
 pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
+    if sc.seed > i64::MAX as u64 {
+        return Err(ScenarioError::new(
+            "seed",
+            format!("{} is not allowed; expected 0 to {}", sc.seed, i64::MAX),
+        ));
+    }
+    let value = toml::Value::try_from(sc).map_err(|e| {
+        ScenarioError::new(
+            "scenario",
+            format!("a value cannot be written back as TOML ({e}); integers must be below 2^63"),
+        )
+    })?;
+    numbers("", &value)?;
+    if let Some(m) = sc.run.max_events {
+        range_u("run.max_events", m, 4096, u64::MAX / 2)?;
+    }
+    if sc.vm.len() > MAX_VMS {
+        return Err(ScenarioError::new(
+            "vm",
+            format!(
+                "{} VMs are not allowed; expected at most {MAX_VMS}",
+                sc.vm.len()
+            ),
+        ));
+    }
     let h = &sc.host;
     range_u("host.pcpus", h.pcpus as u64, 1, MAX_PCPUS as u64)?;
     range_f("host.clock_ghz", h.clock_ghz, 0.1, 10.0, " GHz")?;
@@ -285,6 +358,15 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
         }
         vcpu_masks(&vm.pin, vm.vcpus, h.pcpus).map_err(|m| ScenarioError::new(k("pin"), m))?;
         let g = &vm.guest;
+        if g.cpuset.is_some() && vm.vcpus > 128 {
+            return Err(ScenarioError::new(
+                k("guest.cpuset"),
+                format!(
+                    "a cpuset covers at most 128 vCPUs; this VM has {} (remove guest.cpuset or use at most 128 vCPUs)",
+                    vm.vcpus
+                ),
+            ));
+        }
         range_f(&k("guest.latency_ms"), g.latency_ms, 0.01, 10_000.0, " ms")?;
         range_f(
             &k("guest.min_granularity_ms"),
@@ -307,6 +389,13 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
             1e6,
             " us",
         )?;
+        let total: u64 = vm.workload.group.iter().map(|g| g.threads as u64).sum();
+        if total > MAX_THREADS_PER_VM {
+            return Err(ScenarioError::new(
+                k("workload.group"),
+                format!("{total} threads in all are not allowed; expected at most {MAX_THREADS_PER_VM} per VM"),
+            ));
+        }
         crate::workload::build(&vm.workload, vm.vcpus)
             .map_err(|e| ScenarioError::new(k(&format!("workload.{}", e.key)), e.message))?;
         validate_gleaner(&g.gleaner, vm.vcpus, &|f: &str| {

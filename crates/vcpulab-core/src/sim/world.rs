@@ -65,7 +65,19 @@ pub enum LockEvent {
 pub enum StopCause {
     AllFinished,
     Duration,
+    /// `run.max_events` events were dispatched before the run's end (a budget, so
+    /// that an input that makes the simulation crawl ends with a clear error).
+    EventBudget,
+    /// A thread ran this many instructions without simulated time passing (a loop
+    /// whose body takes no time): the run cannot reach its end.
+    NoProgress(ThreadId),
+    /// The run's abort flag was raised (Ctrl-C or a wall-clock timeout).
+    Aborted,
 }
+
+/// Instructions a thread may run without simulated time passing before the run is
+/// stopped with `StopCause::NoProgress` (about a tenth of a second of host time).
+pub const MAX_ZERO_TIME_STEPS: u32 = 1 << 24;
 
 pub struct World {
     pub now: Nanos,
@@ -106,6 +118,10 @@ pub struct World {
     pub events: u64,
     /// Cancelled entries popped and dropped (not counted as events).
     pub stale_events: u64,
+    /// Stop after this many events (live and stale), `run.max_events`.
+    pub max_events: u64,
+    /// Raised from another thread to stop the run (checked every 4096 events).
+    pub abort: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     pub finite_left: u64,
     pub stop: Option<StopCause>,
     pub limit: Nanos,
@@ -415,6 +431,11 @@ impl World {
             lock_log: None,
             events: 0,
             stale_events: 0,
+            max_events: sc
+                .run
+                .max_events
+                .unwrap_or(crate::scenario::DEFAULT_MAX_EVENTS),
+            abort: None,
             finite_left,
             stop: None,
             limit: sc.run.duration.0,
@@ -520,6 +541,20 @@ impl World {
             if let Some(c) = self.stop {
                 self.finish();
                 return c;
+            }
+            let n = self.events + self.stale_events;
+            if n & 0xFFF == 0 {
+                if n >= self.max_events {
+                    self.stop = Some(StopCause::EventBudget);
+                } else if let Some(a) = &self.abort {
+                    if a.load(std::sync::atomic::Ordering::Relaxed) {
+                        self.stop = Some(StopCause::Aborted);
+                    }
+                }
+                if let Some(c) = self.stop {
+                    self.finish();
+                    return c;
+                }
             }
         }
         self.stop = Some(StopCause::Duration);

@@ -157,6 +157,23 @@ fn intern(v: &mut Vec<String>, name: &str) -> u32 {
     }
 }
 
+impl Instr {
+    /// True when the instruction always takes simulated time (or always blocks): a
+    /// `forever` loop needs one, else its thread spins at one instant for ever.
+    pub fn takes_time(&self) -> bool {
+        matches!(
+            self,
+            Instr::Compute(_)
+                | Instr::Kernel(_)
+                | Instr::Sleep(_)
+                | Instr::Io(_)
+                | Instr::Kspin { .. }
+                | Instr::CondWait { .. }
+                | Instr::TlbShootdown
+        )
+    }
+}
+
 impl Program {
     /// The barriers this program waits at.
     pub fn barriers_used(&self) -> Vec<u32> {
@@ -272,6 +289,13 @@ impl Program {
                         end: 0,
                     });
                     self.emit(&l.body, syms)?;
+                    if count.is_none()
+                        && !self.code[start as usize + 1..]
+                            .iter()
+                            .any(Instr::takes_time)
+                    {
+                        return Err("a loop with n = \"forever\" needs an op that takes simulated time in its body (compute, kernel, sleep, io, kspin, cond_wait or tlb_shootdown); without one it never ends".into());
+                    }
                     self.code.push(Instr::LoopEnd { slot, start });
                     let end = self.code.len() as u32;
                     if let Instr::LoopStart { end: e, .. } = &mut self.code[start as usize] {

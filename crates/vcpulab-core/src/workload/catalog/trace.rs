@@ -82,7 +82,10 @@ pub fn parse(text: &str) -> Result<BTreeMap<u32, Vec<OpSpec>>, String> {
         if line.is_empty() {
             continue;
         }
-        let at = |m: String| format!("line {}: {m} (in {:?})", ln + 1, raw.trim());
+        // Errors name the line but never quote it: the text may come from a file that is
+        // not a trace at all (a trace pointed at /proc/self/environ must not print it).
+        let _ = raw;
+        let at = |m: String| format!("line {}: {m}", ln + 1);
         let (who, tail) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
         let tail = tail.trim_start();
         if tail.is_empty() {
@@ -91,8 +94,14 @@ pub fn parse(text: &str) -> Result<BTreeMap<u32, Vec<OpSpec>>, String> {
         let (op, rest) = tail.split_once(char::is_whitespace).unwrap_or((tail, ""));
         let rest = rest.trim();
         let ids = threads_of(who)
-            .ok_or_else(|| at(format!("{who:?} is not a thread number or range a-b")))?;
-        let dist = |s: &str| Dist::parse(s).map_err(&at);
+            .ok_or_else(|| at("the first field is not a thread number or range a-b".into()))?;
+        let dist = |s: &str| {
+            Dist::parse(s).map_err(|_| {
+                at(format!(
+                    "the argument of {op} is not a duration or distribution (e.g. 5us, exp(100us))"
+                ))
+            })
+        };
         let name = |s: &str| {
             if s.is_empty() || s.contains(char::is_whitespace) {
                 Err(at(format!("{op} takes one object name")))
@@ -118,10 +127,11 @@ pub fn parse(text: &str) -> Result<BTreeMap<u32, Vec<OpSpec>>, String> {
             "kernel" => Act::Op(OpSpec::Kernel(dist(rest)?)),
             "sleep" => Act::Op(OpSpec::Sleep(dist(rest)?)),
             "io" => Act::Op(OpSpec::Io(dist(rest)?)),
-            "count" => Act::Op(OpSpec::Count(
-                rest.parse()
-                    .map_err(|_| at(format!("{rest:?} is not a whole number")))?,
-            )),
+            "count" => {
+                Act::Op(OpSpec::Count(rest.parse().map_err(|_| {
+                    at("the argument of count is not a whole number".into())
+                })?))
+            }
             "lock" => Act::Op(OpSpec::Lock(name(rest)?)),
             "unlock" => Act::Op(OpSpec::Unlock(name(rest)?)),
             "barrier" => Act::Op(OpSpec::Barrier(name(rest)?)),
@@ -156,19 +166,18 @@ pub fn parse(text: &str) -> Result<BTreeMap<u32, Vec<OpSpec>>, String> {
             }
             "loop" => Act::Open(match rest {
                 "forever" => LoopCount::Forever("forever".into()),
-                n => LoopCount::Times(n.parse().map_err(|_| {
-                    at(format!(
-                        "loop takes a whole number or \"forever\", not {n:?}"
-                    ))
-                })?),
+                n => LoopCount::Times(
+                    n.parse()
+                        .map_err(|_| at("loop takes a whole number or \"forever\"".into()))?,
+                ),
             }),
             "end" => Act::Close,
-            other => {
-                return Err(at(format!(
-                    "unknown operation {other:?}; allowed: compute, kernel, sleep, io, count, \
+            _ => {
+                return Err(at(String::from(
+                    "unknown operation; allowed: compute, kernel, sleep, io, count, \
                      lock, unlock, kspin, barrier, spin_barrier, cond_wait, cond_signal, \
                      cond_broadcast, sem_post, sem_wait, yield, push, pop, tlb_shootdown, \
-                     loop, end"
+                     loop, end",
                 )))
             }
         };
