@@ -165,6 +165,24 @@ impl World {
                     th.micro.extend([Micro::MutexLock(m), Micro::QueuePop(q)]);
                 }
                 Instr::TlbShootdown => self.tlb_shootdown(t, v),
+                Instr::NetRecv(n) => {
+                    let n = *n;
+                    match self.nic_recv(t, n) {
+                        Some(ns) => {
+                            let th = &mut self.threads[t.idx()];
+                            th.remaining = Nanos(ns.max(1));
+                            th.in_kernel = true;
+                            return Advance::Continue;
+                        }
+                        None => {
+                            // No datagram yet: sleep until the NIC's interrupt, then
+                            // receive again.
+                            let th = &mut self.threads[t.idx()];
+                            th.pc -= 1;
+                            th.micro.push_back(Micro::Block);
+                        }
+                    }
+                }
                 Instr::Retain => {
                     if self.yielder_step(t, v) {
                         return Advance::Left;

@@ -7,6 +7,7 @@ pub mod idle;
 pub mod interpreter;
 pub mod ipi;
 pub mod kernel;
+pub mod nic;
 pub mod runqueue;
 pub mod spinlock;
 pub mod sync;

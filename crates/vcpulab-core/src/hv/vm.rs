@@ -28,6 +28,8 @@ pub struct GuestParams {
 #[derive(Clone, Debug)]
 pub struct Vm {
     pub name: String,
+    /// Its NIC's index in `World::nics`, if it receives datagrams.
+    pub nic: Option<u32>,
     pub weight: u32,
     pub cap: Option<f64>,
     pub first_vcpu: u32,

@@ -275,6 +275,40 @@ impl RunqRow {
     }
 }
 
+/// What a VM's NIC received: datagrams sent to it, received by the application,
+/// dropped on a full buffer; the application's throughput and the RFC 3550 jitter
+/// (its estimate at the end of the run, as iperf prints it).
+#[derive(Clone, Debug, Serialize)]
+pub struct NetRow {
+    pub vm: String,
+    pub sent: u64,
+    pub received: u64,
+    pub dropped: u64,
+    pub drop_fraction: f64,
+    pub throughput_mbps: f64,
+    pub jitter_ms: f64,
+    /// From the datagram's arrival at the NIC to the application's receive.
+    pub delay_mean_ms: f64,
+    pub delay_max_ms: f64,
+}
+
+impl NetRow {
+    fn of(n: &crate::guest::nic::Nic, vm: &str, end_ns: u64) -> NetRow {
+        let secs = end_ns.max(1) as f64 / 1e9;
+        NetRow {
+            vm: vm.to_string(),
+            sent: n.arrivals,
+            received: n.received,
+            dropped: n.dropped,
+            drop_fraction: n.dropped as f64 / n.arrivals.max(1) as f64,
+            throughput_mbps: (n.received * n.packet_bytes * 8) as f64 / secs / 1e6,
+            jitter_ms: n.jitter.j / 1e6,
+            delay_mean_ms: n.delay_sum as f64 / n.received.max(1) as f64 / 1e6,
+            delay_max_ms: n.delay_max as f64 / 1e6,
+        }
+    }
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct Fairness {
     pub jain_index: f64,
@@ -304,6 +338,9 @@ pub struct Report {
     /// The cache study (run.mode = "cache_study"): one row per VM (host/llc_study.rs).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub llc: Vec<crate::host::llc_study::LlcRow>,
+    /// Per VM with a NIC: the open-loop UDP stream it received (guest/nic.rs).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub net: Vec<NetRow>,
     /// Demand-based coordinated scheduling's counters (hv/uvf.rs), when it is on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dcs: Option<crate::hv::uvf::UvfStats>,
@@ -628,6 +665,11 @@ impl Report {
             ple_epochs: w.ple_epochs.rows().cloned().collect(),
             llc: Vec::new(),
             dcs: w.uvf.as_ref().map(|u| u.stats.clone()),
+            net: w
+                .nics
+                .iter()
+                .map(|n| NetRow::of(n, &w.vms[n.vm.idx()].name, end))
+                .collect(),
         }
     }
 
@@ -665,6 +707,7 @@ impl Report {
             ple_epochs: Vec::new(),
             llc,
             dcs: None,
+            net: Vec::new(),
         }
     }
 

@@ -924,7 +924,34 @@ pub struct VmConfig {
     /// This VM's guest kernel settings (the scenario's `guest` table, then the VM's own).
     #[serde(default)]
     pub guest: GuestConfig,
+    /// Its network device, used by `net_recv` (guest/nic.rs).
+    #[serde(default)]
+    pub nic: NicConfig,
     pub workload: WorkloadSpec,
+}
+
+/// An open-loop UDP stream into the VM (guest/nic.rs).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NicConfig {
+    /// The sender's rate (iperf -u -b).
+    pub rate_mbps: f64,
+    /// Datagram size (iperf's default UDP payload 1470 bytes).
+    pub packet_bytes: u32,
+    /// Datagrams the NIC ring and socket buffer hold before dropping.
+    pub ring: u32,
+    /// Guest-kernel work per datagram received (protocol and copy).
+    pub rx_us: f64,
+}
+impl Default for NicConfig {
+    fn default() -> Self {
+        NicConfig {
+            rate_mbps: 1000.0,
+            packet_bytes: 1470,
+            ring: 256,
+            rx_us: 2.0,
+        }
+    }
 }
 fn default_weight() -> u32 {
     256

@@ -340,6 +340,15 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
         let k = |f: &str| format!("vm.{i}.{f}");
         range_u(&k("vcpus"), vm.vcpus as u64, 1, 1024)?;
         range_u(&k("weight"), vm.weight as u64, 1, 65_535)?;
+        range_f(&k("nic.rate_mbps"), vm.nic.rate_mbps, 0.001, 1e6, " Mbit/s")?;
+        range_u(
+            &k("nic.packet_bytes"),
+            vm.nic.packet_bytes as u64,
+            1,
+            65_507,
+        )?;
+        range_u(&k("nic.ring"), vm.nic.ring as u64, 1, 1_000_000)?;
+        range_f(&k("nic.rx_us"), vm.nic.rx_us, 0.0, 1e6, " us")?;
         if let Some(c) = vm.cap {
             range_f(
                 &k("cap"),

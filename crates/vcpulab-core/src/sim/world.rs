@@ -44,6 +44,8 @@ pub enum Ev {
     End,
     /// Gleaner's consolidation controller measures this VM (guest/gleaner.rs).
     GleanerTick(VmId),
+    /// A datagram reaches a NIC (guest/nic.rs).
+    NicArrival(u32),
 }
 
 /// A kernel-spinlock event, logged when `World::lock_log` is set.
@@ -133,6 +135,8 @@ pub struct World {
     pub frag: crate::host::frag::FragMeter,
     /// Time-weighted run-queue length per pCPU.
     pub runq: crate::host::runq::RunqMeter,
+    /// Open-loop network devices (guest/nic.rs), of the VMs that receive.
+    pub nics: Vec<crate::guest::nic::Nic>,
     /// Demand-based coordinated scheduling: urgent-vCPU-first's state (None: off).
     pub uvf: Option<crate::hv::uvf::Uvf>,
     pub dcs_tlb_co: bool,
@@ -163,6 +167,7 @@ impl World {
         let mut conds: Vec<Cond> = Vec::new();
         let mut queues: Vec<Queue> = Vec::new();
         let mut obj_bases = Vec::new();
+        let mut nics: Vec<crate::guest::nic::Nic> = Vec::new();
         let mut sems: Vec<Sem> = Vec::new();
         for (vi, vc) in sc.vm.iter().enumerate() {
             let vm_id = VmId(vi as u32);
@@ -290,6 +295,16 @@ impl World {
             };
             let mut finite = 0;
             let mut t_in_vm = 0u64;
+            let uses_nic = w.groups.iter().any(|g| {
+                g.program
+                    .code
+                    .iter()
+                    .any(|i| matches!(i, crate::workload::program::Instr::NetRecv(_)))
+            });
+            let nic = uses_nic.then(|| {
+                nics.push(crate::guest::nic::Nic::new(vm_id, &vc.nic));
+                nics.len() as u32 - 1
+            });
             for grp in &w.groups {
                 for k in 0..grp.threads {
                     let slot = allowed[(t_in_vm % allowed.len() as u64) as usize];
@@ -386,6 +401,7 @@ impl World {
                 bases: obj_bases[vi],
                 queued: 0,
                 gleaner,
+                nic,
             });
         }
         let setup = SchedSetup {
@@ -444,6 +460,7 @@ impl World {
             sched_resched: Vec::new(),
             frag: crate::host::frag::FragMeter::new(npcpu as usize),
             runq: crate::host::runq::RunqMeter::new(npcpu as usize, nvcpus),
+            nics,
             uvf: sc.host.dcs.enabled().then(|| {
                 crate::hv::uvf::Uvf::new(
                     npcpu as usize,
@@ -497,6 +514,9 @@ impl World {
         }
         if let Some(g) = self.sched.global_period() {
             self.q.push(g, Ev::GlobalTick);
+        }
+        for i in 0..self.nics.len() {
+            self.q.push(self.nics[i].interval, Ev::NicArrival(i as u32));
         }
         if self.warmup > Nanos::ZERO && self.warmup < self.limit {
             self.q.push(self.warmup, Ev::WarmupEnd);
@@ -621,6 +641,7 @@ impl World {
                 self.stop = Some(StopCause::Duration);
             }
             Ev::GleanerTick(vm) => self.on_gleaner_tick(vm),
+            Ev::NicArrival(i) => self.on_nic_arrival(i),
         }
         true
     }

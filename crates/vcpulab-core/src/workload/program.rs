@@ -56,6 +56,9 @@ pub enum OpSpec {
     TlbShootdown(u32),
     /// Block on a device for a duration; its completion interrupt wakes the thread.
     Io(Dist),
+    /// Receive up to `n` datagrams from the VM's NIC (guest/nic.rs), waiting for its
+    /// interrupt when none has arrived.
+    NetRecv(u32),
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -128,6 +131,7 @@ pub enum Instr {
     Push(u32),
     Pop(u32),
     TlbShootdown,
+    NetRecv(u32),
     Io(Dist),
     Exit,
     /// Gleaner's yielding thread: one round of its sched_yield loop (guest/gleaner.rs);
@@ -263,6 +267,7 @@ impl Program {
                 OpSpec::Push(q) => self.code.push(Instr::Push(intern(&mut syms.queues, q))),
                 OpSpec::Pop(q) => self.code.push(Instr::Pop(intern(&mut syms.queues, q))),
                 OpSpec::TlbShootdown(_) => self.code.push(Instr::TlbShootdown),
+                OpSpec::NetRecv(n) => self.code.push(Instr::NetRecv((*n).max(1))),
                 OpSpec::Io(d) => self.code.push(Instr::Io(d.clone())),
                 OpSpec::Loop(l) => {
                     let count = match &l.n {

@@ -383,6 +383,7 @@ pub const MODELS: &[ModelInfo] = &[
     server::SYSBENCH_OLTP,
     server::MYSQL,
     server::IPERF,
+    server::IPERF_UDP,
     npb::BT,
     npb::CG,
     npb::EP,

@@ -253,3 +253,20 @@ pub(super) const IPERF: ModelInfo = ModelInfo {
         Ok(split_groups("stream", n, t, forever, body))
     },
 };
+
+// ---------------------------------------------------------------- iperf -u
+
+pub(super) const IPERF_UDP: ModelInfo = ModelInfo {
+    name: "iperf-udp",
+    description: "iperf-like UDP receiver of an open-loop stream: one thread receives datagrams from the VM's NIC (vm.nic: rate, size, buffer; guest/nic.rs) one recv at a time, sleeping on the device interrupt when none has arrived; count = datagrams received; the report's net table gives throughput, drops and RFC 3550 jitter",
+    params: &[ParamInfo {
+        name: "app",
+        default: "\"exp(1us)\"",
+        help: "application work per datagram (iperf's accounting)",
+    }],
+    footprint_kib: 256,
+    build: |p, t| {
+        let body = vec![OpSpec::NetRecv(1), cpu(p.dist("app")?), count(1)];
+        Ok(vec![("receiver".into(), t, vec![outer(true, 0, body)])])
+    },
+};

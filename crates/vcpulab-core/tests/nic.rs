@@ -1,0 +1,97 @@
+//! The open-loop network receiver: arrivals do not depend on the receiver, a slow or
+//! descheduled receiver drops and jitters, and the counters add up.
+
+mod common;
+use common::*;
+
+fn receiver(app: &str, extra: &str) -> String {
+    format!(
+        r#"
+preset = "xen-default"
+[run]
+duration = "1s"
+[host]
+pcpus = 1
+{extra}
+[[vm]]
+name = "rx"
+vcpus = 1
+nic = {{ rate_mbps = 100, ring = 64 }}
+workload = {{ model = "iperf-udp", params = {{ app = "{app}" }} }}
+"#
+    )
+}
+
+#[test]
+fn arrivals_are_open_loop() {
+    let fast = run_toml(&receiver("1us", ""));
+    let slow = run_toml(&receiver("200us", ""));
+    let (f, s) = (&fast.net[0], &slow.net[0]);
+    // 100 Mbit/s of 1470-byte datagrams: one every 117.6 us, 8503 in a second.
+    assert_eq!(f.sent, s.sent);
+    assert!((f.sent as i64 - 8503).abs() <= 1, "{}", f.sent);
+    for n in [f, s] {
+        assert!(n.received + n.dropped <= n.sent);
+        assert!(
+            n.sent - n.received - n.dropped <= 64,
+            "at most a ring's worth queued"
+        );
+    }
+    assert_eq!(f.dropped, 0);
+    assert!(
+        s.dropped > 3000,
+        "a receiver slower than the sender drops: {s:?}"
+    );
+    assert!(
+        (f.throughput_mbps - 100.0).abs() < 1.5,
+        "{}",
+        f.throughput_mbps
+    );
+}
+
+#[test]
+fn a_descheduled_receiver_waits_for_the_slice() {
+    // The receiver shares its VM's one vCPU with a CPU-bound application (so the vCPU
+    // never halts and gets no BOOST), and the vCPU shares its pCPU with another VM's
+    // hog under Xen credit: datagrams wait for the vCPU's turn, so jitter follows the
+    // slice.
+    let delay = |slice: &str| {
+        let text = format!(
+            r#"
+preset = "xen-default"
+[run]
+duration = "2s"
+[host]
+pcpus = 1
+[host.scheduler]
+slice_ms = {slice}
+[[vm]]
+name = "rx"
+vcpus = 1
+nic = {{ rate_mbps = 100, ring = 1024 }}
+[vm.workload]
+model = "program"
+[[vm.workload.group]]
+name = "receiver"
+threads = 1
+ops = [{{ loop = {{ n = "forever", body = [{{ net_recv = 1 }}, {{ compute = "1us" }}, {{ count = 1 }}] }} }}]
+[[vm.workload.group]]
+name = "app"
+threads = 1
+ops = [{{ loop = {{ n = "forever", body = [{{ compute = "1ms" }}] }} }}]
+[[vm]]
+name = "hog"
+vcpus = 1
+workload = {{ model = "cpu-bomb" }}
+"#
+        );
+        let n = run_toml(&text).net[0].clone();
+        (n.delay_max_ms, n.delay_mean_ms)
+    };
+    let (long, short) = (delay("30"), delay("1"));
+    assert!(
+        long.0 > 20.0 && long.0 > 3.0 * short.0,
+        "max delay {long:?} vs {short:?}"
+    );
+    assert!(long.1 > 2.0 * short.1, "mean delay {long:?} vs {short:?}");
+}
