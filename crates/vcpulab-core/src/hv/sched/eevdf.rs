@@ -71,6 +71,9 @@ struct Rq {
 struct Cpu {
     /// The vCPU running on this pCPU.
     curr: Option<VcpuId>,
+    /// A level asked for a reschedule (resched_curr's need_resched), whoever updated
+    /// it: honoured at the pCPU's next tick or wake-up decision.
+    need_resched: bool,
     /// Runnable vCPUs homed here, the running one included.
     nr: u32,
     exec_start: Nanos,
@@ -370,7 +373,9 @@ impl Eevdf {
         if self.groups {
             resched |= self.advance(p, delta);
         }
-        resched
+        let cpu = &mut self.cpus[p as usize];
+        cpu.need_resched |= resched;
+        cpu.need_resched
     }
 
     /// update_entity_lag(): the lag an entity leaving `rq` keeps, clamped to
@@ -654,7 +659,9 @@ impl Eevdf {
             for &e in &self.rqs[rq as usize].queued {
                 let v = VcpuId(e);
                 let w = self.h_load(v, src);
-                let fits = w < diff
+                // At most half the imbalance moves (the source stays at least as
+                // loaded): a move that merely mirrors it would bounce the vCPU back.
+                let fits = 2 * w <= diff
                     && self.setup.vcpu_mask[v.idx()].contains(p)
                     && self.active(e)
                     && (!only_cold
@@ -722,11 +729,11 @@ impl HostScheduler for Eevdf {
 
     fn enqueue_wake(&mut self, v: VcpuId, now: Nanos) -> WakePlacement {
         let p = self.select_rq(v);
-        self.update_curr(p, now);
+        let pending = self.update_curr(p, now);
         self.enqueue_vcpu(v, p);
         WakePlacement {
             pcpu: PcpuId(p),
-            preempt: self.wakeup_preempts(v, p),
+            preempt: pending || self.wakeup_preempts(v, p),
         }
     }
 
@@ -800,6 +807,7 @@ impl HostScheduler for Eevdf {
         };
         let cpu = &mut self.cpus[pi as usize];
         cpu.curr = Some(v);
+        cpu.need_resched = false;
         cpu.exec_start = now;
         self.home[v.idx()] = pi;
         let vm = self.vm_of(v);
