@@ -52,6 +52,11 @@ impl World {
             th.spin_left = th.spin_left.saturating_sub(el);
             return;
         }
+        // Work re-fetches the vCPU's missing working set as it goes (host/cache.rs).
+        let (progress, stall) = self.cache.split_elapsed(el, vc.refill_left_ns);
+        vc.refill_left_ns -= stall;
+        vc.refill_ns += stall;
+        el = progress;
         let d = el.min(th.debt.0);
         th.debt.0 -= d;
         el -= d;
@@ -367,6 +372,10 @@ impl World {
                 },
             )
         };
+        // Work is slower while the vCPU re-fetches its working set.
+        seg = self
+            .cache
+            .wall_for_progress(seg, self.vcpus[v.idx()].refill_left_ns);
         // Guest time slicing; never inside a kernel spinlock section.
         if th.held.is_empty() && !self.vcpus[v.idx()].rq.is_empty() {
             let left = self.guest_slice(v).saturating_sub(th.slice_used).max(1_000);

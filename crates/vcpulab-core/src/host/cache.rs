@@ -1,10 +1,32 @@
-//! The footprint cache model. Each context (vCPU) has a cache-resident working set.
-//! A pCPU counts the KiB every context brings into its cache; when a context comes
-//! back, the KiB loaded by others since it left evict that fraction of its working set
-//! (all of it after a migration or on first run), and refetching it stalls the guest
-//! for `refill_ns_per_kib` per KiB.
+//! The footprint cache model, with work conserved.
+//!
+//! Each context (vCPU) has a cache-resident working set: its footprint, capped at what
+//! a pCPU's cache holds for one context. The model keeps, per context, the KiB of that
+//! resident set that are *missing* (not in the cache), and per pCPU the KiB every
+//! context actually brought into its cache:
+//!
+//! - When a context comes back to the pCPU it left, the KiB loaded there by others
+//!   since it left evict that fraction of what it still had resident (all of it after a
+//!   migration or on its first run). Only that is added to what it was missing; a
+//!   partial refill interrupted by a preemption is kept.
+//! - Missing data is not a stall in front of the run. The context runs at once, and
+//!   re-fetches its missing KiB as it touches them (`touch_kib_per_us` of progress,
+//!   all misses until the set is back): while anything is missing, every nanosecond of
+//!   progress costs `touch_kib_per_us / 1000 × refill_ns_per_kib` ns more (an elevated
+//!   miss rate), until the missing KiB have cost `refill_ns_per_kib` each. Progress is
+//!   integrated exactly from timestamps (piecewise linear), no per-miss events. A lock
+//!   holder resumed for a short critical section therefore pays only for what that
+//!   section touches.
+//! - A pCPU's cache is loaded only by what contexts actually fetch: their re-fetched
+//!   KiB and, for a footprint larger than the cache, the part streamed through it (its
+//!   native capacity misses, which evict others but are part of its native speed).
+//!
+//! Refill time is part of the context's running time, so it can never exceed it.
 
 use crate::scenario::{CacheConfig, CacheModel};
+
+/// Fixed-point denominator of the stall rate (stall ns per ns of progress).
+const RATE_ONE: u64 = 1 << 32;
 
 #[derive(Clone, Debug)]
 pub struct Footprint {
@@ -12,66 +34,182 @@ pub struct Footprint {
     pub capacity_kib: u64,
     pub refill_ns_per_kib: f64,
     pub touch_kib_per_us: f64,
+    /// Stall per ns of progress while data is missing, in 1/RATE_ONE ns.
+    stall_rate: u64,
 }
 
 impl Footprint {
     pub fn new(c: &CacheConfig) -> Footprint {
+        Footprint::with(
+            c.model == CacheModel::Footprint,
+            c.kib_per_pcpu,
+            c.refill_ns_per_kib,
+            c.touch_kib_per_us,
+        )
+    }
+
+    pub fn with(
+        enabled: bool,
+        capacity_kib: u64,
+        refill_ns_per_kib: f64,
+        touch_kib_per_us: f64,
+    ) -> Footprint {
+        let rate = touch_kib_per_us / 1e3 * refill_ns_per_kib * RATE_ONE as f64;
         Footprint {
-            enabled: c.model == CacheModel::Footprint,
-            capacity_kib: c.kib_per_pcpu,
-            refill_ns_per_kib: c.refill_ns_per_kib,
-            touch_kib_per_us: c.touch_kib_per_us,
+            enabled,
+            capacity_kib,
+            refill_ns_per_kib,
+            touch_kib_per_us,
+            stall_rate: rate.round().max(0.0) as u64,
         }
     }
 
-    /// KiB to refetch for a context of `footprint_kib` that returns to a pCPU after
-    /// `evicting_kib` were loaded there by others (None: cold — first run or migration).
-    pub fn refetch_kib(&self, footprint_kib: u64, evicting_kib: Option<u64>) -> u64 {
+    /// The part of a footprint the cache holds for its context.
+    pub fn resident_kib(&self, footprint_kib: u64) -> u64 {
+        footprint_kib.min(self.capacity_kib)
+    }
+
+    /// KiB a context of `footprint_kib` misses when it runs again, having left with
+    /// `missing_kib` missing, after others loaded `evicting_kib` into this pCPU's cache
+    /// since it left (None: cold — first run or migration): what it still had resident
+    /// is evicted in proportion to what others loaded, against the capacity.
+    pub fn missing_on_return(
+        &self,
+        footprint_kib: u64,
+        missing_kib: u64,
+        evicting_kib: Option<u64>,
+    ) -> u64 {
         if !self.enabled {
             return 0;
         }
-        let resident = footprint_kib.min(self.capacity_kib);
+        let resident = self.resident_kib(footprint_kib);
+        let missing = missing_kib.min(resident);
         match evicting_kib {
             None => resident,
             Some(e) => {
                 let frac = (e as f64 / self.capacity_kib as f64).min(1.0);
-                (resident as f64 * frac).round() as u64
+                missing + ((resident - missing) as f64 * frac).round() as u64
             }
         }
     }
 
-    /// KiB a context of `footprint_kib` touches while running `ran_ns` (beyond what it
-    /// refetched at switch-in), which evicts other contexts' data.
-    pub fn touched_kib(&self, footprint_kib: u64, ran_ns: u64) -> u64 {
-        if !self.enabled {
-            return 0;
-        }
-        let t = (ran_ns as f64 / 1e3 * self.touch_kib_per_us) as u64;
-        t.min(footprint_kib.min(self.capacity_kib))
-    }
-
+    /// Stall to re-fetch `kib`.
     pub fn refill_ns(&self, kib: u64) -> u64 {
         (kib as f64 * self.refill_ns_per_kib).round() as u64
+    }
+
+    /// Wall time a running context needs for `progress` ns of work with `refill_left`
+    /// ns of re-fetch stall to go (the exact inverse bound of `split_elapsed`: the work
+    /// is done by then).
+    #[inline]
+    pub fn wall_for_progress(&self, progress: u64, refill_left: u64) -> u64 {
+        if refill_left == 0 || self.stall_rate == 0 {
+            return progress;
+        }
+        let stall = (progress as u128 * self.stall_rate as u128).div_ceil(RATE_ONE as u128);
+        progress + (stall.min(refill_left as u128) as u64)
+    }
+
+    /// Splits `wall` ns of a running context's work time into (progress, re-fetch
+    /// stall), the stall at most `refill_left`.
+    #[inline]
+    pub fn split_elapsed(&self, wall: u64, refill_left: u64) -> (u64, u64) {
+        if refill_left == 0 {
+            return (wall, 0);
+        }
+        if self.stall_rate == 0 {
+            // It touches nothing (or a miss costs nothing): no stall.
+            return (wall, 0);
+        }
+        let at_rate =
+            (wall as u128 * RATE_ONE as u128 / (RATE_ONE + self.stall_rate) as u128) as u64;
+        let stall = (wall - at_rate).min(refill_left);
+        (wall - stall, stall)
+    }
+
+    /// KiB a context of `footprint_kib` streams through the cache beyond its resident
+    /// part while running `ran_ns` (a footprint larger than the cache keeps missing on
+    /// its overflow — native capacity misses — and so keeps loading the cache).
+    pub fn streamed_kib(&self, footprint_kib: u64, ran_ns: u64) -> u64 {
+        if !self.enabled || footprint_kib <= self.capacity_kib {
+            return 0;
+        }
+        let overflow = (footprint_kib - self.capacity_kib) as f64 / footprint_kib as f64;
+        let t = ran_ns as f64 / 1e3 * self.touch_kib_per_us * overflow;
+        (t as u64).min(self.capacity_kib)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn fp() -> Footprint {
+        // 4 KiB/us at 150 ns/KiB: 0.6 ns of stall per ns of progress.
+        Footprint::with(true, 1000, 150.0, 4.0)
+    }
+
     #[test]
-    fn eviction_is_proportional_and_capped() {
-        let f = Footprint {
-            enabled: true,
-            capacity_kib: 1000,
-            refill_ns_per_kib: 10.0,
-            touch_kib_per_us: 1.0,
-        };
-        assert_eq!(f.touched_kib(500, 100_000), 100);
-        assert_eq!(f.touched_kib(500, 10_000_000), 500);
-        assert_eq!(f.refetch_kib(500, Some(0)), 0);
-        assert_eq!(f.refetch_kib(500, Some(500)), 250);
-        assert_eq!(f.refetch_kib(500, Some(5000)), 500);
-        assert_eq!(f.refetch_kib(5000, None), 1000);
-        assert_eq!(f.refill_ns(100), 1000);
+    fn only_what_was_resident_is_evicted() {
+        let f = fp();
+        assert_eq!(f.missing_on_return(500, 0, Some(0)), 0);
+        assert_eq!(f.missing_on_return(500, 0, Some(500)), 250);
+        assert_eq!(f.missing_on_return(500, 0, Some(5000)), 500);
+        assert_eq!(f.missing_on_return(5000, 0, None), 1000);
+        // A partial refill survives: 200 still missing, half of the other 300 evicted.
+        assert_eq!(f.missing_on_return(500, 200, Some(500)), 350);
+        // Nothing loaded since it left: exactly what it left missing.
+        assert_eq!(f.missing_on_return(500, 200, Some(0)), 200);
+        assert_eq!(f.refill_ns(100), 15_000);
+        let off = Footprint::with(false, 1000, 150.0, 4.0);
+        assert_eq!(off.missing_on_return(500, 0, None), 0);
+    }
+
+    #[test]
+    fn refill_slows_progress_and_ends() {
+        let f = fp();
+        // 1000 ns of progress with plenty to re-fetch: 600 ns of stall (rounded up).
+        assert_eq!(f.wall_for_progress(1000, 1_000_000), 1601);
+        assert_eq!(f.split_elapsed(1601, 1_000_000), (1000, 601));
+        // The stall ends when the missing data is back: then full speed.
+        assert_eq!(f.wall_for_progress(1000, 300), 1300);
+        assert_eq!(f.split_elapsed(1300, 300), (1000, 300));
+        assert_eq!(f.split_elapsed(5000, 300), (4700, 300));
+        // Nothing missing: no slowdown.
+        assert_eq!(f.wall_for_progress(1000, 0), 1000);
+        assert_eq!(f.split_elapsed(1000, 0), (1000, 0));
+    }
+
+    #[test]
+    fn the_wall_time_always_covers_the_work() {
+        let f = Footprint::with(true, 1000, 137.0, 3.3);
+        for p in [1u64, 2, 3, 7, 999, 1_000_003, 77_777_777] {
+            for left in [0u64, 1, 5, 1000, 123_456, u64::MAX / 4] {
+                let w = f.wall_for_progress(p, left);
+                let (prog, stall) = f.split_elapsed(w, left);
+                assert!(prog >= p, "p {p} left {left}: wall {w} gives {prog}");
+                assert!(stall <= left);
+                assert_eq!(prog + stall, w);
+            }
+        }
+    }
+
+    #[test]
+    fn a_short_section_pays_only_for_what_it_touches() {
+        let f = fp();
+        let missing = f.refill_ns(1000); // the whole resident set: 150 us of stall
+        // A 2 us critical section touches 8 KiB: 1.2 us of stall, not 150 us.
+        let (prog, stall) = f.split_elapsed(f.wall_for_progress(2_000, missing), missing);
+        assert_eq!(prog, 2_000);
+        assert!((1_200..=1_201).contains(&stall), "{stall}");
+    }
+
+    #[test]
+    fn overflow_streams_through_the_cache() {
+        let f = fp();
+        assert_eq!(f.streamed_kib(800, 1_000_000), 0);
+        // 3000 KiB on 1000: 2/3 of 4 KiB/us over 100 us = 266 KiB.
+        assert_eq!(f.streamed_kib(3000, 100_000), 266);
+        assert_eq!(f.streamed_kib(3000, 100_000_000), 1000);
     }
 }

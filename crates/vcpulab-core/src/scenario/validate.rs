@@ -177,6 +177,13 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
         1e6,
         " ns",
     )?;
+    range_f(
+        "host.cache.touch_kib_per_us",
+        h.cache.touch_kib_per_us,
+        0.0,
+        1e6,
+        " KiB/us",
+    )?;
     range_u("host.cache.tlb_entries", h.cache.tlb_entries, 1, 1 << 24)?;
     range_f(
         "host.cache.tlb_touch_pages_per_us",
