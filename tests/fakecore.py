@@ -25,6 +25,10 @@ def resolve(text: str, overrides: list[str], seed: int | None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def explain(text: str, overrides: list[str], seed: int | None) -> str:
+    return resolve(text, overrides, seed)
+
+
 def _params(resolved: str) -> dict[str, str]:
     out = {}
     for line in resolved.splitlines():

@@ -151,6 +151,17 @@ def test_cli_run_explain_list(tmp_path: Path) -> None:
     assert "examples-weights" in res.stdout
 
 
+def test_cli_explain_shows_the_platform_profiles() -> None:
+    res = cli("explain", str(TWO), "--set", "host.platform=kvm-3.9-snb")
+    assert res.returncode == 0, res.stderr
+    assert '# host.platform "kvm-3.9-snb"' in res.stdout
+    assert "#   host.costs.vmexit_ns = 723" in res.stdout
+    assert tomllib.loads(res.stdout)["host"]["platform"] == "kvm-3.9-snb"
+    res = cli("explain", str(TWO), "--set", "host.platform=kvm-9")
+    assert res.returncode == 2
+    assert "host.platform" in res.stderr and "kvm-3.9-snb" in res.stderr
+
+
 def test_sweep_on_the_local_pool(tmp_path: Path) -> None:
     df = vcpulab.sweep(
         XEN, {"host.scheduler.slice_ms": [30, 1]}, 2, overrides=["run.duration=300ms"], jobs=2

@@ -72,6 +72,11 @@ def core_resolve(scenario_toml: str, overrides: list[str], seed: int | None) -> 
     return str(core().resolve(scenario_toml, overrides, seed))
 
 
+def core_explain(scenario_toml: str, overrides: list[str], seed: int | None) -> str:
+    """The resolved scenario with comments on the platform profiles and what they set."""
+    return str(core().explain(scenario_toml, overrides, seed))
+
+
 def core_trace(scenario_toml: str, out_path: str, overrides: list[str], seed: int | None) -> str:
     return str(core().trace(scenario_toml, out_path, overrides, seed))
 

@@ -79,7 +79,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from vcpulab import _native
 
     text = _read(args.file)
-    sys.stdout.write(_native.core_resolve(text, _overrides(args), args.seed).rstrip("\n") + "\n")
+    sys.stdout.write(_native.core_explain(text, _overrides(args), args.seed).rstrip("\n") + "\n")
     return 0
 
 
@@ -432,7 +432,11 @@ def build_parser() -> CliParser:
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("explain", help="print the fully resolved scenario (TOML)")
+    p = sub.add_parser(
+        "explain",
+        help="print the fully resolved scenario (TOML), after the platform profiles "
+        "in use and the keys they set",
+    )
     _add_scenario_opts(p)
     p.set_defaults(func=cmd_explain)
 

@@ -152,6 +152,47 @@ def format_report(data: Mapping[str, Any]) -> str:
             )
         out.append(render_table(headers, rows))
 
+    llc = data.get("llc") or []
+    if llc:
+        out.append("")
+        first = llc[0]
+        out.append(
+            f"cache study: {first.get('contexts', '?')} contexts on one core, "
+            f"{fmt_num(first.get('slice_ms'), 3)} ms slices, insertion {first.get('policy', '?')}"
+        )
+        headers = [
+            "vm",
+            "model",
+            "class",
+            "insertion",
+            "lru quanta",
+            "CPI",
+            "CPI solo",
+            "extra CPI %",
+            "MPKI",
+            "MPKI solo",
+            "traffic B/ki",
+            "prefetch B/ki",
+        ]
+        rows = [
+            [
+                r.get("vm", "?"),
+                r.get("model", "?"),
+                r.get("class", "?"),
+                r.get("insertion", "?"),
+                fmt_num(r.get("lru_quanta_frac"), 2),
+                fmt_num(r.get("cpi"), 3),
+                fmt_num(r.get("cpi_solo"), 3),
+                fmt_num(r.get("extra_cpi_pct"), 1),
+                fmt_num(r.get("mpki"), 2),
+                fmt_num(r.get("mpki_solo"), 2),
+                fmt_num(r.get("traffic_bytes_per_ki"), 0),
+                fmt_num(r.get("prefetch_bytes_per_ki"), 0),
+            ]
+            for r in llc
+        ]
+        out.append(render_table(headers, rows))
+
     pcpus = data.get("pcpus") or []
     if pcpus:
         busy = []
@@ -166,7 +207,7 @@ def format_report(data: Mapping[str, Any]) -> str:
     fairness = data.get("fairness") or {}
     if fairness.get("jain_index") is not None:
         out.append(f"Jain's fairness index: {fairness['jain_index']:.4f}")
-    known = {"vms", "pcpus"}
+    known = {"vms", "pcpus", "llc"}
     extra = [k for k, v in data.items() if k not in known and _is_rows(v)]
     if extra:
         out.append(f"more tables (--json or Report.table()): {', '.join(extra)}")

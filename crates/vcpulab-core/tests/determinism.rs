@@ -17,7 +17,7 @@ workload = { model = "freqsleep" }
 
 #[test]
 fn same_scenario_and_seed_give_identical_reports() {
-    for sched in ["cfs", "credit"] {
+    for sched in ["cfs", "eevdf", "credit", "credit2"] {
         let o = vec![format!("host.scheduler.kind={sched}")];
         let a = run(&resolve(NOISY, &o, Some(7)).unwrap())
             .unwrap()

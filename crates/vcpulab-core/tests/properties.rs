@@ -33,7 +33,7 @@ fn scenario() -> impl Strategy<Value = String> {
         0usize..4,
         proptest::option::of(0.2f64..1.0),
     );
-    (1u32..5, prop_oneof![Just("cfs"), Just("credit")], proptest::collection::vec(vm, 1..4), any::<u16>(), prop_oneof![Just(1.0f64), Just(5.0), Just(30.0)])
+    (1u32..5, prop_oneof![Just("cfs"), Just("eevdf"), Just("credit"), Just("credit2")], proptest::collection::vec(vm, 1..4), any::<u16>(), prop_oneof![Just(1.0f64), Just(5.0), Just(30.0)])
         .prop_map(|(pcpus, sched, vms, seed, slice)| {
             let mut s = format!("seed = {seed}\n[run]\nduration = \"1200ms\"\n[host]\npcpus = {pcpus}\n[host.scheduler]\nkind = \"{sched}\"\n");
             if sched == "credit" {
@@ -74,6 +74,14 @@ proptest! {
         for p in &r.pcpus {
             prop_assert_eq!(p.guest_ns + p.overhead_ns + p.idle_ns, end);
         }
+        // Every running or runnable vCPU counts in exactly one pCPU's run queue: the
+        // time-weighted queue lengths add up to the vCPUs' running + runnable time.
+        let wanting: u64 = r.vcpus.iter().map(|v| v.time.cpu_ns + v.time.runnable_ns).sum();
+        let queued: f64 = r.pcpus.iter().map(|p| p.runq_mean * end as f64).sum();
+        prop_assert!((queued - wanting as f64).abs() <= 1e-6 * wanting.max(1) as f64 + 1.0,
+            "run-queue time {} vs running+runnable {}", queued, wanting);
+        let total: f64 = r.runq_length.iter().map(|l| l.fraction).sum();
+        prop_assert!((total - 1.0).abs() < 1e-9, "fractions sum to {}", total);
         // pCPU slices never overlap; a vCPU never runs on two pCPUs at once.
         let s = rec.lock().unwrap();
         let mut by_pcpu: std::collections::BTreeMap<u32, Vec<(u64, u64)>> = Default::default();

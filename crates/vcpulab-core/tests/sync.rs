@@ -257,7 +257,7 @@ fn random_program() -> impl Strategy<Value = String> {
         Just("{io = \"30us\"}".to_string()),
         Just("{yield = 1}".to_string()),
     ];
-    (proptest::collection::vec(op, 1..6), 1u32..5, 1u32..4, any::<u8>(), prop_oneof![Just("ticket"), Just("tas"), Just("queued"), Just("pv")], prop_oneof![Just("cfs"), Just("credit")], any::<bool>())
+    (proptest::collection::vec(op, 1..6), 1u32..5, 1u32..4, any::<u8>(), prop_oneof![Just("ticket"), Just("tas"), Just("queued"), Just("pv")], prop_oneof![Just("cfs"), Just("eevdf"), Just("credit"), Just("credit2")], any::<bool>())
         .prop_map(|(ops, threads, pcpus, seed, kind, sched, barrier)| {
             let body = ops.join(", ");
             let b = if barrier { ", {barrier = \"b\"}" } else { "" };

@@ -126,6 +126,18 @@ fn resolve(
     Ok(resolve_inner(scenario_toml, overrides, seed)?.to_toml())
 }
 
+/// The resolved scenario as TOML, preceded by comments naming the platform profiles in
+/// use and the keys they set.
+#[pyfunction]
+#[pyo3(signature = (scenario_toml, overrides=None, seed=None))]
+fn explain(
+    scenario_toml: &str,
+    overrides: Option<Vec<String>>,
+    seed: Option<u64>,
+) -> PyResult<String> {
+    vcpulab_core::explain(scenario_toml, &overrides.unwrap_or_default(), seed).map_err(scenario_err)
+}
+
 #[pyfunction]
 fn presets() -> Vec<(String, String)> {
     vcpulab_core::presets()
@@ -155,6 +167,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(trace, m)?)?;
     m.add_function(wrap_pyfunction!(resolve, m)?)?;
+    m.add_function(wrap_pyfunction!(explain, m)?)?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
     m.add_function(wrap_pyfunction!(workloads, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;

@@ -64,7 +64,8 @@ MITIGATIONS: dict[str, tuple[str, ...]] = {
     GLEANER: ("vm.0.guest.gleaner.mode=gleaner",),
     IDLE_DAEMON: ("vm.0.guest.gleaner.mode=retention",),
     HOST_POLL: ("host.halt_poll.enabled=true",),
-    GUEST_POLL: ("vm.0.guest.idle=haltpoll",),
+    # cpuidle-haltpoll is Linux 5.4+: on the Linux 3.9 guests of the study, a backport.
+    GUEST_POLL: ("vm.0.guest.idle=haltpoll", "vm.0.guest.haltpoll_available=true"),
 }
 CORUNNERS: dict[str, str] = {
     "matmul": 'vm.1.workload={ model = "matmul", params = { forever = true } }',
@@ -638,7 +639,7 @@ ALL_VMS: dict[str, tuple[str, ...]] = {
     HLT: (),
     GLEANER: ("guest.gleaner.mode=gleaner",),
     HOST_POLL: ("host.halt_poll.enabled=true",),
-    GUEST_POLL: ("guest.idle=haltpoll",),
+    GUEST_POLL: ("guest.idle=haltpoll", "guest.haltpoll_available=true"),
 }
 THREADS_KEY = "vm.0.workload.threads"
 

@@ -48,7 +48,13 @@ impl World {
         // (as Linux counts a CPU running only SCHED_IDLE tasks, sched_idle_cpu()), unless
         // the host preempted it (KVM's vcpu_is_preempted()).
         match vc.cur {
-            None => vc.rq.is_empty(),
+            // available_idle_cpu(): with vcpu_is_preempted() (Linux 4.10+, used for
+            // wake placement since 4.17) an idle vCPU the host preempted is not idle.
+            None => {
+                vc.rq.is_empty()
+                    && !(self.vms[vc.vm.idx()].guest.vcpu_is_preempted
+                        && vc.hv == HvState::Runnable)
+            }
             Some(c) => self.threads[c.idx()].yielder && vc.rq.is_empty() && vc.is_running(),
         }
     }
@@ -123,20 +129,24 @@ impl World {
                 .push(self.now + Nanos(remote), Ev::IpiArrive(target, msg));
             return;
         }
-        let send = self.costs.ipi_send_ns;
+        // The waker's ICR write exits (and kicks a halted target's thread) on its own
+        // vCPU, inside the futex bucket lock when the kernel sends the IPI under it.
+        let vm = self.vcpus[from.idx()].vm.idx();
+        let exit = self.icr_write_cost(vm, target);
         if let Some(cur) = self.vcpus[from.idx()].cur {
-            self.threads[cur.idx()].micro.push_front(Micro::Work {
-                ns: send,
-                kernel: true,
-            });
+            self.threads[cur.idx()]
+                .micro
+                .push_front(Micro::Exit { ns: exit });
         }
+        self.protect_sender(from);
         let msg = IpiMsg {
             kind: IpiKind::Resched,
             thread: w,
             gen: 0,
         };
+        let flight = remote + self.icr_flight_ns();
         self.q
-            .push(self.now + Nanos(remote + send), Ev::IpiArrive(target, msg));
+            .push(self.now + Nanos(flight), Ev::IpiArrive(target, msg));
     }
 
     /// An IPI reaches `target`: handled now (running), at its next dispatch
@@ -144,8 +154,8 @@ impl World {
     pub(crate) fn on_ipi_arrive(&mut self, target: VcpuId, msg: IpiMsg) {
         let flight = match msg.kind {
             IpiKind::Poke => self.costs.remote_wake_ns,
-            IpiKind::Resched => self.costs.remote_wake_ns + self.costs.ipi_send_ns,
-            IpiKind::Tlb => self.costs.ipi_send_ns,
+            IpiKind::Resched => self.costs.remote_wake_ns + self.icr_flight_ns(),
+            IpiKind::Tlb => self.icr_flight_ns(),
         };
         let sent = Nanos(self.now.0.saturating_sub(flight));
         let tlb = (msg.kind == IpiKind::Tlb).then_some((msg.thread, msg.gen));
@@ -195,6 +205,17 @@ impl World {
                 }
             }
         }
+        // DCS: the IPI is a coordination signal for a target that waits for a pCPU.
+        let urgent = match msg.kind {
+            IpiKind::Tlb if self.dcs_tlb_co => Some(crate::hv::uvf::UrgentKind::TlbShootdown),
+            IpiKind::Resched if self.dcs_resched_co[self.vcpus[target.idx()].vm.idx()] => {
+                Some(crate::hv::uvf::UrgentKind::Resched)
+            }
+            _ => None,
+        };
+        if let Some(k) = urgent {
+            self.make_urgent(target, k);
+        }
     }
 
     /// The running vCPU `v` takes an interrupt sent at `sent`: it exits and the
@@ -210,7 +231,7 @@ impl World {
             self.end_host_poll(v, true);
         }
         self.sync_progress(v);
-        self.inject_ipi(v, kind, sent, tlb);
+        self.inject_ipi(v, kind, sent, tlb, false);
         let vm = self.vcpus[v.idx()].vm.idx();
         if let Some(c) = self.vcpus[v.idx()].cur {
             // Wake-up preemption in the guest: a woken thread that is far enough
@@ -240,15 +261,24 @@ impl World {
         self.vcpu_continue(v);
     }
 
-    /// Injects an IPI sent at `sent` into the running `v`: an exit and injection
-    /// (none with posted interrupts), the TLB flush for a shootdown; records its
-    /// latency and schedules the shootdown's acknowledgement when the handler is done.
-    fn inject_ipi(&mut self, v: VcpuId, kind: IpiKind, sent: Nanos, tlb: Option<(ThreadId, u32)>) {
+    /// Injects an IPI sent at `sent` into `v`, which is running (`at_entry` false: an
+    /// exit and injection, none with posted interrupts) or entering (injected with the
+    /// entry), plus its EOI and, for a shootdown, the TLB flush; records its latency and
+    /// schedules the shootdown's acknowledgement when the handler is done.
+    fn inject_ipi(
+        &mut self,
+        v: VcpuId,
+        kind: IpiKind,
+        sent: Nanos,
+        tlb: Option<(ThreadId, u32)>,
+        at_entry: bool,
+    ) {
         let now = self.now;
-        let mut cost = if self.posted_interrupts {
-            0
+        let vm = self.vcpus[v.idx()].vm.idx();
+        let mut cost = if at_entry {
+            self.irq_at_entry_cost(vm)
         } else {
-            self.costs.ipi_deliver_ns
+            self.irq_running_cost(vm)
         };
         if kind == IpiKind::Tlb {
             cost += self.costs.tlb_flush_ns;
@@ -277,7 +307,7 @@ impl World {
         let mut pend = std::mem::take(&mut self.vcpus[v.idx()].pending);
         let now = self.now;
         for &(kind, sent, tlb) in &pend {
-            self.inject_ipi(v, kind, sent, tlb);
+            self.inject_ipi(v, kind, sent, tlb, true);
         }
         // Give the buffer back (emptied) so the next interrupt does not allocate.
         pend.clear();
@@ -286,8 +316,10 @@ impl World {
         }
         let irqs = std::mem::take(&mut self.vcpus[v.idx()].pending_irq);
         for (t, raised) in irqs {
+            let vm = self.vcpus[v.idx()].vm.idx();
+            let inject = self.irq_at_entry_cost(vm);
             let vc = &mut self.vcpus[v.idx()];
-            vc.overhead_until = vc.overhead_until.max(now) + Nanos(self.costs.ipi_deliver_ns);
+            vc.overhead_until = vc.overhead_until.max(now) + Nanos(inject);
             vc.resume_at = vc.resume_at.max(vc.overhead_until);
             let done = vc.overhead_until;
             let vm = vc.vm.idx();
@@ -324,13 +356,24 @@ impl World {
         }
         self.threads[t.idx()].acks_left = sent;
         self.threads[t.idx()].wait_start = self.now;
-        let send = self.costs.ipi_send_ns * sent as u64 + self.costs.tlb_flush_ns;
+        // One ICR write (an exit) per target, x2APIC physical mode as the guests of the
+        // studies send them; then the local flush.
+        let mut exits = 0;
+        for i in 0..n {
+            let tv = VcpuId(first + i);
+            let vc = &self.vcpus[tv.idx()];
+            if tv == v || !vc.ran_threads || (pv && vc.hv == HvState::Runnable) {
+                continue;
+            }
+            exits += self.icr_write_cost(vm.idx(), tv);
+        }
         let th = &mut self.threads[t.idx()];
         th.micro.push_front(Micro::TlbWait);
         th.micro.push_front(Micro::Work {
-            ns: send,
+            ns: self.costs.tlb_flush_ns,
             kernel: true,
         });
+        th.micro.push_front(Micro::Exit { ns: exits });
         self.vms[vm.idx()].tlb_shootdowns += 1;
         for i in 0..n {
             let tv = VcpuId(first + i);
@@ -343,7 +386,7 @@ impl World {
                 thread: t,
                 gen,
             };
-            let at = self.now + Nanos(self.costs.ipi_send_ns);
+            let at = self.now + Nanos(self.icr_flight_ns());
             self.q.push(at, Ev::IpiArrive(tv, msg));
         }
     }
@@ -372,7 +415,7 @@ impl World {
         match self.vcpus[irqv.idx()].hv {
             HvState::Running(_) => {
                 self.sync_progress(irqv);
-                let deliver = Nanos(self.costs.ipi_deliver_ns);
+                let deliver = Nanos(self.irq_running_cost(vm.idx()));
                 let vc = &mut self.vcpus[irqv.idx()];
                 vc.charge(now);
                 vc.overhead_until = vc.overhead_until.max(now) + deliver;

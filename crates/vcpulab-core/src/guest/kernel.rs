@@ -342,7 +342,7 @@ impl World {
                     }
                     // pv halt: the vCPU blocks until the unlocker kicks it.
                     self.threads[t.idx()].pv_halted = true;
-                    return self.start_halt(v, t0);
+                    return self.start_halt(v, t0, false);
                 }
                 _ => {
                     if self.spin_ready(t) {
@@ -365,6 +365,8 @@ impl World {
                 if th.yielder {
                     // Gleaner's yield loop: the vCPU is idle, but keeps its pCPU.
                     VCat::IdlePoll
+                } else if th.in_exit {
+                    VCat::Overhead
                 } else if th.in_kernel {
                     VCat::Kernel
                 } else {
@@ -440,13 +442,21 @@ impl World {
             self.q.push(end, Ev::Step(v, gen));
             return;
         }
-        self.start_halt(v, t0);
+        self.start_halt(v, t0, true);
     }
 
-    /// HLT: the exit takes `vmexit_ns`, then the vCPU blocks (or the host polls).
-    fn start_halt(&mut self, v: VcpuId, t0: Nanos) {
+    /// HLT: the exit takes `vmexit_ns`, then the vCPU blocks (or the host polls). An
+    /// `idle` halt first stops the NOHZ tick: a timer write, another exit (a pv
+    /// spinlock's halt does not).
+    fn start_halt(&mut self, v: VcpuId, t0: Nanos, idle: bool) {
         let now = self.now;
-        let exit = self.costs.vmexit_ns;
+        let tick = if idle {
+            let vm = self.vcpus[v.idx()].vm.idx();
+            self.timer_write_cost(vm)
+        } else {
+            0
+        };
+        let exit = tick + self.costs.vmexit_ns;
         let vc = &mut self.vcpus[v.idx()];
         vc.set_cat(now, VCat::Overhead);
         vc.act = Act::Halting;
@@ -462,7 +472,7 @@ impl World {
             Act::IdlePoll => {
                 // haltpoll's window ran out: HLT.
                 let now = self.now;
-                self.start_halt(v, now);
+                self.start_halt(v, now, true);
             }
             Act::Thread => {
                 self.sync_progress(v);
@@ -530,6 +540,7 @@ impl World {
                 Instr::Compute(d) | Instr::Kernel(d) => {
                     th.remaining = Nanos(d.sample(&mut th.rng).0.max(1));
                     th.in_kernel = matches!(prog.code[pc], Instr::Kernel(_));
+                    th.in_exit = false;
                     return Advance::Continue;
                 }
                 Instr::Count(n) => {
@@ -728,11 +739,7 @@ impl World {
                     self.end_host_poll(v, true);
                 }
                 self.sync_progress(v);
-                let deliver = Nanos(if self.posted_interrupts {
-                    0
-                } else {
-                    self.costs.ipi_deliver_ns
-                });
+                let deliver = Nanos(self.irq_running_cost(self.vcpus[v.idx()].vm.idx()));
                 let vc = &mut self.vcpus[v.idx()];
                 vc.charge(now);
                 vc.overhead_until = vc.overhead_until.max(now) + deliver;

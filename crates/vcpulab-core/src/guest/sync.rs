@@ -362,6 +362,17 @@ impl World {
                 let th = &mut self.threads[t.idx()];
                 th.remaining = Nanos(ns.max(1));
                 th.in_kernel = kernel;
+                th.in_exit = false;
+                Flow::Wait
+            }
+            Micro::Exit { ns } => {
+                if ns == 0 {
+                    return Flow::Next;
+                }
+                let th = &mut self.threads[t.idx()];
+                th.remaining = Nanos(ns);
+                th.in_kernel = true;
+                th.in_exit = true;
                 Flow::Wait
             }
             Micro::KLock(l) => self.klock(t, l),

@@ -46,6 +46,11 @@ pub enum Micro {
         ns: u64,
         kernel: bool,
     },
+    /// A VM exit the thread's kernel path causes (an ICR write): `ns` of the vCPU's
+    /// time booked as exit overhead; the thread keeps what it holds meanwhile.
+    Exit {
+        ns: u64,
+    },
     KLock(LockId),
     KUnlock(LockId),
     MutexLock(u32),
@@ -90,6 +95,8 @@ pub struct Thread {
     /// Remaining work of the current operation.
     pub remaining: Nanos,
     pub in_kernel: bool,
+    /// The current work is a VM exit's (hv/wake_path.rs): booked as overhead.
+    pub in_exit: bool,
     /// Kernel work to do before resuming the operation (switch-in, syscall return).
     pub debt: Nanos,
     pub micro: VecDeque<Micro>,
@@ -135,6 +142,7 @@ impl Thread {
             act: TAct::Work,
             remaining: Nanos::ZERO,
             in_kernel: false,
+            in_exit: false,
             debt: Nanos::ZERO,
             micro: VecDeque::new(),
             spin_left: 0,

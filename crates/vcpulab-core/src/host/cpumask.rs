@@ -1,47 +1,78 @@
-//! A set of pCPUs (up to 128), parsed from Linux-style CPU lists ("0-3,6").
+//! A set of pCPUs (up to `MAX_PCPUS`), parsed from Linux-style CPU lists ("0-3,6").
+//! A fixed array of words: `Copy`, no allocation, `contains` in O(1).
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub struct CpuMask(pub u128);
+const WORDS: usize = 16;
 
-pub const MAX_PCPUS: u32 = 128;
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Hash)]
+pub struct CpuMask([u64; WORDS]);
+
+/// The largest host (and the largest mask) the simulator handles.
+pub const MAX_PCPUS: u32 = (WORDS * 64) as u32;
 
 impl CpuMask {
     pub fn all(n: u32) -> CpuMask {
-        if n >= 128 {
-            CpuMask(u128::MAX)
-        } else {
-            CpuMask((1u128 << n) - 1)
+        let n = n.min(MAX_PCPUS) as usize;
+        let mut w = [0u64; WORDS];
+        for (i, word) in w.iter_mut().enumerate() {
+            let lo = i * 64;
+            if n >= lo + 64 {
+                *word = u64::MAX;
+            } else if n > lo {
+                *word = (1u64 << (n - lo)) - 1;
+            }
         }
+        CpuMask(w)
     }
     pub fn single(p: u32) -> CpuMask {
-        CpuMask(1u128 << p)
+        let mut m = CpuMask::default();
+        m.insert(p);
+        m
+    }
+    #[inline]
+    pub fn insert(&mut self, p: u32) {
+        if p < MAX_PCPUS {
+            self.0[(p / 64) as usize] |= 1u64 << (p % 64);
+        }
     }
     #[inline]
     pub fn contains(self, p: u32) -> bool {
-        p < 128 && self.0 >> p & 1 == 1
+        p < MAX_PCPUS && self.0[(p / 64) as usize] >> (p % 64) & 1 == 1
     }
     pub fn count(self) -> u32 {
-        self.0.count_ones()
+        self.0.iter().map(|w| w.count_ones()).sum()
     }
     pub fn is_empty(self) -> bool {
-        self.0 == 0
+        self.0.iter().all(|w| *w == 0)
     }
     pub fn iter(self) -> impl Iterator<Item = u32> {
-        let mut m = self.0;
-        std::iter::from_fn(move || {
-            if m == 0 {
-                None
-            } else {
-                let i = m.trailing_zeros();
+        let words = self.0;
+        let mut i = 0usize;
+        let mut m = words[0];
+        std::iter::from_fn(move || loop {
+            if m != 0 {
+                let b = m.trailing_zeros();
                 m &= m - 1;
-                Some(i)
+                return Some(i as u32 * 64 + b);
             }
+            i += 1;
+            if i >= WORDS {
+                return None;
+            }
+            m = words[i];
         })
+    }
+    /// The mask as 128 bits (guest cpusets are that wide), or None when it names a CPU
+    /// at or above 128.
+    pub fn to_u128(self) -> Option<u128> {
+        if self.0[2..].iter().any(|w| *w != 0) {
+            return None;
+        }
+        Some(self.0[0] as u128 | (self.0[1] as u128) << 64)
     }
 
     /// Parses "0-3,6" for a host of `n` pCPUs.
     pub fn parse(s: &str, n: u32) -> Result<CpuMask, String> {
-        let mut m = 0u128;
+        let mut m = CpuMask::default();
         for part in s.split(',').map(str::trim) {
             let (a, b) = match part.split_once('-') {
                 Some((a, b)) => (a.trim(), b.trim()),
@@ -51,17 +82,17 @@ impl CpuMask {
                 (Ok(a), Ok(b)) if a <= b => (a, b),
                 _ => return Err(format!("{s:?} is not a CPU list like \"0-3,6\"")),
             };
-            if b >= n {
+            if b >= n || b >= MAX_PCPUS {
                 return Err(format!(
                     "{s:?} names pCPU {b}, but the host has pCPUs 0-{}",
-                    n - 1
+                    n.min(MAX_PCPUS) - 1
                 ));
             }
             for p in a..=b {
-                m |= 1u128 << p;
+                m.insert(p);
             }
         }
-        Ok(CpuMask(m))
+        Ok(m)
     }
 }
 
@@ -77,5 +108,22 @@ mod tests {
         assert!(CpuMask::parse("3-1", 8).is_err());
         assert!(CpuMask::parse("x", 8).is_err());
         assert_eq!(CpuMask::all(128).count(), 128);
+    }
+
+    #[test]
+    fn wide_masks_keep_every_cpu() {
+        let m = CpuMask::parse("150-199,1000", 1024).unwrap();
+        assert_eq!(m.count(), 51);
+        assert_eq!(m.iter().next(), Some(150));
+        assert_eq!(m.iter().last(), Some(1000));
+        assert!(m.contains(199) && !m.contains(22) && !m.contains(200));
+        assert_eq!(m.to_u128(), None);
+        assert_eq!(CpuMask::all(1024).count(), 1024);
+        assert_eq!(CpuMask::all(70).iter().count(), 70);
+        assert_eq!(
+            CpuMask::parse("0,127", 128).unwrap().to_u128(),
+            Some(1 | 1u128 << 127)
+        );
+        assert!(CpuMask::parse("1024", 2048).is_err());
     }
 }

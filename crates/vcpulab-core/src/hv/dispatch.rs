@@ -33,21 +33,83 @@ impl World {
                 self.deschedule(p, v, StopReason::Blocked);
                 return self.schedule(p);
             }
+            // Urgent-vCPU-first: a protected vCPU is preempted only when its urgent
+            // slice ends.
+            if let Some(until) = self.uvf.as_mut().and_then(|u| u.defer(p, self.now)) {
+                self.request_resched(p, until);
+                return;
+            }
             self.deschedule(p, v, StopReason::Preempted);
         }
         self.schedule(p);
     }
 
     pub(crate) fn schedule(&mut self, p: PcpuId) {
+        let urgent = self.take_urgent(p);
         if let Some((v, slice)) = self.sched.pick_next(p, self.now) {
+            if urgent == Some(v) {
+                // The urgent vCPU runs for the urgent time slice, protected; then the
+                // scheduler decides again by its own rules (what it borrowed shows in
+                // its fair-share lead, which the allowance bounds).
+                let now = self.now;
+                if let Some(u) = self.uvf.as_mut() {
+                    u.stats.urgent_preemptions += 1;
+                    u.protect(p, now);
+                    let end = now + u.utslice;
+                    self.request_resched(p, end);
+                }
+            }
             self.dispatch(p, v, slice);
         }
         self.drain_sched_resched();
     }
 
+    /// The first urgent vCPU waiting on `p`, made the scheduler's next pick.
+    fn take_urgent(&mut self, p: PcpuId) -> Option<VcpuId> {
+        let uvf = self.uvf.as_mut()?;
+        let vcpus = &self.vcpus;
+        let sched = &self.sched;
+        let v = uvf.pop(p, |v| {
+            vcpus[v.idx()].hv == HvState::Runnable && sched.home_of(v) == p
+        })?;
+        self.sched.run_next(p, v).then_some(v)
+    }
+
+    /// DCS: `v` received a coordination signal. A waiting `v` becomes urgent on its
+    /// pCPU, which reschedules now (or when its protection ends) if the allowance
+    /// permits.
+    pub(crate) fn make_urgent(&mut self, v: VcpuId, kind: crate::hv::uvf::UrgentKind) {
+        if self.uvf.is_none() || self.vcpus[v.idx()].hv != HvState::Runnable {
+            return;
+        }
+        let home = self.sched.home_of(v);
+        let lead = self.sched.lead_ns(v);
+        let now = self.now;
+        let Some(uvf) = self.uvf.as_mut() else {
+            return;
+        };
+        if uvf.make_urgent(v, home, lead, kind) {
+            let at = uvf.defer(home, now).unwrap_or(now);
+            self.request_resched(home, at);
+        }
+    }
+
+    /// Resched-DP: the vCPU sending a reschedule IPI is protected from preemption.
+    pub(crate) fn protect_sender(&mut self, from: VcpuId) {
+        if !self.dcs_resched_dp {
+            return;
+        }
+        if let (HvState::Running(p), Some(u)) = (self.vcpus[from.idx()].hv, self.uvf.as_mut()) {
+            u.protect(p, self.now);
+        }
+    }
+
     /// Takes the running `v` off `p`.
     pub(crate) fn deschedule(&mut self, p: PcpuId, v: VcpuId, why: StopReason) {
         let now = self.now;
+        if let Some(u) = self.uvf.as_mut() {
+            u.unprotect(p);
+        }
         self.sync_progress(v);
         if why != StopReason::Blocked {
             self.note_preempted_holder(v);
@@ -87,6 +149,12 @@ impl World {
         }
         self.trace_vcpu_run(p, v, start, entry, now);
         self.sched.put_prev(p, v, why, now);
+        if why == StopReason::Blocked {
+            self.runq.done(v, now);
+        } else {
+            let home = self.sched.home_of(v);
+            self.runq.wants(v, home, now);
+        }
     }
 
     /// Puts `v` on `p`: entry and switch overhead, cache refill, then the guest runs.
@@ -101,7 +169,15 @@ impl World {
             Some(_) => c.vcpu_switch_cross_vm_ns,
             None => c.vcpu_switch_cross_vm_ns,
         };
-        let overhead = c.vmexit_ns + switch + pc.pending_overhead_ns;
+        let mut overhead = c.vmexit_ns + switch + pc.pending_overhead_ns;
+        let vc = &self.vcpus[v.idx()];
+        let idle_exit = vc.woke_from_halt && vc.cur.is_none();
+        if idle_exit {
+            // The guest leaves idle: it restarts its NOHZ tick (a timer write, an exit)
+            // before it runs anything (hv/wake_path.rs).
+            overhead += self.timer_write_cost(vm.idx());
+        }
+        let pc = &self.pcpus[p.idx()];
         let vc = &self.vcpus[v.idx()];
         let (evicting, tlb_evicting) = match vc.last_pcpu {
             Some(lp) if lp == p => (
@@ -141,6 +217,7 @@ impl World {
         let vc = &mut self.vcpus[v.idx()];
         let waited = now - vc.runnable_since;
         self.frag.pcpu_busy(p, now);
+        self.runq.wants(v, p, now);
         if vc.hv == HvState::Runnable {
             self.frag.vcpu_waiting(now, false);
             self.vms[vm.idx()].dispatch_wait.record(waited.0);
@@ -232,6 +309,8 @@ impl World {
         self.frag.vcpu_waiting(now, true);
         self.adapt_halt_poll(v);
         let wp = self.sched.enqueue_wake(v, now);
+        let home = self.sched.home_of(v);
+        self.runq.wants(v, home, now);
         self.last_wake_pcpu_idle = self.pcpus[wp.pcpu.idx()].cur.is_none();
         if wp.preempt {
             let delay = if count { self.costs.wake_halted_ns } else { 0 };

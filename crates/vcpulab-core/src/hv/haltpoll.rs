@@ -54,7 +54,14 @@ impl World {
         if woken {
             self.vms[self.vcpus[v.idx()].vm.idx()].halt_poll_hits += 1;
             self.adapt_halt_poll(v);
-            let entry = Nanos(self.costs.vmexit_ns);
+            // Entry, then the guest leaves idle and restarts its tick (an exit).
+            let vm = self.vcpus[v.idx()].vm.idx();
+            let tick = if self.vcpus[v.idx()].cur.is_none() {
+                self.timer_write_cost(vm)
+            } else {
+                0
+            };
+            let entry = Nanos(self.costs.vmexit_ns + tick);
             let vc = &mut self.vcpus[v.idx()];
             vc.charge(now);
             vc.cat = VCat::Overhead;

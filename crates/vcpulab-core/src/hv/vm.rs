@@ -15,6 +15,10 @@ pub struct GuestParams {
     pub mutex_spin: u64,
     pub ipi_under_lock: bool,
     pub pv_tlb_flush: bool,
+    /// KVM PV EOI: no EOI exit.
+    pub pv_eoi: bool,
+    /// vcpu_is_preempted(): a preempted vCPU is not an idle wake-up target.
+    pub vcpu_is_preempted: bool,
     /// Guest haltpoll: maximum and starting poll (0: not used).
     pub haltpoll_max: u64,
     pub haltpoll_start: u64,
@@ -46,6 +50,9 @@ pub struct Vm {
     pub tlb_wait: Hist,
     pub irq_latency: Hist,
     pub tlb_shootdowns: u64,
+    /// Exits of the wake path (hv/wake_path.rs): ICR writes, interrupt deliveries to
+    /// running vCPUs, EOI writes, timer (TSC-deadline) writes.
+    pub exits: crate::hv::wake_path::ApicExits,
     pub ple_exits: u64,
     pub yields_ok: u64,
     pub yields_failed: u64,

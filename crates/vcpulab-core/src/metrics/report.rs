@@ -99,6 +99,12 @@ pub struct VmRow {
     pub lwp: u64,
     pub tlb_shootdowns: u64,
     pub tlb_wait_mean_ns: f64,
+    /// Wake-path exits (hv/wake_path.rs): ICR writes, interrupts forcing a running vCPU
+    /// out, EOI writes, timer writes.
+    pub icr_exits: u64,
+    pub irq_exits: u64,
+    pub eoi_exits: u64,
+    pub timer_exits: u64,
     pub halt_poll_hits: u64,
     pub halt_poll_misses: u64,
     /// Co-scheduling family PLE-exit actions (hv/cosched.rs).
@@ -152,7 +158,7 @@ impl ModeRow {
             _ => f64::NAN,
         };
         ModeRow {
-            mode: format!("{mode:?}").to_lowercase(),
+            mode: mode.name().to_string(),
             vm: r.vm.clone(),
             finished: r.finished,
             completion_ns: r.completion_ns,
@@ -223,6 +229,45 @@ pub struct PcpuRow {
     pub poll_ns: u64,
     /// Idle while some vCPU waited for a pCPU (CPU fragmentation).
     pub idle_runnable_ns: u64,
+    /// Time-weighted mean run-queue length (running + queued vCPUs).
+    pub runq_mean: f64,
+}
+
+/// The host's run-queue length distribution: the fraction of pCPU time (over all
+/// pCPUs) spent with `length` vCPUs running or queued there (host/runq.rs; the last row
+/// is that length or more).
+#[derive(Clone, Debug, Serialize)]
+pub struct RunqRow {
+    pub length: u32,
+    pub fraction: f64,
+    /// Fraction of pCPU time at this length or less.
+    pub cdf: f64,
+}
+
+impl RunqRow {
+    fn distribution(m: &crate::host::runq::RunqMeter, pcpus: usize) -> Vec<RunqRow> {
+        let mut t = [0u64; crate::host::runq::MAX_LEN + 1];
+        for p in 0..pcpus {
+            for (l, ns) in m.times(p).iter().enumerate() {
+                t[l] += ns;
+            }
+        }
+        let total: u64 = t.iter().sum();
+        let last = t.iter().rposition(|&ns| ns > 0).unwrap_or(0);
+        let mut acc = 0u64;
+        t[..=last]
+            .iter()
+            .enumerate()
+            .map(|(l, &ns)| {
+                acc += ns;
+                RunqRow {
+                    length: l as u32,
+                    fraction: ns as f64 / total.max(1) as f64,
+                    cdf: acc as f64 / total.max(1) as f64,
+                }
+            })
+            .collect()
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -240,6 +285,7 @@ pub struct Report {
     pub vms: Vec<VmRow>,
     pub vcpus: Vec<VcpuRow>,
     pub pcpus: Vec<PcpuRow>,
+    pub runq_length: Vec<RunqRow>,
     pub locks: Vec<LockRow>,
     pub latencies: Vec<LatencyRow>,
     pub modes: Vec<ModeRow>,
@@ -250,6 +296,12 @@ pub struct Report {
     pub histograms: BTreeMap<String, HistSummary>,
     /// Per VM, per epoch of PLE exits: window and inefficiency (hv/ple_epochs.rs).
     pub ple_epochs: Vec<crate::hv::ple_epochs::PleEpochRow>,
+    /// The cache study (run.mode = "cache_study"): one row per VM (host/llc_study.rs).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub llc: Vec<crate::host::llc_study::LlcRow>,
+    /// Demand-based coordinated scheduling's counters (hv/uvf.rs), when it is on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dcs: Option<crate::hv::uvf::UvfStats>,
 }
 
 /// Weighted max-min fair allocation of `capacity` among claimants with (weight, max).
@@ -385,6 +437,10 @@ impl Report {
                     .map(|c| c.lwp)
                     .sum(),
                 tlb_shootdowns: m.tlb_shootdowns,
+                icr_exits: m.exits.icr,
+                irq_exits: m.exits.irq,
+                eoi_exits: m.exits.eoi,
+                timer_exits: m.exits.timer,
                 tlb_wait_mean_ns: m.tlb_wait.mean(),
                 halt_poll_hits: m.halt_poll_hits,
                 halt_poll_misses: m.halt_poll_misses,
@@ -458,8 +514,10 @@ impl Report {
                 idle_ns: end.saturating_sub(p.guest_ns + p.overhead_ns + p.poll_ns),
                 poll_ns: p.poll_ns,
                 idle_runnable_ns: w.frag.idle_runnable_ns[i],
+                runq_mean: w.runq.mean(i),
             })
             .collect();
+        let runq_length = RunqRow::distribution(&w.runq, w.pcpus.len());
         let locks = w
             .lock_classes
             .iter()
@@ -546,6 +604,7 @@ impl Report {
             vms,
             vcpus,
             pcpus,
+            runq_length,
             locks,
             latencies,
             modes: Vec::new(),
@@ -556,6 +615,45 @@ impl Report {
             gleaner,
             histograms,
             ple_epochs: w.ple_epochs.rows().cloned().collect(),
+            llc: Vec::new(),
+            dcs: w.uvf.as_ref().map(|u| u.stats.clone()),
+        }
+    }
+
+    /// The report of a cache study: its `llc` table, the other tables empty.
+    pub fn of_cache_study(sc: &Scenario, llc: Vec<crate::host::llc_study::LlcRow>) -> Report {
+        Report {
+            schema: 1,
+            scenario: ScenarioInfo {
+                name: sc.name.clone(),
+                seed: sc.seed,
+                preset: sc.preset.clone(),
+                scheduler: sc.host.scheduler.name().to_string(),
+                pcpus: sc.host.pcpus,
+                duration_ns: sc.run.duration.0 .0,
+            },
+            end_ns: sc.run.duration.0 .0,
+            stop_reason: "duration",
+            events: llc.iter().map(|r| r.simulated_accesses).sum(),
+            vms: Vec::new(),
+            vcpus: Vec::new(),
+            pcpus: Vec::new(),
+            runq_length: Vec::new(),
+            locks: Vec::new(),
+            latencies: Vec::new(),
+            modes: Vec::new(),
+            fairness: Fairness { jain_index: 1.0 },
+            energy: Energy {
+                busy_pcpu_ns: 0,
+                halted_pcpu_ns: 0,
+                joules: 0.0,
+                mean_w: 0.0,
+            },
+            gleaner: Vec::new(),
+            histograms: BTreeMap::new(),
+            ple_epochs: Vec::new(),
+            llc,
+            dcs: None,
         }
     }
 

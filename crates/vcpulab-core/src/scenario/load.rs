@@ -2,7 +2,7 @@
 //! preset, expand replicated VMs, deserialize (unknown keys are errors that name their
 //! path), validate values.
 
-use super::{presets, Scenario};
+use super::{platforms, presets, Scenario};
 use std::fmt;
 use toml::{Table, Value};
 
@@ -92,6 +92,7 @@ pub fn resolve(
             ));
         }
     };
+    platforms::apply_host(&mut merged)?;
     normalize(&mut merged)?;
     let sc: Scenario = serde_path_to_error::deserialize(Value::Table(merged)).map_err(|e| {
         let path = e.path().to_string();
@@ -120,7 +121,10 @@ fn normalize(t: &mut Table) -> Result<(), ScenarioError> {
             _ => Some("cfs".to_string()),
         };
         // Gang and relaxed co-scheduling are built on Xen credit's conventions.
-        let xen = matches!(kind.as_deref(), Some("credit" | "gang" | "relaxed_co"));
+        let xen = matches!(
+            kind.as_deref(),
+            Some("credit" | "credit2" | "gang" | "relaxed_co")
+        );
         let ple = host
             .entry("ple")
             .or_insert_with(|| Value::Table(Table::new()));
@@ -138,6 +142,15 @@ fn normalize(t: &mut Table) -> Result<(), ScenarioError> {
         Some(Value::Table(g)) => g.clone(),
         Some(v) => return Err(ScenarioError::new("guest", format!("{v} is not a table"))),
     };
+    // A guest-kernel profile fills what the scenario-wide and the VM's own guest tables
+    // leave unset (explicit keys win over the profile, wherever they are written).
+    let global_kernel = global_guest.get("kernel").cloned();
+    if global_kernel.is_some() {
+        let mut g = global_guest.clone();
+        let base = platforms::kernel_table("guest.kernel", global_kernel.as_ref())?;
+        platforms::merge_under(&mut g, &base);
+        t.insert("guest".into(), Value::Table(g));
+    }
     let vms = match t.get_mut("vm") {
         None => return Ok(()),
         Some(Value::Array(a)) => std::mem::take(a),
@@ -154,9 +167,15 @@ fn normalize(t: &mut Table) -> Result<(), ScenarioError> {
             return Err(ScenarioError::new(format!("vm.{i}"), "is not a table"));
         };
         let mut guest = global_guest.clone();
+        let mut kernel_key = "guest.kernel".to_string();
         match vm.remove("guest") {
             None => {}
-            Some(Value::Table(own)) => deep_merge(&mut guest, own),
+            Some(Value::Table(own)) => {
+                if own.contains_key("kernel") {
+                    kernel_key = format!("vm.{i}.guest.kernel");
+                }
+                deep_merge(&mut guest, own)
+            }
             Some(v) => {
                 return Err(ScenarioError::new(
                     format!("vm.{i}.guest"),
@@ -164,6 +183,8 @@ fn normalize(t: &mut Table) -> Result<(), ScenarioError> {
                 ))
             }
         }
+        let base = platforms::kernel_table(&kernel_key, guest.get("kernel"))?;
+        platforms::merge_under(&mut guest, &base);
         vm.insert("guest".into(), Value::Table(guest));
         let count = match vm.remove("count") {
             None => 1,

@@ -4,6 +4,7 @@
 
 mod load;
 pub mod modes;
+pub mod platforms;
 mod presets;
 mod validate;
 
@@ -104,11 +105,35 @@ pub enum Mode {
     Dedicated,
     /// The focus VM's threads on bare metal: dedicated, without virtualization costs.
     Native,
+    /// Equal-capped solo: the focus VM alone on the same host and scheduler, capped at
+    /// the CPU share it had when consolidated (the reference of the micro-sliced vCPU
+    /// study, Ahn et al., MICRO 2014).
+    SoloCapped,
+    /// The last-level-cache study (host/llc_study.rs): the VMs' single vCPUs time-share
+    /// one core round-robin with the credit scheduler's slice, sharing a simulated LLC
+    /// (`host.cache.llc`); the report's `llc` table has CPI, MPKI and traffic per VM.
+    CacheStudy,
+}
+impl Mode {
+    /// The name scenarios and reports use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Consolidated => "consolidated",
+            Mode::Dedicated => "dedicated",
+            Mode::Native => "native",
+            Mode::SoloCapped => "solo_capped",
+            Mode::CacheStudy => "cache_study",
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct HostConfig {
+    /// The platform profile (scenario/platforms.rs) whose keys were filled in under the
+    /// preset and the scenario: hypervisor, version and CPU generation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub platform: Option<String>,
     pub pcpus: u32,
     pub clock_ghz: f64,
     pub scheduler: SchedulerConfig,
@@ -116,10 +141,52 @@ pub struct HostConfig {
     pub cache: CacheConfig,
     pub ple: PleConfig,
     pub halt_poll: HaltPollConfig,
-    /// Posted interrupts / IPI virtualization: no receive-side exit for a running target.
+    /// APICv with posted interrupts (KVM `enable_apicv`): no exit to deliver an
+    /// interrupt to a running vCPU and no EOI exit.
     pub posted_interrupts: bool,
+    /// IPI virtualization (Intel IPIv, KVM `enable_ipiv`, Linux 5.19+): the sender's
+    /// ICR write does not exit.
+    pub ipi_virtualization: bool,
+    /// Demand-based coordinated scheduling (hv/uvf.rs): IPIs as coordination signals.
+    pub dcs: DcsConfig,
     /// Power of a pCPU, for the report's energy proxy.
     pub power: PowerConfig,
+}
+
+/// Demand-based coordinated scheduling (Kim et al., ASPLOS 2013): which IPIs are
+/// coordination signals, and urgent-vCPU-first's two parameters.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DcsConfig {
+    /// TLB-Co: a TLB-shootdown IPI makes its recipients urgent.
+    pub tlb_co: bool,
+    /// Resched-DP: a reschedule IPI protects its sender from preemption for utslice
+    /// (it likely holds a wait-queue lock).
+    pub resched_dp: bool,
+    /// Resched-Co: a reschedule IPI makes its recipient urgent, for the VMs named here
+    /// (spin-then-block barrier workloads); `["*"]`: every VM.
+    pub resched_co: Vec<String>,
+    /// The urgent time slice: how long an urgent (or Resched-DP) vCPU is protected.
+    pub utslice_us: f64,
+    /// How far ahead of its fair share a vCPU may run and still become urgent.
+    pub urgent_allowance_ms: f64,
+}
+impl Default for DcsConfig {
+    fn default() -> Self {
+        DcsConfig {
+            tlb_co: false,
+            resched_dp: false,
+            resched_co: Vec::new(),
+            utslice_us: 500.0,
+            urgent_allowance_ms: 6.0,
+        }
+    }
+}
+impl DcsConfig {
+    /// Whether any IPI is a coordination signal (urgent-vCPU-first is in use).
+    pub fn enabled(&self) -> bool {
+        self.tlb_co || self.resched_dp || !self.resched_co.is_empty()
+    }
 }
 
 /// The energy proxy's power per pCPU: busy (running a vCPU, its entry/exit, or host
@@ -260,6 +327,7 @@ impl Default for HaltPollConfig {
 impl Default for HostConfig {
     fn default() -> Self {
         HostConfig {
+            platform: None,
             pcpus: 4,
             clock_ghz: 3.0,
             scheduler: SchedulerConfig::Cfs(CfsParams::default()),
@@ -268,6 +336,8 @@ impl Default for HostConfig {
             ple: PleConfig::default(),
             halt_poll: HaltPollConfig::default(),
             posted_interrupts: false,
+            ipi_virtualization: false,
+            dcs: DcsConfig::default(),
             power: PowerConfig::default(),
         }
     }
@@ -278,8 +348,12 @@ impl Default for HostConfig {
 pub enum SchedulerConfig {
     /// Linux CFS as KVM's host scheduler.
     Cfs(CfsParams),
+    /// Linux EEVDF (6.6 and later) as KVM's host scheduler.
+    Eevdf(EevdfParams),
     /// Xen's credit scheduler.
     Credit(CreditParams),
+    /// Xen's credit2 scheduler (the default since Xen 4.12).
+    Credit2(Credit2Params),
     /// Strict co-scheduling (gang): a VM's runnable vCPUs run together or not at all.
     Gang(GangParams),
     /// Xen credit with VMware-ESX-style relaxed co-scheduling (a skew bound).
@@ -289,7 +363,9 @@ impl SchedulerConfig {
     pub fn name(&self) -> &'static str {
         match self {
             SchedulerConfig::Cfs(_) => "cfs",
+            SchedulerConfig::Eevdf(_) => "eevdf",
             SchedulerConfig::Credit(_) => "credit",
+            SchedulerConfig::Credit2(_) => "credit2",
             SchedulerConfig::Gang(_) => "gang",
             SchedulerConfig::RelaxedCo(_) => "relaxed_co",
         }
@@ -309,6 +385,9 @@ pub struct CfsParams {
     pub tick_hz: u32,
     /// CFS bandwidth control period used to enforce caps.
     pub bandwidth_period_ms: f64,
+    /// Where a waking vCPU is placed: the scheduler's own choice, balance scheduling
+    /// or load-conscious balance (hv/placement.rs).
+    pub placement: crate::hv::placement::Placement,
 }
 impl Default for CfsParams {
     fn default() -> Self {
@@ -320,6 +399,39 @@ impl Default for CfsParams {
             balance_interval_ms: 4.0,
             tick_hz: 250,
             bandwidth_period_ms: 100.0,
+            placement: Default::default(),
+        }
+    }
+}
+
+/// Linux EEVDF (6.6–6.12, kernel/sched/fair.c), hv/sched/eevdf.rs.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EevdfParams {
+    /// sysctl_sched_base_slice; unset: 0.75 ms × (1 + ilog2(min(pCPUs, 8))), as the
+    /// kernel scales it.
+    pub base_slice_ms: Option<f64>,
+    /// Each VM a task group (a cgroup per VM, as libvirt sets KVM hosts up).
+    pub per_vm_groups: bool,
+    pub migration_cost_us: f64,
+    pub balance_interval_ms: f64,
+    pub tick_hz: u32,
+    /// CFS bandwidth control period used to enforce caps.
+    pub bandwidth_period_ms: f64,
+    /// Wake-up placement, as for CFS.
+    pub placement: crate::hv::placement::Placement,
+}
+impl Default for EevdfParams {
+    fn default() -> Self {
+        let c = CfsParams::default();
+        EevdfParams {
+            base_slice_ms: None,
+            per_vm_groups: true,
+            migration_cost_us: c.migration_cost_us,
+            balance_interval_ms: c.balance_interval_ms,
+            tick_hz: c.tick_hz,
+            bandwidth_period_ms: c.bandwidth_period_ms,
+            placement: c.placement,
         }
     }
 }
@@ -341,6 +453,31 @@ impl Default for CreditParams {
             ticks_per_slice: 3,
             ratelimit_us: 1000.0,
             boost: true,
+        }
+    }
+}
+
+/// Xen credit2 (xen/common/sched/credit2.c defaults), hv/sched/credit2.rs.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Credit2Params {
+    /// sched_ratelimit_us: a running vCPU keeps its pCPU at least this long.
+    pub ratelimit_us: f64,
+    /// sched_credit2_migrate_resist: credit a vCPU needs over the current one to be
+    /// pulled from another pCPU.
+    pub migrate_resist_us: f64,
+    /// sched_credit2_max_cpus_runqueue: pCPUs sharing one runqueue at most.
+    pub max_cpus_per_runqueue: u32,
+    /// Period of the cap budget replenishment (sched_credit2_cap_period_ms).
+    pub cap_period_ms: f64,
+}
+impl Default for Credit2Params {
+    fn default() -> Self {
+        Credit2Params {
+            ratelimit_us: 1000.0,
+            migrate_resist_us: 500.0,
+            max_cpus_per_runqueue: 16,
+            cap_period_ms: 10.0,
         }
     }
 }
@@ -403,12 +540,31 @@ pub struct CostTable {
     pub vcpu_switch_same_vm_ns: u64,
     /// Host switch between vCPUs of different VMs (adds EPT/VPID and state switching).
     pub vcpu_switch_cross_vm_ns: u64,
-    /// Host work to wake a halted vCPU thread and make it runnable.
+    /// Host side of waking a halted vCPU, from the kick until its pCPU switches to it:
+    /// the host IPI, the idle exit, schedule() and the switch to the vCPU thread,
+    /// kvm_vcpu_block's return and vcpu_load (calibrated).
     pub wake_halted_ns: u64,
-    /// Sending a virtual IPI (APIC ICR write exit).
+    /// KVM's emulation of an ICR write after its exit (kvm_apic_send_ipi,
+    /// kvm_irq_delivery_to_apic, __apic_accept_irq, kvm_vcpu_kick); the sender's exit
+    /// costs `vmexit_ns` + this.
     pub ipi_send_ns: u64,
-    /// Injecting an interrupt into a running vCPU (exit + injection).
+    /// kvm_vcpu_kick of a halted target: the host try_to_wake_up of its vCPU thread,
+    /// done inside the sender's exit.
+    pub kick_wake_ns: u64,
+    /// Forcing a running vCPU out for an interrupt without posted interrupts: the kick's
+    /// physical IPI, the external-interrupt exit's handling and the injection (the
+    /// target pays `vmexit_ns` + this).
     pub ipi_deliver_ns: u64,
+    /// Injecting an interrupt that is pending when the vCPU enters (inject_pending_event,
+    /// no exit of its own).
+    pub inject_ns: u64,
+    /// KVM's emulation of an EOI write (apic_set_eoi) after its exit; no EOI exit with
+    /// APICv or the guest's PV EOI.
+    pub eoi_ns: u64,
+    /// KVM's emulation of a TSC-deadline timer write (kvm_set_lapic_tscdeadline_msr,
+    /// start_apic_timer) after its exit: the guest reprograms its timer when it enters
+    /// and leaves idle (NOHZ).
+    pub timer_write_ns: u64,
     /// A guest thread context switch.
     pub guest_switch_ns: u64,
     /// A guest system call's entry and exit.
@@ -441,9 +597,13 @@ impl Default for CostTable {
             vmexit_ns: 500,
             vcpu_switch_same_vm_ns: 1_000,
             vcpu_switch_cross_vm_ns: 2_000,
-            wake_halted_ns: 18_000,
-            ipi_send_ns: 3_000,
-            ipi_deliver_ns: 4_000,
+            wake_halted_ns: 22_000,
+            ipi_send_ns: 2_500,
+            kick_wake_ns: 400,
+            ipi_deliver_ns: 3_500,
+            inject_ns: 300,
+            eoi_ns: 200,
+            timer_write_ns: 500,
             guest_switch_ns: 4_500,
             syscall_ns: 200,
             futex_ns: 300,
@@ -465,6 +625,41 @@ impl Default for CostTable {
 pub enum CacheModel {
     None,
     Footprint,
+    /// The set-associative LLC simulator's access profiles (host/llc.rs, host/access.rs).
+    Llc,
+}
+
+/// The simulated last-level cache (host/llc.rs) of the cache study and of
+/// `host.cache.model = "llc"`. Defaults and sources in docs/model.md.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LlcConfig {
+    pub size_kib: u64,
+    pub ways: u32,
+    pub line_bytes: u64,
+    /// Set sampling: simulate 1 in `sample` sets (and the matching share of each
+    /// context's lines); a power of two, 1 for the whole cache.
+    pub sample: u64,
+    /// Insertion policy: "mru", "lru", "preservation", "prefetch",
+    /// "preservation+prefetch" or "sip-best".
+    pub insertion: crate::host::llc_study::StudyPolicy,
+    /// LLC hit latency, core cycles.
+    pub hit_cycles: f64,
+    /// Memory latency of an LLC miss, core cycles.
+    pub miss_cycles: f64,
+}
+impl Default for LlcConfig {
+    fn default() -> Self {
+        LlcConfig {
+            size_kib: 4_096,
+            ways: 16,
+            line_bytes: 64,
+            sample: 32,
+            insertion: crate::host::llc_study::StudyPolicy::Mru,
+            hit_cycles: 30.0,
+            miss_cycles: 200.0,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -488,6 +683,8 @@ pub struct CacheConfig {
     pub tlb_resume_pages: u64,
     /// Mean time of one page-table memory reference during a refill walk.
     pub page_walk_ref_ns: f64,
+    /// The simulated LLC (the cache study, and `model = "llc"`).
+    pub llc: LlcConfig,
 }
 impl Default for CacheConfig {
     fn default() -> Self {
@@ -500,6 +697,7 @@ impl Default for CacheConfig {
             tlb_touch_pages_per_us: 16.0,
             tlb_resume_pages: 64,
             page_walk_ref_ns: 40.0,
+            llc: LlcConfig::default(),
         }
     }
 }
@@ -531,6 +729,10 @@ pub enum SpinlockKind {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct GuestConfig {
+    /// The guest-kernel profile (scenario/platforms.rs) whose keys were filled in under
+    /// the preset and the scenario; default: the host platform's guest kernel.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
     pub idle: IdleMode,
     /// Guest CFS: latency and minimum granularity of thread time slices.
     pub latency_ms: f64,
@@ -551,6 +753,16 @@ pub struct GuestConfig {
     pub haltpoll_start_us: f64,
     /// KVM PV TLB flush: preempted vCPUs are not sent shootdown IPIs.
     pub pv_tlb_flush: bool,
+    /// KVM PV EOI (guest Linux 3.6+): the guest skips the EOI write (and its exit) when
+    /// the host says none is needed.
+    pub pv_eoi: bool,
+    /// vcpu_is_preempted() (KVM steal time, Linux 4.10+): wake-up placement does not
+    /// count a preempted idle vCPU as idle (available_idle_cpu).
+    pub vcpu_is_preempted: bool,
+    /// The guest kernel has the cpuidle-haltpoll driver (Linux 5.4+): `idle =
+    /// "haltpoll"` is refused without it (the `guest-haltpoll` preset sets it, as a
+    /// backport).
+    pub haltpoll_available: bool,
     /// Guest load balancing: an idle vCPU pulls a queued thread from a busy sibling.
     pub load_balance: bool,
     /// vCPUs the workload's threads may use (a cpuset), e.g. "0-3"; all when absent.
@@ -561,6 +773,7 @@ pub struct GuestConfig {
 impl Default for GuestConfig {
     fn default() -> Self {
         GuestConfig {
+            kernel: None,
             idle: IdleMode::Hlt,
             latency_ms: 6.0,
             min_granularity_ms: 0.75,
@@ -573,6 +786,9 @@ impl Default for GuestConfig {
             haltpoll_max_us: 200.0,
             haltpoll_start_us: 50.0,
             pv_tlb_flush: false,
+            pv_eoi: false,
+            vcpu_is_preempted: false,
+            haltpoll_available: true,
             load_balance: true,
             cpuset: None,
             gleaner: GleanerConfig::default(),

@@ -1,7 +1,9 @@
 //! Execution modes. `dedicated` keeps only the focus VM, gives it one pCPU per vCPU
 //! and pins each vCPU; `native` is dedicated without virtualization: no VM exits, no
 //! vCPU switches, no pause-loop exiting or halt polling, a halted CPU wakes from C1,
-//! an IPI costs what it costs on bare metal. Both are transformations of the scenario.
+//! an IPI costs what it costs on bare metal; `solo_capped` keeps only the focus VM on
+//! the same host, capped at the share it had consolidated. All are transformations of
+//! the scenario.
 
 use super::{Mode, PinSpec, PlePolicy, Scenario, ScenarioError};
 
@@ -23,8 +25,37 @@ pub fn focus_index(sc: &Scenario) -> Result<usize, ScenarioError> {
     }
 }
 
-/// The scenario as it runs in `mode`.
+/// Equal-capped solo: the focus VM alone on the same host, scheduler and pinning, with
+/// a cap (percent of one pCPU) equal to `share` (its fraction of all pCPU time when
+/// consolidated) — the same CPU, without the co-runners' interference.
+pub fn derive_solo_capped(sc: &Scenario, share: f64) -> Result<Scenario, ScenarioError> {
+    let f = focus_index(sc)?;
+    if !(share.is_finite() && share > 0.0) {
+        return Err(ScenarioError::new(
+            "run.mode",
+            format!(
+                "\"solo_capped\" needs the focus VM to use CPU when consolidated; it used a share of {share}"
+            ),
+        ));
+    }
+    let mut s = sc.clone();
+    s.run.mode = Mode::SoloCapped;
+    s.run.compare.clear();
+    let mut vm = sc.vm[f].clone();
+    let cap = share * sc.host.pcpus as f64 * 100.0;
+    vm.cap = Some(cap.min(vm.vcpus as f64 * 100.0));
+    s.vm = vec![vm];
+    Ok(s)
+}
+
+/// The scenario as it runs in `mode` (`solo_capped`: see `derive_solo_capped`).
 pub fn derive(sc: &Scenario, mode: Mode) -> Result<Scenario, ScenarioError> {
+    if mode == Mode::SoloCapped {
+        return Err(ScenarioError::new(
+            "run.mode",
+            "\"solo_capped\" is derived from a consolidated run (api::run does both)",
+        ));
+    }
     if mode == Mode::Consolidated {
         let mut s = sc.clone();
         s.run.mode = Mode::Consolidated;
@@ -40,8 +71,9 @@ pub fn derive(sc: &Scenario, mode: Mode) -> Result<Scenario, ScenarioError> {
         return Err(ScenarioError::new(
             format!("vm.{f}.vcpus"),
             format!(
-                "{} vCPUs cannot each get a dedicated pCPU (at most 128)",
-                vm.vcpus
+                "{} vCPUs cannot each get a dedicated pCPU (at most {})",
+                vm.vcpus,
+                crate::host::cpumask::MAX_PCPUS
             ),
         ));
     }
@@ -59,10 +91,17 @@ pub fn derive(sc: &Scenario, mode: Mode) -> Result<Scenario, ScenarioError> {
         c.wake_halted_ns = c.native_c1_exit_ns;
         c.ipi_send_ns = 0;
         c.ipi_deliver_ns = c.native_ipi_ns;
+        // Natively the IPI itself wakes a halted CPU and its handler runs at once; no
+        // vCPU thread to wake, timer writes and EOIs do not exit.
+        c.kick_wake_ns = 0;
+        c.inject_ns = c.native_ipi_ns;
+        c.eoi_ns = 0;
+        c.timer_write_ns = 0;
         c.guest_switch_ns = c.native_switch_ns;
         s.host.ple.policy = PlePolicy::Off;
         s.host.halt_poll.enabled = false;
         s.host.posted_interrupts = false;
+        s.host.ipi_virtualization = false;
     }
     Ok(s)
 }

@@ -24,6 +24,17 @@ action = "directed-yield"
 "#,
     },
     Preset {
+        name: "kvm-modern",
+        description: "a modern KVM host: platform kvm-6.6-spr (Sapphire Rapids-class exit costs, APICv with posted interrupts and IPI virtualization, host halt polling, EEVDF) and a Linux 6.6 guest (PV spinlocks, wake_q, PV TLB flush, vcpu_is_preempted); PLE with KVM's window and directed yield",
+        toml: r#"
+[host]
+platform = "kvm-6.6-spr"
+[host.ple]
+policy = "kvm"
+action = "directed-yield"
+"#,
+    },
+    Preset {
         name: "kvm-halt-poll",
         description: "kvm-default plus KVM's adaptive host halt polling (halt_poll_ns 200 us)",
         toml: r#"
@@ -106,7 +117,7 @@ mode = "retention"
     },
     Preset {
         name: "guest-haltpoll",
-        description: "kvm-default with the guest cpuidle-haltpoll driver (poll up to 200 us before HLT; host polling off)",
+        description: "kvm-default with the guest cpuidle-haltpoll driver (poll up to 200 us before HLT; host polling off), backported to guest kernels older than Linux 5.4",
         toml: r#"
 [host.scheduler]
 kind = "cfs"
@@ -115,6 +126,7 @@ policy = "kvm"
 action = "directed-yield"
 [guest]
 idle = "haltpoll"
+haltpoll_available = true
 "#,
     },
     Preset {
@@ -184,6 +196,26 @@ skew_threshold_ms = 3.0
 policy = "fixed"
 window_cycles = 4096
 action = "yield"
+"#,
+    },
+    Preset {
+        name: "dcs",
+        description: "demand-based coordinated scheduling (Kim et al., ASPLOS 2013) on kvm-default: urgent-vCPU-first with TLB-Co and Resched-DP (utslice 500 us, urgent allowance 6 ms) and load-conscious balance placement",
+        toml: r#"
+[host.scheduler]
+kind = "cfs"
+placement = "lc-balance"
+[host.ple]
+policy = "kvm"
+window_cycles = 4096
+grow = 2
+shrink = 0
+action = "directed-yield"
+[host.dcs]
+tlb_co = true
+resched_dp = true
+utslice_us = 500
+urgent_allowance_ms = 6
 "#,
     },
 ];

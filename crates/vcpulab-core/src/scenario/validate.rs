@@ -66,6 +66,7 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
     let h = &sc.host;
     range_u("host.pcpus", h.pcpus as u64, 1, MAX_PCPUS as u64)?;
     range_f("host.clock_ghz", h.clock_ghz, 0.1, 10.0, " GHz")?;
+    validate_dcs(sc)?;
     if sc.run.duration.0 .0 == 0 {
         return Err(ScenarioError::new(
             "run.duration",
@@ -127,7 +128,63 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
                 " ms",
             )?;
         }
+        SchedulerConfig::Eevdf(c) => {
+            if let Some(s) = c.base_slice_ms {
+                range_f("host.scheduler.base_slice_ms", s, 0.01, 1_000.0, " ms")?;
+            }
+            range_f(
+                "host.scheduler.migration_cost_us",
+                c.migration_cost_us,
+                0.0,
+                1e7,
+                " us",
+            )?;
+            range_f(
+                "host.scheduler.balance_interval_ms",
+                c.balance_interval_ms,
+                0.1,
+                10_000.0,
+                " ms",
+            )?;
+            range_u("host.scheduler.tick_hz", c.tick_hz as u64, 10, 10_000)?;
+            range_f(
+                "host.scheduler.bandwidth_period_ms",
+                c.bandwidth_period_ms,
+                1.0,
+                1_000.0,
+                " ms",
+            )?;
+        }
         SchedulerConfig::Credit(c) => credit(c)?,
+        SchedulerConfig::Credit2(c) => {
+            range_f(
+                "host.scheduler.ratelimit_us",
+                c.ratelimit_us,
+                0.0,
+                500_000.0,
+                " us",
+            )?;
+            range_f(
+                "host.scheduler.migrate_resist_us",
+                c.migrate_resist_us,
+                0.0,
+                100_000.0,
+                " us",
+            )?;
+            range_u(
+                "host.scheduler.max_cpus_per_runqueue",
+                c.max_cpus_per_runqueue as u64,
+                1,
+                MAX_PCPUS as u64,
+            )?;
+            range_f(
+                "host.scheduler.cap_period_ms",
+                c.cap_period_ms,
+                1.0,
+                1_000.0,
+                " ms",
+            )?;
+        }
         SchedulerConfig::Gang(c) => {
             range_f("host.scheduler.slice_ms", c.slice_ms, 0.1, 1_000.0, " ms")?;
             // A strict gang needs a pCPU per vCPU at once.
@@ -262,6 +319,15 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
         validate_gleaner(&g.gleaner, vm.vcpus, &|f: &str| {
             k(&format!("guest.gleaner.{f}"))
         })?;
+        if g.idle == super::IdleMode::Haltpoll && !g.haltpoll_available {
+            let kernel = g.kernel.as_deref().unwrap_or("this guest kernel");
+            return Err(ScenarioError::new(
+                k("guest.idle"),
+                format!(
+                    "\"haltpoll\" needs the cpuidle-haltpoll driver (Linux 5.4+), which {kernel} does not have; choose \"hlt\" or \"poll\", a newer guest.kernel, or set guest.haltpoll_available = true to run it as a backport (the guest-haltpoll preset does)"
+                ),
+            ));
+        }
         if g.gleaner.mode == super::GleanerMode::Gleaner && g.cpuset.is_some() {
             return Err(ScenarioError::new(
                 k("guest.cpuset"),
@@ -318,5 +384,56 @@ fn validate_gleaner(
     range_f(&k("full_util"), g.full_util, 0.0, 1.0, "")?;
     range_f(&k("util_drop"), g.util_drop, 0.0, 1.0, "")?;
     range_u(&k("min_active"), g.min_active as u64, 1, vcpus as u64)?;
+    Ok(())
+}
+
+/// DCS's urgent-vCPU-first is built into the Linux schedulers (CFS, EEVDF), as the
+/// paper built it on KVM; placement likewise.
+fn validate_dcs(sc: &Scenario) -> Result<(), ScenarioError> {
+    let h = &sc.host;
+    let linux = matches!(
+        h.scheduler,
+        SchedulerConfig::Cfs(_) | SchedulerConfig::Eevdf(_)
+    );
+    if h.dcs.enabled() && !linux {
+        return Err(ScenarioError::new(
+            "host.dcs",
+            format!(
+                "demand-based coordinated scheduling is not allowed with host.scheduler.kind = {:?}; expected \"cfs\" or \"eevdf\" (urgent-vCPU-first is built into the Linux schedulers, as on KVM)",
+                h.scheduler.name()
+            ),
+        ));
+    }
+    range_f(
+        "host.dcs.utslice_us",
+        h.dcs.utslice_us,
+        0.0,
+        100_000.0,
+        " us",
+    )?;
+    range_f(
+        "host.dcs.urgent_allowance_ms",
+        h.dcs.urgent_allowance_ms,
+        0.0,
+        1_000.0,
+        " ms",
+    )?;
+    let names: Vec<String> = sc
+        .vm
+        .iter()
+        .enumerate()
+        .map(|(i, v)| v.name.clone().unwrap_or_else(|| format!("vm{i}")))
+        .collect();
+    for n in &h.dcs.resched_co {
+        if n != "*" && !names.contains(n) {
+            return Err(ScenarioError::new(
+                "host.dcs.resched_co",
+                format!(
+                    "{n:?} is not a VM of the scenario; expected VM names ({}) or \"*\"",
+                    names.join(", ")
+                ),
+            ));
+        }
+    }
     Ok(())
 }

@@ -23,6 +23,8 @@ pub enum Stream {
     Vm = 3,
     Host = 4,
     Device = 5,
+    /// Synthetic post-L2 address streams of the cache study (host/llc_study.rs).
+    Cache = 6,
 }
 
 impl Rng {

@@ -85,6 +85,9 @@ pub struct World {
     pub clock_ghz: f64,
     pub halt_poll: HaltPollConfig,
     pub posted_interrupts: bool,
+    pub ipi_virtualization: bool,
+    /// False in native mode: no VM exits (hv/wake_path.rs counts none).
+    pub virtualized: bool,
     /// Whether the pCPU chosen for the last woken halted vCPU was idle.
     pub last_wake_pcpu_idle: bool,
     /// When set, every kernel-spinlock arrival, acquisition and release is logged
@@ -102,6 +105,14 @@ pub struct World {
     pub(crate) sched_resched: Vec<PcpuId>,
     /// Idle pCPU time while vCPUs wait (CPU fragmentation).
     pub frag: crate::host::frag::FragMeter,
+    /// Time-weighted run-queue length per pCPU.
+    pub runq: crate::host::runq::RunqMeter,
+    /// Demand-based coordinated scheduling: urgent-vCPU-first's state (None: off).
+    pub uvf: Option<crate::hv::uvf::Uvf>,
+    pub dcs_tlb_co: bool,
+    pub dcs_resched_dp: bool,
+    /// Per VM: Resched-Co applies.
+    pub dcs_resched_co: Vec<bool>,
     /// Per VM: co-scheduling family PLE-exit actions.
     pub cosched: Vec<crate::hv::cosched::CoschedStats>,
     pub cvs_coschedule_below: f64,
@@ -147,7 +158,13 @@ impl World {
                 Some(c) => {
                     crate::host::cpumask::CpuMask::parse(c, vc.vcpus)
                         .map_err(|m| ScenarioError::new(format!("vm.{vi}.guest.cpuset"), m))?
-                        .0
+                        .to_u128()
+                        .ok_or_else(|| {
+                            ScenarioError::new(
+                                format!("vm.{vi}.guest.cpuset"),
+                                format!("{c:?} names a vCPU at or above 128; guest cpusets cover vCPUs 0-127"),
+                            )
+                        })?
                 }
             };
             let allowed: Vec<u32> = (0..vc.vcpus).filter(|i| cpuset >> i & 1 == 1).collect();
@@ -323,6 +340,8 @@ impl World {
                     mutex_spin: (g.mutex_spin_us * 1e3).round() as u64,
                     ipi_under_lock: g.ipi_under_lock,
                     pv_tlb_flush: g.pv_tlb_flush,
+                    pv_eoi: g.pv_eoi,
+                    vcpu_is_preempted: g.vcpu_is_preempted,
                     haltpoll_max: if g.idle == IdleMode::Haltpoll {
                         (g.haltpoll_max_us * 1e3).round() as u64
                     } else {
@@ -345,6 +364,7 @@ impl World {
                 tlb_wait: Default::default(),
                 irq_latency: Default::default(),
                 tlb_shootdowns: 0,
+                exits: Default::default(),
                 ple_exits: 0,
                 yields_ok: 0,
                 yields_failed: 0,
@@ -386,6 +406,8 @@ impl World {
             clock_ghz: sc.host.clock_ghz,
             halt_poll: sc.host.halt_poll.clone(),
             posted_interrupts: sc.host.posted_interrupts,
+            ipi_virtualization: sc.host.ipi_virtualization,
+            virtualized: sc.run.mode != crate::scenario::Mode::Native,
             last_wake_pcpu_idle: true,
             locks,
             lock_classes,
@@ -404,6 +426,30 @@ impl World {
             resched_buf: Vec::new(),
             sched_resched: Vec::new(),
             frag: crate::host::frag::FragMeter::new(npcpu as usize),
+            runq: crate::host::runq::RunqMeter::new(npcpu as usize, nvcpus),
+            uvf: sc.host.dcs.enabled().then(|| {
+                crate::hv::uvf::Uvf::new(
+                    npcpu as usize,
+                    nvcpus,
+                    Nanos((sc.host.dcs.utslice_us * 1e3).round() as u64),
+                    Nanos((sc.host.dcs.urgent_allowance_ms * 1e6).round() as u64),
+                )
+            }),
+            dcs_tlb_co: sc.host.dcs.tlb_co,
+            dcs_resched_dp: sc.host.dcs.resched_dp,
+            dcs_resched_co: sc
+                .vm
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    let name = v.name.clone().unwrap_or_else(|| format!("vm{i}"));
+                    sc.host
+                        .dcs
+                        .resched_co
+                        .iter()
+                        .any(|n| n == "*" || *n == name)
+                })
+                .collect(),
             cosched: vec![Default::default(); nvms],
             cvs_coschedule_below: sc.host.ple.cvs_coschedule_below,
             cvs_yield_head_below: sc.host.ple.cvs_yield_head_below,
@@ -565,6 +611,7 @@ impl World {
             v.charge(now);
         }
         self.frag.finish(now);
+        self.runq.finish(now);
         if let Some(t) = self.trace.as_mut() {
             t.finish();
         }

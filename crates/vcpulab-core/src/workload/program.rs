@@ -238,7 +238,10 @@ impl Program {
                     if m.is_empty() {
                         return Err(format!("cpuset {s:?} allows no vCPU"));
                     }
-                    self.code.push(Instr::Cpuset(m.0))
+                    let Some(bits) = m.to_u128() else {
+                        return Err(format!("cpuset {s:?}: guest cpusets cover vCPUs 0-127"));
+                    };
+                    self.code.push(Instr::Cpuset(bits))
                 }
                 OpSpec::Push(q) => self.code.push(Instr::Push(intern(&mut syms.queues, q))),
                 OpSpec::Pop(q) => self.code.push(Instr::Pop(intern(&mut syms.queues, q))),

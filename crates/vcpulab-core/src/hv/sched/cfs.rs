@@ -36,6 +36,8 @@ struct Rq {
     min_vr: u64,
     next_buddy: Option<VcpuId>,
     skip_buddy: Option<VcpuId>,
+    /// Urgent-vCPU-first (hv/uvf.rs): the queued vCPU this runqueue runs next.
+    forced: Option<VcpuId>,
     last_balance: Nanos,
     /// Σ load of the running and queued vCPUs, kept incrementally.
     load_sum: u64,
@@ -45,6 +47,7 @@ struct Rq {
 }
 
 pub struct Cfs {
+    placement: crate::hv::placement::Placement,
     latency: u64,
     min_gran: u64,
     wakeup_gran: u64,
@@ -90,6 +93,7 @@ impl Cfs {
             .map(|c| c.map(|pct| (pct / 100.0 * bw_period.0 as f64).round() as u64))
             .collect();
         Cfs {
+            placement: p.placement,
             latency: ms(p.latency_ms),
             min_gran: ms(p.min_granularity_ms),
             wakeup_gran: ms(p.wakeup_granularity_ms),
@@ -227,9 +231,28 @@ impl Cfs {
         self.rqs[p].curr.is_none() && self.rqs[p].queue.is_empty()
     }
 
+    /// A vCPU of `v`'s VM other than `v` runs or waits on runqueue `p`.
+    fn holds_sibling(&self, p: usize, v: VcpuId) -> bool {
+        let vm = self.setup.vcpu_vm[v.idx()];
+        let rq = &self.rqs[p];
+        rq.curr
+            .iter()
+            .chain(rq.queue.iter())
+            .any(|&o| o != v && self.setup.vcpu_vm[o.idx()] == vm)
+    }
+
     fn select_rq(&self, v: VcpuId) -> usize {
         let mask = self.setup.vcpu_mask[v.idx()];
         let prev = self.ent[v.idx()].rq as usize;
+        if let Some(p) = crate::hv::placement::choose(
+            self.placement,
+            mask,
+            prev as u32,
+            |p| self.holds_sibling(p as usize, v),
+            |p| self.load(p as usize),
+        ) {
+            return p as usize;
+        }
         if mask.contains(prev as u32) && self.rq_idle(prev) {
             return prev;
         }
@@ -411,7 +434,12 @@ impl HostScheduler for Cfs {
         let l_vr = self.ent[lv.idx()].vruntime as i64;
         let mut pick = (li, lv);
         let rq = &self.rqs[pi];
-        if let Some(b) = rq.next_buddy {
+        let forced = rq
+            .forced
+            .and_then(|f| rq.queue.iter().position(|x| *x == f).map(|i| (i, f)));
+        if let Some(f) = forced {
+            pick = f;
+        } else if let Some(b) = rq.next_buddy {
             if let Some(bi) = rq.queue.iter().position(|x| *x == b) {
                 if !self.throttled(b) && self.ent[b.idx()].vruntime as i64 - l_vr < self.gran_for(b)
                 {
@@ -435,6 +463,7 @@ impl HostScheduler for Cfs {
         let rq = &mut self.rqs[pi];
         rq.next_buddy = None;
         rq.skip_buddy = None;
+        rq.forced = None;
         rq.queue.swap_remove(pick.0);
         rq.left.set(None);
         let v = pick.1;
@@ -493,12 +522,19 @@ impl HostScheduler for Cfs {
     }
 
     fn global_tick(&mut self, _now: Nanos, resched: &mut Vec<PcpuId>) {
-        let was: Vec<bool> = self.throttled.clone();
+        let mut released = false;
         for vm in 0..self.used.len() {
-            self.used[vm] = 0;
-            self.throttled[vm] = false;
+            // An overrun (noticed only at a tick) is paid back from the next period's
+            // quota, as the kernel's negative runtime_remaining is
+            // (account_cfs_rq_runtime, assign_cfs_rq_runtime); unused quota does not
+            // carry over (no burst).
+            let q = self.quota[vm].unwrap_or(0);
+            self.used[vm] = self.used[vm].saturating_sub(q);
+            let still = self.quota[vm].is_some_and(|q| self.used[vm] >= q);
+            released |= self.throttled[vm] && !still;
+            self.throttled[vm] = still;
         }
-        if was.iter().any(|t| *t) {
+        if released {
             for p in 0..self.rqs.len() {
                 if self.rqs[p].curr.is_none() && !self.rqs[p].queue.is_empty() {
                     resched.push(PcpuId(p as u32));
@@ -528,5 +564,27 @@ impl HostScheduler for Cfs {
 
     fn home_of(&self, v: VcpuId) -> PcpuId {
         PcpuId(self.ent[v.idx()].rq)
+    }
+
+    /// Urgent-vCPU-first: the queued `v` runs next on `p` (moved there if queued
+    /// elsewhere).
+    fn run_next(&mut self, p: PcpuId, v: VcpuId) -> bool {
+        let e = &self.ent[v.idx()];
+        if !e.queued || self.throttled(v) || !self.setup.vcpu_mask[v.idx()].contains(p.0) {
+            return false;
+        }
+        let from = e.rq as usize;
+        if from != p.idx() {
+            self.migrate(v, from, p.idx());
+        }
+        self.rqs[p.idx()].forced = Some(v);
+        true
+    }
+
+    /// vruntime beyond its runqueue's min_vruntime, in CPU time at its weight.
+    fn lead_ns(&self, v: VcpuId) -> i64 {
+        let e = &self.ent[v.idx()];
+        let min_vr = self.rqs[e.rq as usize].min_vr;
+        (e.vruntime as i64 - min_vr as i64) * e.load as i64 / NICE_0_LOAD as i64
     }
 }

@@ -45,13 +45,24 @@ struct Pcpu {
 
 pub struct Credit {
     slice: Nanos,
+    /// csched_tick's period. Ticks are not simulated as events: their effects on the
+    /// running vCPU (burn, BOOST ending, becoming active) are applied when it is next
+    /// observed, as of the last tick boundary it ran across (`catch_up`).
     tick: Nanos,
+    /// Per pCPU: its first tick (ticks are staggered across pCPUs, as real timers are).
+    first_tick: Vec<Nanos>,
+    /// Per pCPU: the latest time the running vCPU's tick effects are applied up to.
+    applied: Vec<Nanos>,
     ratelimit: Nanos,
     boost: bool,
     setup: SchedSetup,
     svc: Vec<Svc>,
     pcpus: Vec<Pcpu>,
     credit_balance: i64,
+    /// Per VM: its vCPUs, in order (accounting visits each VM's vCPUs).
+    vm_vcpus: Vec<Vec<u32>>,
+    /// Per VM: active vCPUs (scratch space of `acct`).
+    active_count: Vec<i64>,
 }
 
 impl Credit {
@@ -72,9 +83,22 @@ impl Credit {
                 start: Nanos::ZERO,
             })
             .collect();
+        let np = setup.pcpus as u64;
+        let first_tick = (0..np)
+            .map(|i| Nanos(tick.0 + tick.0 * i / np.max(1)))
+            .collect();
+        let nvm = setup.vm_weight.len();
+        let mut vm_vcpus = vec![Vec::new(); nvm];
+        for (i, vm) in setup.vcpu_vm.iter().enumerate() {
+            vm_vcpus[vm.idx()].push(i as u32);
+        }
         Credit {
+            vm_vcpus,
+            active_count: vec![0; nvm],
             slice,
             tick,
+            first_tick,
+            applied: vec![Nanos::ZERO; setup.pcpus as usize],
             ratelimit,
             boost: p.boost,
             pcpus: vec![Pcpu::default(); setup.pcpus as usize],
@@ -109,6 +133,51 @@ impl Credit {
         };
         self.pcpus[p].runq.insert(pos, v);
         self.svc[v.idx()].cpu = p as u32;
+    }
+
+    /// The latest tick of pCPU `p` at or before `now`.
+    fn last_tick(&self, p: usize, now: Nanos) -> Option<Nanos> {
+        let first = self.first_tick[p];
+        if now < first || self.tick.0 == 0 {
+            return None;
+        }
+        Some(Nanos(
+            first.0 + (now.0 - first.0) / self.tick.0 * self.tick.0,
+        ))
+    }
+
+    /// csched_tick → csched_vcpu_acct for the running vCPU, for every tick of `p` since
+    /// the effects were last applied: burn its credit up to the last tick, end its
+    /// BOOST, make it active. A tick at the very time the vCPU was picked does not
+    /// count (ticks take effect before other events at the same instant).
+    fn catch_up(&mut self, p: usize, now: Nanos) {
+        let Some(c) = self.pcpus[p].curr else {
+            return;
+        };
+        let Some(b) = self.last_tick(p, now) else {
+            return;
+        };
+        if b <= self.applied[p] {
+            return;
+        }
+        self.applied[p] = b;
+        self.burn(c, b);
+        let s = &mut self.svc[c.idx()];
+        if s.pri == Pri::Boost {
+            s.pri = Pri::Under;
+        }
+        s.active = true;
+    }
+
+    /// Marks `v` as `p`'s running vCPU from `now`.
+    fn set_curr(&mut self, p: usize, v: VcpuId, now: Nanos) {
+        self.pcpus[p].curr = Some(v);
+        self.applied[p] = now;
+    }
+
+    /// The tick period, for schedulers built on credit that act at ticks themselves.
+    pub(crate) fn tick_len(&self) -> Nanos {
+        self.tick
     }
 
     fn burn(&mut self, v: VcpuId, now: Nanos) {
@@ -182,11 +251,12 @@ impl Credit {
     fn acct(&mut self) {
         let nvm = self.setup.vm_weight.len();
         let period = self.slice.0 as i64;
-        let mut active_count = vec![0i64; nvm];
-        for (i, s) in self.svc.iter().enumerate() {
-            if s.active {
-                active_count[self.setup.vcpu_vm[i].idx()] += 1;
-            }
+        let mut active_count = std::mem::take(&mut self.active_count);
+        for (d, c) in active_count.iter_mut().enumerate() {
+            *c = self.vm_vcpus[d]
+                .iter()
+                .filter(|&&i| self.svc[i as usize].active)
+                .count() as i64;
         }
         let weight_total: i64 = (0..nvm)
             .filter(|&d| active_count[d] > 0)
@@ -194,6 +264,7 @@ impl Credit {
             .sum();
         if weight_total == 0 {
             self.credit_balance = 0;
+            self.active_count = active_count;
             return;
         }
         let mut credit_total = period * self.pcpus.len() as i64;
@@ -226,11 +297,11 @@ impl Credit {
                 fair = peak;
             }
             let per_vcpu = (fair + active - 1) / active;
-            for i in 0..self.svc.len() {
-                if self.setup.vcpu_vm[i].idx() != d || !self.svc[i].active {
+            for &i in &self.vm_vcpus[d] {
+                let s = &mut self.svc[i as usize];
+                if !s.active {
                     continue;
                 }
-                let s = &mut self.svc[i];
                 s.credit += per_vcpu;
                 if s.credit < 0 {
                     s.pri = Pri::Over;
@@ -253,6 +324,7 @@ impl Credit {
             }
         }
         self.credit_balance = balance;
+        self.active_count = active_count;
         // csched_runq_sort: stable re-sort of every runqueue by priority.
         for p in 0..self.pcpus.len() {
             let mut q = std::mem::take(&mut self.pcpus[p].runq);
@@ -268,7 +340,7 @@ impl HostScheduler for Credit {
     }
 
     fn tick_period(&self) -> Option<Nanos> {
-        Some(self.tick)
+        None
     }
 
     fn global_period(&self) -> Option<Nanos> {
@@ -277,6 +349,7 @@ impl HostScheduler for Credit {
 
     fn enqueue_wake(&mut self, v: VcpuId, now: Nanos) -> WakePlacement {
         let p = self.pick_cpu(v);
+        self.catch_up(p, now);
         let s = &mut self.svc[v.idx()];
         s.blocked = false;
         if self.boost && s.pri == Pri::Under && !s.parked {
@@ -300,6 +373,7 @@ impl HostScheduler for Credit {
     fn put_prev(&mut self, p: PcpuId, v: VcpuId, why: StopReason, now: Nanos) {
         let pi = p.idx();
         let ran = now.0.saturating_sub(self.pcpus[pi].picked_at.0);
+        self.catch_up(pi, now);
         self.burn(v, now);
         self.pcpus[pi].curr = None;
         self.pcpus[pi].last_preempted = None;
@@ -325,7 +399,7 @@ impl HostScheduler for Credit {
             let s = &mut self.svc[v.idx()];
             s.cpu = pi as u32;
             s.start = now;
-            self.pcpus[pi].curr = Some(v);
+            self.set_curr(pi, v, now);
             self.pcpus[pi].picked_at = now;
             return Some((v, Some(self.slice)));
         }
@@ -334,7 +408,7 @@ impl HostScheduler for Credit {
             if ran < self.ratelimit && !self.svc[prev.idx()].parked && !self.svc[prev.idx()].held {
                 if let Some(i) = self.pcpus[pi].runq.iter().position(|x| *x == prev) {
                     self.pcpus[pi].runq.remove(i);
-                    self.pcpus[pi].curr = Some(prev);
+                    self.set_curr(pi, prev, now);
                     self.pcpus[pi].picked_at = now - ran;
                     self.svc[prev.idx()].start = now;
                     return Some((prev, Some(Nanos(self.ratelimit.0 - ran.0))));
@@ -360,30 +434,27 @@ impl HostScheduler for Credit {
         let s = &mut self.svc[v.idx()];
         s.cpu = pi as u32;
         s.start = now;
-        self.pcpus[pi].curr = Some(v);
+        self.set_curr(pi, v, now);
         self.pcpus[pi].picked_at = now;
         Some((v, Some(self.slice)))
     }
 
     fn tick(&mut self, p: PcpuId, now: Nanos) -> bool {
+        // Only schedulers built on credit that keep ticks of their own call this.
         let pi = p.idx();
+        self.catch_up(pi, now);
         if let Some(c) = self.pcpus[pi].curr {
-            self.burn(c, now);
-            let s = &mut self.svc[c.idx()];
-            if s.pri == Pri::Boost {
-                s.pri = Pri::Under;
-            }
-            if !s.active {
-                s.active = true;
-            }
             // A parked (capped-out) vCPU stops at once.
-            return s.parked;
+            return self.svc[c.idx()].parked;
         }
         // An idle pCPU with queued work (e.g. unparked vCPUs) reschedules.
         self.runnable_head(pi).is_some()
     }
 
-    fn global_tick(&mut self, _now: Nanos, resched: &mut Vec<PcpuId>) {
+    fn global_tick(&mut self, now: Nanos, resched: &mut Vec<PcpuId>) {
+        for p in 0..self.pcpus.len() {
+            self.catch_up(p, now);
+        }
         self.acct();
         for p in 0..self.pcpus.len() {
             match self.pcpus[p].curr {

@@ -5,6 +5,8 @@
 
 pub mod cfs;
 pub mod credit;
+pub mod credit2;
+pub mod eevdf;
 pub mod gang;
 pub mod relaxed;
 
@@ -94,12 +96,20 @@ pub trait HostScheduler {
     /// pCPUs the scheduler itself decided must pick again now (a gang starts or ends,
     /// a co-stopped vCPU is released); drained by the core after each decision.
     fn drain_resched(&mut self, _out: &mut Vec<PcpuId>) {}
+
+    /// How far ahead of its fair share `v` has run, in nanoseconds of CPU time
+    /// (negative: behind). Urgent-vCPU-first's allowance is measured against it.
+    fn lead_ns(&self, _v: VcpuId) -> i64 {
+        0
+    }
 }
 
 pub fn build(cfg: &crate::scenario::SchedulerConfig, setup: SchedSetup) -> Box<dyn HostScheduler> {
     match cfg {
         crate::scenario::SchedulerConfig::Cfs(p) => Box::new(cfs::Cfs::new(p, setup)),
+        crate::scenario::SchedulerConfig::Eevdf(p) => Box::new(eevdf::Eevdf::new(p, setup)),
         crate::scenario::SchedulerConfig::Credit(p) => Box::new(credit::Credit::new(p, setup)),
+        crate::scenario::SchedulerConfig::Credit2(p) => Box::new(credit2::Credit2::new(p, setup)),
         crate::scenario::SchedulerConfig::Gang(p) => Box::new(gang::Gang::new(p, setup)),
         crate::scenario::SchedulerConfig::RelaxedCo(p) => {
             Box::new(relaxed::RelaxedCo::new(p, setup))

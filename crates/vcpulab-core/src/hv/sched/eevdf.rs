@@ -1,0 +1,1014 @@
+//! Linux EEVDF (6.6–6.12, kernel/sched/fair.c) as KVM's host scheduler.
+//!
+//! Each runqueue keeps the weighted average of its entities' virtual runtimes
+//! (`avg_vruntime`); an entity is *eligible* when its vruntime is not beyond that average
+//! (its lag is not negative, `entity_eligible`). The pick is the eligible entity with the
+//! earliest virtual deadline (`pick_eevdf`), the deadline being vruntime + base slice /
+//! weight (`update_deadline`). Once picked, an entity runs until it has used its slice
+//! and received a new deadline or stopped being eligible (RUN_TO_PARITY). A dequeued
+//! entity keeps its lag, clamped (`update_entity_lag`), and is placed back with it,
+//! scaled for the load it joins (`place_entity`, PLACE_LAG); a new one gets half a slice
+//! of deadline (PLACE_DEADLINE_INITIAL). Wake-up preemption happens only when EEVDF would
+//! pick the wakee at the level where it meets the current entity
+//! (`check_preempt_wakeup_fair`). `sched_yield` pushes the yielder's deadline back by a
+//! slice (`yield_task_fair`); `yield_to` gives no pick hint (NEXT_BUDDY is off by
+//! default) and fails when both runqueues hold one task.
+//!
+//! With `per_vm_groups` each VM is a task group (libvirt puts a VM's threads in one
+//! cgroup): per pCPU a group entity in the root runqueue and a group runqueue of the
+//! VM's vCPUs there, the group entity's weight being the VM's shares times the VM's
+//! runnable load on this pCPU over its load on all pCPUs (`calc_group_shares`, with
+//! instantaneous loads instead of PELT averages), refreshed when that runqueue changes
+//! and at the tick of the pCPU that runs it (`update_cfs_group`). The deadline check
+//! happens at the tick (no HRTICK), load balancing is CFS's (hv/sched/cfs.rs: newidle and
+//! periodic pulls of the vCPU closest to half the imbalance), caps are CFS bandwidth
+//! control.
+
+use super::{HostScheduler, SchedSetup, StopReason, WakePlacement};
+use crate::scenario::EevdfParams;
+use crate::sim::{Nanos, PcpuId, VcpuId};
+
+const NICE_0_LOAD: u64 = 1024;
+/// The smallest group share (kernel/sched/sched.h MIN_SHARES).
+const MIN_SHARES: u64 = 2;
+
+/// A scheduling entity: a vCPU (index < number of vCPUs) or a VM's group entity on one
+/// pCPU.
+type EntId = u32;
+/// A runqueue: a pCPU's root (index < number of pCPUs) or a VM's group runqueue on one
+/// pCPU.
+type RqId = u32;
+
+#[derive(Clone, Debug, Default)]
+struct Se {
+    vruntime: i64,
+    deadline: i64,
+    vlag: i64,
+    weight: u64,
+    /// Queued or running (Linux `on_rq`).
+    on_rq: bool,
+    /// Picked and not yet given a new deadline (RUN_TO_PARITY).
+    protect: bool,
+    /// Has been enqueued before (else PLACE_DEADLINE_INITIAL applies).
+    placed: bool,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Rq {
+    /// On-rq entities other than `curr`.
+    queued: Vec<EntId>,
+    curr: Option<EntId>,
+    /// Σ weight of the on-rq entities (queued + curr).
+    load: u64,
+    /// Monotonic floor of the entities' vruntimes: the zero of `avg_vruntime`'s sums.
+    min_vr: i64,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Cpu {
+    /// The vCPU running on this pCPU.
+    curr: Option<VcpuId>,
+    /// Runnable vCPUs homed here, the running one included.
+    nr: u32,
+    exec_start: Nanos,
+    last_balance: Nanos,
+}
+
+pub struct Eevdf {
+    placement: crate::hv::placement::Placement,
+    /// Per pCPU: the queued vCPU it runs next (urgent-vCPU-first, hv/uvf.rs).
+    forced: Vec<Option<VcpuId>>,
+    base_slice: u64,
+    tick: Nanos,
+    migration_cost: u64,
+    balance_interval: u64,
+    bw_period: Nanos,
+    groups: bool,
+    setup: SchedSetup,
+    nv: u32,
+    nvm: u32,
+    np: u32,
+    se: Vec<Se>,
+    rqs: Vec<Rq>,
+    cpus: Vec<Cpu>,
+    /// Per vCPU: the pCPU whose runqueue holds it (or held it last).
+    home: Vec<u32>,
+    last_ran: Vec<Nanos>,
+    /// Per VM per pCPU: runnable vCPUs there; per VM: runnable vCPUs in all.
+    nr_vm_cpu: Vec<u32>,
+    nr_vm: Vec<u32>,
+    /// Per VM: task-group shares (weight 256 = 1024 shares).
+    shares: Vec<u64>,
+    quota: Vec<Option<u64>>,
+    used: Vec<u64>,
+    throttled: Vec<bool>,
+    running_per_vm: Vec<u32>,
+    capped: bool,
+}
+
+fn ms(x: f64) -> u64 {
+    (x * 1e6).round() as u64
+}
+
+/// calc_delta_fair: `delta` of wall time in virtual time at weight `w`.
+#[inline]
+fn fair(delta: u64, w: u64) -> i64 {
+    (delta as u128 * NICE_0_LOAD as u128 / w.max(1) as u128) as i64
+}
+
+impl Eevdf {
+    pub fn new(p: &EevdfParams, setup: SchedSetup) -> Eevdf {
+        let nv = setup.vcpu_vm.len() as u32;
+        let nvm = setup.vm_weight.len() as u32;
+        let np = setup.pcpus;
+        let groups = p.per_vm_groups;
+        // sysctl_sched_base_slice 0.75 ms scaled by 1 + ilog2(min(CPUs, 8))
+        // (update_sysctl, SCHED_TUNABLESCALING_LOG).
+        let factor = 1 + (np.clamp(1, 8)).ilog2() as u64;
+        let base_slice = p
+            .base_slice_ms
+            .map_or(750_000 * factor, |s| ms(s).max(1_000));
+        let bw_period = Nanos(ms(p.bandwidth_period_ms));
+        let shares: Vec<u64> = setup.vm_weight.iter().map(|w| *w as u64 * 4).collect();
+        let n_ent = nv + if groups { np * nvm } else { 0 };
+        let n_rq = np + if groups { np * nvm } else { 0 };
+        let mut se = vec![Se::default(); n_ent as usize];
+        for (i, s) in se.iter_mut().enumerate().take(nv as usize) {
+            // Without groups a VM's weight is each vCPU thread's weight; with groups the
+            // vCPU threads are nice 0 and the VM's weight is its group's shares.
+            s.weight = if groups {
+                NICE_0_LOAD
+            } else {
+                shares[setup.vcpu_vm[i].idx()]
+            };
+        }
+        let home = (0..nv as usize)
+            .map(|i| setup.vcpu_mask[i].iter().next().unwrap_or(0))
+            .collect();
+        let quota = setup
+            .vm_cap
+            .iter()
+            .map(|c| c.map(|pct| (pct / 100.0 * bw_period.0 as f64).round() as u64))
+            .collect();
+        Eevdf {
+            placement: p.placement,
+            forced: vec![None; np as usize],
+            base_slice,
+            tick: Nanos((1e9 / p.tick_hz as f64).round() as u64),
+            migration_cost: (p.migration_cost_us * 1e3).round() as u64,
+            balance_interval: ms(p.balance_interval_ms),
+            bw_period,
+            groups,
+            nv,
+            nvm,
+            np,
+            se,
+            rqs: vec![Rq::default(); n_rq as usize],
+            cpus: vec![Cpu::default(); np as usize],
+            home,
+            last_ran: vec![Nanos::ZERO; nv as usize],
+            nr_vm_cpu: vec![0; (nvm * np) as usize],
+            nr_vm: vec![0; nvm as usize],
+            shares,
+            quota,
+            used: vec![0; nvm as usize],
+            throttled: vec![false; nvm as usize],
+            running_per_vm: vec![0; nvm as usize],
+            capped: setup.vm_cap.iter().any(Option::is_some),
+            setup,
+        }
+    }
+
+    fn vm_of(&self, v: VcpuId) -> usize {
+        self.setup.vcpu_vm[v.idx()].idx()
+    }
+
+    /// The VM an entity belongs to (a vCPU's, or the group entity's).
+    fn ent_vm(&self, e: EntId) -> usize {
+        if e < self.nv {
+            self.setup.vcpu_vm[e as usize].idx()
+        } else {
+            ((e - self.nv) % self.nvm) as usize
+        }
+    }
+
+    fn group_ent(&self, p: u32, vm: usize) -> EntId {
+        self.nv + p * self.nvm + vm as u32
+    }
+
+    fn group_rq(&self, p: u32, vm: usize) -> RqId {
+        self.np + p * self.nvm + vm as u32
+    }
+
+    /// The runqueue a vCPU is queued on when its home is `p`.
+    fn leaf_rq(&self, v: VcpuId, p: u32) -> RqId {
+        if self.groups {
+            self.group_rq(p, self.vm_of(v))
+        } else {
+            p
+        }
+    }
+
+    /// Throttled entities (a capped VM out of quota) take no part in picking.
+    #[inline]
+    fn active(&self, e: EntId) -> bool {
+        !self.capped || !self.throttled[self.ent_vm(e)]
+    }
+
+    /// Σ w·(v − min_vr) and Σ w over the on-rq entities (queued + curr) of `rq`.
+    fn avg_parts(&self, rq: RqId) -> (i128, i128) {
+        let r = &self.rqs[rq as usize];
+        let mut sum: i128 = 0;
+        let mut load: i128 = 0;
+        for &e in r.queued.iter().chain(r.curr.iter()) {
+            if !self.active(e) {
+                continue;
+            }
+            let s = &self.se[e as usize];
+            if !s.on_rq {
+                continue;
+            }
+            sum += s.weight as i128 * (s.vruntime - r.min_vr) as i128;
+            load += s.weight as i128;
+        }
+        (sum, load)
+    }
+
+    /// avg_vruntime(): the load-weighted mean vruntime, rounded down.
+    fn avg_vruntime(&self, rq: RqId) -> i64 {
+        let (sum, load) = self.avg_parts(rq);
+        let min_vr = self.rqs[rq as usize].min_vr;
+        if load == 0 {
+            return min_vr;
+        }
+        min_vr + sum.div_euclid(load) as i64
+    }
+
+    /// entity_eligible(): vruntime at or before the weighted mean, exactly.
+    fn eligible_with(&self, rq: RqId, parts: (i128, i128), e: EntId) -> bool {
+        let key = (self.se[e as usize].vruntime - self.rqs[rq as usize].min_vr) as i128;
+        parts.0 >= key * parts.1
+    }
+
+    /// update_min_vruntime(): never moves backwards.
+    fn update_min_vr(&mut self, rq: RqId) {
+        let r = &self.rqs[rq as usize];
+        let mut m: Option<i64> = None;
+        for &e in r.queued.iter().chain(r.curr.iter()) {
+            let s = &self.se[e as usize];
+            if s.on_rq && self.active(e) {
+                m = Some(m.map_or(s.vruntime, |x: i64| x.min(s.vruntime)));
+            }
+        }
+        if let Some(m) = m {
+            let r = &mut self.rqs[rq as usize];
+            r.min_vr = r.min_vr.max(m);
+        }
+    }
+
+    /// pick_eevdf(): the eligible entity with the earliest deadline; the current one
+    /// while it runs to parity.
+    fn pick_eevdf(&self, rq: RqId) -> Option<EntId> {
+        let r = &self.rqs[rq as usize];
+        let parts = self.avg_parts(rq);
+        let curr = r.curr.filter(|&c| {
+            self.se[c as usize].on_rq && self.active(c) && self.eligible_with(rq, parts, c)
+        });
+        if let Some(c) = curr {
+            if self.se[c as usize].protect {
+                return Some(c);
+            }
+        }
+        let mut best: Option<EntId> = None;
+        for &e in &r.queued {
+            if !self.active(e) || !self.eligible_with(rq, parts, e) {
+                continue;
+            }
+            let better = match best {
+                None => true,
+                Some(b) => self.se[e as usize].deadline < self.se[b as usize].deadline,
+            };
+            if better {
+                best = Some(e);
+            }
+        }
+        match (best, curr) {
+            (Some(b), Some(c)) if self.se[c as usize].deadline < self.se[b as usize].deadline => {
+                Some(c)
+            }
+            (None, Some(c)) => Some(c),
+            (Some(b), _) => Some(b),
+            (None, None) => {
+                // Rounding can leave no entity eligible: take the leftmost.
+                r.queued
+                    .iter()
+                    .copied()
+                    .filter(|&e| self.active(e))
+                    .min_by_key(|&e| (self.se[e as usize].vruntime, e))
+            }
+        }
+    }
+
+    /// Advances the running entity of `rq` by `delta` of execution; a used-up slice gets
+    /// a new deadline (update_deadline) and ends RUN_TO_PARITY. True when the runqueue
+    /// must pick again (new deadline with others queued).
+    fn advance(&mut self, rq: RqId, delta: u64) -> bool {
+        let Some(c) = self.rqs[rq as usize].curr else {
+            return false;
+        };
+        let slice = self.base_slice;
+        let others = !self.rqs[rq as usize].queued.is_empty();
+        let s = &mut self.se[c as usize];
+        s.vruntime += fair(delta, s.weight);
+        let mut resched = false;
+        if s.vruntime >= s.deadline {
+            s.deadline = s.vruntime + fair(slice, s.weight);
+            s.protect = false;
+            resched = others;
+        }
+        self.update_min_vr(rq);
+        resched
+    }
+
+    /// update_curr() on every level of the pCPU's running hierarchy; true when a level
+    /// asks for a reschedule.
+    fn update_curr(&mut self, p: u32, now: Nanos) -> bool {
+        let cpu = &mut self.cpus[p as usize];
+        let Some(v) = cpu.curr else {
+            return false;
+        };
+        let delta = now.0.saturating_sub(cpu.exec_start.0);
+        cpu.exec_start = now;
+        let vm = self.vm_of(v);
+        self.used[vm] += delta;
+        if let Some(q) = self.quota[vm] {
+            if self.used[vm] >= q {
+                self.throttled[vm] = true;
+            }
+        }
+        let mut resched = self.advance(self.leaf_rq(v, p), delta);
+        if self.groups {
+            resched |= self.advance(p, delta);
+        }
+        resched
+    }
+
+    /// update_entity_lag(): the lag an entity leaving `rq` keeps, clamped to
+    /// ± max(2 slices, a tick) of virtual time.
+    fn save_lag(&mut self, rq: RqId, e: EntId) {
+        let avg = self.avg_vruntime(rq);
+        let tick = self.tick.0;
+        let s = &mut self.se[e as usize];
+        let limit = fair((2 * self.base_slice).max(tick), s.weight);
+        s.vlag = (avg - s.vruntime).clamp(-limit, limit);
+    }
+
+    /// place_entity(): vruntime = avg − lag scaled by (load + w) / load; deadline one
+    /// virtual slice later (half for a new entity).
+    fn place(&mut self, rq: RqId, e: EntId) {
+        let avg = self.avg_vruntime(rq);
+        let r = &self.rqs[rq as usize];
+        let nonempty = r
+            .queued
+            .iter()
+            .chain(r.curr.iter())
+            .any(|&x| self.active(x));
+        let load = self.avg_parts(rq).1;
+        let s = &self.se[e as usize];
+        let w = s.weight as i128;
+        let mut lag = 0i128;
+        if nonempty {
+            lag = s.vlag as i128 * (load + w) / load.max(1);
+        }
+        let initial = !s.placed;
+        let mut vslice = fair(self.base_slice, s.weight);
+        if initial {
+            vslice /= 2;
+        }
+        let s = &mut self.se[e as usize];
+        s.vruntime = avg - lag as i64;
+        s.deadline = s.vruntime + vslice;
+        s.placed = true;
+    }
+
+    fn enqueue_ent(&mut self, rq: RqId, e: EntId) {
+        self.place(rq, e);
+        let w = self.se[e as usize].weight;
+        self.se[e as usize].on_rq = true;
+        let r = &mut self.rqs[rq as usize];
+        r.queued.push(e);
+        r.load += w;
+        if r.queued.len() == 1 && r.curr.is_none() {
+            // The first entity sets the zero of the runqueue's sums.
+            r.min_vr = self.se[e as usize].vruntime;
+        }
+        self.update_min_vr(rq);
+    }
+
+    /// Removes a (queued or current) entity from `rq`, keeping its lag.
+    fn dequeue_ent(&mut self, rq: RqId, e: EntId) {
+        self.save_lag(rq, e);
+        let w = self.se[e as usize].weight;
+        let s = &mut self.se[e as usize];
+        s.on_rq = false;
+        s.protect = false;
+        let r = &mut self.rqs[rq as usize];
+        r.queued.retain(|x| *x != e);
+        if r.curr == Some(e) {
+            r.curr = None;
+        }
+        r.load -= w;
+        self.update_min_vr(rq);
+    }
+
+    /// calc_group_shares() with instantaneous loads, then reweight_entity(): an on-rq
+    /// group entity keeps its lag and its remaining virtual slice, scaled to the new
+    /// weight (reweight_eevdf).
+    fn reweight_group(&mut self, p: u32, vm: usize) {
+        let ge = self.group_ent(p, vm);
+        let here = self.nr_vm_cpu[vm * self.np as usize + p as usize] as u64;
+        let all = self.nr_vm[vm] as u64;
+        let tg = self.shares[vm];
+        let new_w = (tg * here)
+            .checked_div(all)
+            .map_or(tg, |w| w.clamp(MIN_SHARES, tg));
+        let old_w = self.se[ge as usize].weight;
+        if old_w == new_w {
+            return;
+        }
+        if !self.se[ge as usize].on_rq {
+            let s = &mut self.se[ge as usize];
+            if old_w > 0 {
+                s.vlag = (s.vlag as i128 * old_w as i128 / new_w as i128) as i64;
+            }
+            s.weight = new_w;
+            return;
+        }
+        let avg = self.avg_vruntime(p);
+        let s = &mut self.se[ge as usize];
+        let lag = (avg - s.vruntime) as i128 * old_w as i128 / new_w as i128;
+        let vslice = (s.deadline - avg) as i128 * old_w as i128 / new_w as i128;
+        s.vruntime = avg - lag as i64;
+        s.deadline = avg + vslice as i64;
+        s.weight = new_w;
+        let r = &mut self.rqs[p as usize];
+        r.load = r.load - old_w + new_w;
+        self.update_min_vr(p);
+    }
+
+    /// A vCPU becomes runnable on `p`: queued on its leaf runqueue, its group entity
+    /// queued on the root if the group runqueue was empty.
+    fn enqueue_vcpu(&mut self, v: VcpuId, p: u32) {
+        self.home[v.idx()] = p;
+        let vm = self.vm_of(v);
+        self.nr_vm_cpu[vm * self.np as usize + p as usize] += 1;
+        self.nr_vm[vm] += 1;
+        self.cpus[p as usize].nr += 1;
+        let leaf = self.leaf_rq(v, p);
+        self.enqueue_ent(leaf, v.0);
+        if self.groups {
+            let ge = self.group_ent(p, vm);
+            if !self.se[ge as usize].on_rq {
+                self.reweight_group(p, vm);
+                self.enqueue_ent(p, ge);
+            } else {
+                self.reweight_group(p, vm);
+            }
+        }
+    }
+
+    /// A vCPU leaves `p`'s runqueues (blocked, or migrated away).
+    fn dequeue_vcpu(&mut self, v: VcpuId, p: u32) {
+        let vm = self.vm_of(v);
+        let leaf = self.leaf_rq(v, p);
+        self.dequeue_ent(leaf, v.0);
+        self.nr_vm_cpu[vm * self.np as usize + p as usize] -= 1;
+        self.nr_vm[vm] -= 1;
+        self.cpus[p as usize].nr -= 1;
+        if self.groups {
+            let ge = self.group_ent(p, vm);
+            if self.rqs[leaf as usize].load == 0 && self.rqs[leaf as usize].curr.is_none() {
+                self.dequeue_ent(p, ge);
+            }
+            self.reweight_group(p, vm);
+        }
+    }
+
+    /// Root-level load of a pCPU (what load balancing compares).
+    fn cpu_load(&self, p: u32) -> u64 {
+        if !self.capped {
+            return self.rqs[p as usize].load;
+        }
+        let r = &self.rqs[p as usize];
+        r.queued
+            .iter()
+            .chain(r.curr.iter())
+            .filter(|&&e| self.active(e))
+            .map(|&e| self.se[e as usize].weight)
+            .sum()
+    }
+
+    /// A vCPU's share of its pCPU's root load (task_h_load).
+    fn h_load(&self, v: VcpuId, p: u32) -> u64 {
+        let w = self.se[v.idx()].weight;
+        if !self.groups {
+            return w;
+        }
+        let vm = self.vm_of(v);
+        let ge = self.group_ent(p, vm);
+        let gl = self.rqs[self.group_rq(p, vm) as usize].load.max(1);
+        self.se[ge as usize].weight * w / gl
+    }
+
+    /// Runnable vCPUs on `p`, the running one included (rq->nr_running).
+    fn nr_running(&self, p: u32) -> u32 {
+        self.cpus[p as usize].nr
+    }
+
+    fn rq_idle(&self, p: u32) -> bool {
+        self.cpus[p as usize].curr.is_none() && self.rqs[p as usize].load == 0
+    }
+
+    /// A vCPU of `v`'s VM other than `v` runs or waits on pCPU `p`.
+    fn holds_sibling(&self, p: u32, v: VcpuId) -> bool {
+        let vm = self.vm_of(v);
+        let here = self.nr_vm_cpu[vm * self.np as usize + p as usize];
+        let counted_self = self.se[v.idx()].on_rq && self.home[v.idx()] == p;
+        here > counted_self as u32
+    }
+
+    fn select_rq(&self, v: VcpuId) -> u32 {
+        let mask = self.setup.vcpu_mask[v.idx()];
+        let prev = self.home[v.idx()];
+        if let Some(p) = crate::hv::placement::choose(
+            self.placement,
+            mask,
+            prev,
+            |p| self.holds_sibling(p, v),
+            |p| self.cpu_load(p),
+        ) {
+            return p;
+        }
+        if mask.contains(prev) && self.rq_idle(prev) {
+            return prev;
+        }
+        for k in 1..=self.np {
+            let q = (prev + k) % self.np;
+            if mask.contains(q) && self.rq_idle(q) {
+                return q;
+            }
+        }
+        if mask.contains(prev) && self.last_ran[v.idx()] > Nanos::ZERO {
+            return prev;
+        }
+        mask.iter()
+            .min_by_key(|&q| (self.cpu_load(q), q))
+            .unwrap_or(prev)
+    }
+
+    /// The runqueues that hold pCPU `p`'s vCPUs.
+    fn leaf_rqs(&self, p: u32) -> std::ops::Range<RqId> {
+        if self.groups {
+            self.group_rq(p, 0)..self.group_rq(p, 0) + self.nvm
+        } else {
+            p..p + 1
+        }
+    }
+
+    /// CFS's pull: one queued vCPU allowed on `p` from the busiest runqueue, the one
+    /// whose load is closest to half the imbalance; `only_cold` leaves cache-hot ones.
+    fn pull_one(&mut self, p: u32, now: Nanos, only_cold: bool) -> bool {
+        let mine = self.cpu_load(p);
+        let mut best: Option<(u32, u64)> = None;
+        for q in 0..self.np {
+            if q == p || self.nr_running(q) <= self.cpus[q as usize].curr.is_some() as u32 {
+                continue;
+            }
+            let l = self.cpu_load(q);
+            if l > mine && best.is_none_or(|(_, bl)| l > bl) {
+                best = Some((q, l));
+            }
+        }
+        let Some((src, src_load)) = best else {
+            return false;
+        };
+        let diff = src_load - mine;
+        let mut cand: Option<(u64, VcpuId)> = None;
+        for rq in self.leaf_rqs(src) {
+            for &e in &self.rqs[rq as usize].queued {
+                let v = VcpuId(e);
+                let w = self.h_load(v, src);
+                let fits = w < diff
+                    && self.setup.vcpu_mask[v.idx()].contains(p)
+                    && self.active(e)
+                    && (!only_cold
+                        || now.0.saturating_sub(self.last_ran[v.idx()].0) >= self.migration_cost);
+                let key = (w as i64 - (diff / 2) as i64).unsigned_abs();
+                if fits && cand.is_none_or(|c| (key, v) < c) {
+                    cand = Some((key, v));
+                }
+            }
+        }
+        let cand = cand.map(|(_, v)| v);
+        match cand {
+            Some(v) => {
+                self.update_curr(src, now);
+                self.dequeue_vcpu(v, src);
+                self.enqueue_vcpu(v, p);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// check_preempt_wakeup_fair(): the level where the wakee meets the running vCPU,
+    /// and whether EEVDF would pick the wakee's entity there.
+    fn wakeup_preempts(&self, v: VcpuId, p: u32) -> bool {
+        let Some(c) = self.cpus[p as usize].curr else {
+            return true;
+        };
+        if !self.active(c.0) {
+            return true;
+        }
+        let (rq, mine) = if !self.groups {
+            (p, v.0)
+        } else if self.vm_of(c) == self.vm_of(v) {
+            (self.group_rq(p, self.vm_of(v)), v.0)
+        } else {
+            (p, self.group_ent(p, self.vm_of(v)))
+        };
+        self.pick_eevdf(rq) == Some(mine)
+    }
+}
+
+impl HostScheduler for Eevdf {
+    fn name(&self) -> &'static str {
+        "eevdf"
+    }
+
+    fn tick_period(&self) -> Option<Nanos> {
+        Some(self.tick)
+    }
+
+    fn global_period(&self) -> Option<Nanos> {
+        self.quota
+            .iter()
+            .any(Option::is_some)
+            .then_some(self.bw_period)
+    }
+
+    fn enqueue_wake(&mut self, v: VcpuId, now: Nanos) -> WakePlacement {
+        let p = self.select_rq(v);
+        self.update_curr(p, now);
+        self.enqueue_vcpu(v, p);
+        WakePlacement {
+            pcpu: PcpuId(p),
+            preempt: self.wakeup_preempts(v, p),
+        }
+    }
+
+    fn put_prev(&mut self, p: PcpuId, v: VcpuId, why: StopReason, now: Nanos) {
+        let pi = p.0;
+        self.update_curr(pi, now);
+        self.last_ran[v.idx()] = now;
+        let vm = self.vm_of(v);
+        self.running_per_vm[vm] = self.running_per_vm[vm].saturating_sub(1);
+        if why == StopReason::Yielded {
+            // yield_task_fair: the yielder's deadline moves one slice on.
+            let s = &mut self.se[v.idx()];
+            s.deadline += fair(self.base_slice, s.weight);
+            s.protect = false;
+        }
+        if why == StopReason::Blocked {
+            self.dequeue_vcpu(v, pi);
+        }
+        // put_prev_entity: the current entities of every level go back to the queues.
+        let leaf = self.leaf_rq(v, pi);
+        let mut levels = [Some(leaf), None];
+        if self.groups {
+            levels[1] = Some(pi);
+        }
+        for rq in levels.into_iter().flatten() {
+            let r = &mut self.rqs[rq as usize];
+            if let Some(c) = r.curr.take() {
+                if self.se[c as usize].on_rq {
+                    r.queued.push(c);
+                }
+                self.se[c as usize].protect = false;
+            }
+        }
+        self.cpus[pi as usize].curr = None;
+    }
+
+    fn pick_next(&mut self, p: PcpuId, now: Nanos) -> Option<(VcpuId, Option<Nanos>)> {
+        let pi = p.0;
+        if self.pick_eevdf(pi).is_none() {
+            // newidle balance
+            self.pull_one(pi, now, false);
+        }
+        // Urgent-vCPU-first: a forced vCPU (still queued here) is picked at every level.
+        let forced = self.forced[pi as usize].take().filter(|f| {
+            self.se[f.idx()].on_rq
+                && self.home[f.idx()] == pi
+                && self.cpus[pi as usize].curr != Some(*f)
+        });
+        let mut rq = pi;
+        let v = loop {
+            // A group entity on the root always has a vCPU below it (it leaves the root
+            // when its group runqueue empties).
+            let e = match forced {
+                Some(f) if rq == self.leaf_rq(f, pi) => f.0,
+                Some(f) => self.group_ent(pi, self.vm_of(f)),
+                None => self.pick_eevdf(rq)?,
+            };
+            // set_next_entity
+            let r = &mut self.rqs[rq as usize];
+            if let Some(c) = r.curr.take() {
+                if c != e && self.se[c as usize].on_rq {
+                    r.queued.push(c);
+                }
+            }
+            r.queued.retain(|x| *x != e);
+            r.curr = Some(e);
+            self.se[e as usize].protect = true;
+            if e < self.nv {
+                break VcpuId(e);
+            }
+            rq = self.group_rq(pi, self.ent_vm(e));
+        };
+        let cpu = &mut self.cpus[pi as usize];
+        cpu.curr = Some(v);
+        cpu.exec_start = now;
+        self.home[v.idx()] = pi;
+        let vm = self.vm_of(v);
+        self.running_per_vm[vm] += 1;
+        let limit = self.quota[vm].map(|q| {
+            let left = q.saturating_sub(self.used[vm]);
+            Nanos((left / self.running_per_vm[vm].max(1) as u64).max(1_000))
+        });
+        Some((v, limit))
+    }
+
+    fn tick(&mut self, p: PcpuId, now: Nanos) -> bool {
+        let pi = p.0;
+        // entity_tick: update_curr, whose update_deadline asks for a reschedule when the
+        // slice is used up (6.6 has no check_preempt_tick any more).
+        let mut resched = self.update_curr(pi, now);
+        if let Some(c) = self.cpus[pi as usize].curr {
+            if !self.active(c.0) {
+                return true;
+            }
+            if self.groups {
+                // update_cfs_group for the running hierarchy.
+                self.reweight_group(pi, self.vm_of(c));
+            }
+        }
+        if now.0.saturating_sub(self.cpus[pi as usize].last_balance.0) >= self.balance_interval {
+            self.cpus[pi as usize].last_balance = now;
+            let idle = self.cpus[pi as usize].curr.is_none();
+            if self.pull_one(pi, now, !idle) && idle {
+                resched = true;
+            }
+        }
+        if self.cpus[pi as usize].curr.is_none() && self.pick_eevdf(pi).is_some() {
+            resched = true;
+        }
+        resched
+    }
+
+    fn global_tick(&mut self, _now: Nanos, resched: &mut Vec<PcpuId>) {
+        let mut released = false;
+        for vm in 0..self.used.len() {
+            // An overrun (noticed only at a tick) is paid back from the next period's
+            // quota, as the kernel's negative runtime_remaining is
+            // (account_cfs_rq_runtime, assign_cfs_rq_runtime); unused quota does not
+            // carry over (no burst).
+            let q = self.quota[vm].unwrap_or(0);
+            self.used[vm] = self.used[vm].saturating_sub(q);
+            let still = self.quota[vm].is_some_and(|q| self.used[vm] >= q);
+            released |= self.throttled[vm] && !still;
+            self.throttled[vm] = still;
+        }
+        if released {
+            for p in 0..self.np {
+                if self.cpus[p as usize].curr.is_none() && self.pick_eevdf(p).is_some() {
+                    resched.push(PcpuId(p));
+                }
+            }
+        }
+    }
+
+    fn yield_to(&mut self, p: PcpuId, _from: VcpuId, to: VcpuId, _now: Nanos) -> Option<PcpuId> {
+        let tp = self.home[to.idx()];
+        let queued = self.se[to.idx()].on_rq && self.cpus[tp as usize].curr != Some(to);
+        if !queued || !self.active(to.0) {
+            return None;
+        }
+        // yield_to(): -ESRCH when both runqueues hold a single task.
+        if self.nr_running(p.0) == 1 && self.nr_running(tp) == 1 {
+            return None;
+        }
+        // No next-buddy hint (NEXT_BUDDY is off); the yielder's deadline moves on in
+        // put_prev, and the target's pCPU reschedules.
+        Some(PcpuId(tp))
+    }
+
+    fn queued_on(&self, p: PcpuId) -> usize {
+        (self.nr_running(p.0) - self.cpus[p.idx()].curr.is_some() as u32) as usize
+    }
+
+    fn home_of(&self, v: VcpuId) -> PcpuId {
+        PcpuId(self.home[v.idx()])
+    }
+
+    /// Urgent-vCPU-first: the queued `v` runs next on `p` (moved there if queued
+    /// elsewhere).
+    fn run_next(&mut self, p: PcpuId, v: VcpuId) -> bool {
+        let home = self.home[v.idx()];
+        let queued = self.se[v.idx()].on_rq && self.cpus[home as usize].curr != Some(v);
+        if !queued || !self.active(v.0) || !self.setup.vcpu_mask[v.idx()].contains(p.0) {
+            return false;
+        }
+        if home != p.0 {
+            self.dequeue_vcpu(v, home);
+            self.enqueue_vcpu(v, p.0);
+        }
+        self.forced[p.idx()] = Some(v);
+        true
+    }
+
+    /// How far the vCPU (with groups: its VM on this pCPU) has run beyond the
+    /// runqueue's weighted mean, in CPU time at its weight (minus its lag).
+    fn lead_ns(&self, v: VcpuId) -> i64 {
+        let p = self.home[v.idx()];
+        let (rq, e) = if self.groups {
+            (p, self.group_ent(p, self.vm_of(v)))
+        } else {
+            (p, v.0)
+        };
+        let s = &self.se[e as usize];
+        (s.vruntime - self.avg_vruntime(rq)) * s.weight as i64 / NICE_0_LOAD as i64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::cpumask::CpuMask;
+    use crate::sim::VmId;
+
+    fn setup(pcpus: u32, vms: &[(u32, u32)]) -> SchedSetup {
+        let mut vcpu_vm = Vec::new();
+        let mut vcpu_mask = Vec::new();
+        let mut vm_weight = Vec::new();
+        for (i, &(n, w)) in vms.iter().enumerate() {
+            for _ in 0..n {
+                vcpu_vm.push(VmId(i as u32));
+                vcpu_mask.push(CpuMask::all(pcpus));
+            }
+            vm_weight.push(w);
+        }
+        SchedSetup {
+            pcpus,
+            vcpu_vm,
+            vcpu_mask,
+            vm_weight,
+            vm_cap: vec![None; vms.len()],
+        }
+    }
+
+    fn params(groups: bool) -> EevdfParams {
+        EevdfParams {
+            per_vm_groups: groups,
+            ..EevdfParams::default()
+        }
+    }
+
+    /// Runs CPU-bound vCPUs on the scheduler with ticks only (no switch costs) and
+    /// returns each vCPU's CPU time.
+    fn simulate(s: &mut Eevdf, nv: usize, dur: Nanos) -> Vec<u64> {
+        let mut cpu = vec![0u64; nv];
+        let np = s.np;
+        let mut running: Vec<Option<(VcpuId, Nanos)>> = vec![None; np as usize];
+        for v in 0..nv {
+            let pl = s.enqueue_wake(VcpuId(v as u32), Nanos::ZERO);
+            let _ = pl;
+        }
+        for p in 0..np {
+            if let Some((v, _)) = s.pick_next(PcpuId(p), Nanos::ZERO) {
+                running[p as usize] = Some((v, Nanos::ZERO));
+            }
+        }
+        let tick = s.tick;
+        let mut now = Nanos::ZERO;
+        while now < dur {
+            now += tick;
+            for p in 0..np {
+                if s.tick(PcpuId(p), now) {
+                    if let Some((v, since)) = running[p as usize].take() {
+                        cpu[v.idx()] += (now - since).0;
+                        s.put_prev(PcpuId(p), v, StopReason::Preempted, now);
+                    }
+                    if let Some((v, _)) = s.pick_next(PcpuId(p), now) {
+                        running[p as usize] = Some((v, now));
+                    }
+                }
+            }
+        }
+        for (p, r) in running.iter().enumerate() {
+            if let Some((v, since)) = r {
+                cpu[v.idx()] += (now - *since).0;
+                let _ = p;
+            }
+        }
+        cpu
+    }
+
+    #[test]
+    fn base_slice_scales_with_log_of_cpus() {
+        let s = Eevdf::new(&params(false), setup(1, &[(1, 256)]));
+        assert_eq!(s.base_slice, 750_000);
+        let s = Eevdf::new(&params(false), setup(4, &[(1, 256)]));
+        assert_eq!(s.base_slice, 2_250_000);
+        let s = Eevdf::new(&params(false), setup(64, &[(1, 256)]));
+        assert_eq!(s.base_slice, 3_000_000);
+    }
+
+    #[test]
+    fn weights_one_to_three_share_one_pcpu_one_to_three() {
+        let mut s = Eevdf::new(&params(false), setup(1, &[(1, 256), (1, 768)]));
+        let cpu = simulate(&mut s, 2, Nanos(3_000_000_000));
+        let ratio = cpu[1] as f64 / cpu[0] as f64;
+        assert!((ratio - 3.0).abs() < 0.03, "ratio {ratio} {cpu:?}");
+    }
+
+    #[test]
+    fn groups_share_per_vm_not_per_vcpu() {
+        // VM 0: four vCPUs, VM 1: one, equal weights, one pCPU: half each with groups,
+        // 4:1 without.
+        let mut s = Eevdf::new(&params(true), setup(1, &[(4, 256), (1, 256)]));
+        let cpu = simulate(&mut s, 5, Nanos(3_000_000_000));
+        let vm0: u64 = cpu[..4].iter().sum();
+        let share = vm0 as f64 / (vm0 + cpu[4]) as f64;
+        assert!((share - 0.5).abs() < 0.01, "grouped share {share} {cpu:?}");
+        let mut s = Eevdf::new(&params(false), setup(1, &[(4, 256), (1, 256)]));
+        let cpu = simulate(&mut s, 5, Nanos(3_000_000_000));
+        let vm0: u64 = cpu[..4].iter().sum();
+        let share = vm0 as f64 / (vm0 + cpu[4]) as f64;
+        assert!(
+            (share - 0.8).abs() < 0.01,
+            "ungrouped share {share} {cpu:?}"
+        );
+    }
+
+    #[test]
+    fn picks_eligible_earliest_deadline_and_runs_to_parity() {
+        let mut s = Eevdf::new(&params(false), setup(1, &[(2, 256)]));
+        s.enqueue_wake(VcpuId(0), Nanos::ZERO);
+        let (a, _) = s.pick_next(PcpuId(0), Nanos::ZERO).unwrap();
+        assert_eq!(a, VcpuId(0));
+        // A wakee placed at the average (lag 0) with a fresh half slice of deadline does
+        // not preempt a current entity that runs to parity.
+        let pl = s.enqueue_wake(VcpuId(1), Nanos(100_000));
+        assert!(!pl.preempt);
+        // Ticks before the first slice ends keep it; after its deadline it gives way.
+        assert!(!s.tick(PcpuId(0), Nanos(200_000)));
+        assert!(s.tick(PcpuId(0), Nanos(4_000_000)));
+        s.put_prev(PcpuId(0), a, StopReason::Preempted, Nanos(4_000_000));
+        let (b, _) = s.pick_next(PcpuId(0), Nanos(4_000_000)).unwrap();
+        assert_eq!(b, VcpuId(1));
+    }
+
+    #[test]
+    fn lag_is_kept_across_sleep() {
+        let mut s = Eevdf::new(&params(false), setup(1, &[(2, 256)]));
+        s.enqueue_wake(VcpuId(0), Nanos::ZERO);
+        s.enqueue_wake(VcpuId(1), Nanos::ZERO);
+        let (a, _) = s.pick_next(PcpuId(0), Nanos::ZERO).unwrap();
+        // `a` runs 2 ms and blocks: it ran ahead of the average, so its lag is negative.
+        s.put_prev(PcpuId(0), a, StopReason::Blocked, Nanos(2_000_000));
+        assert!(s.se[a.idx()].vlag < 0, "lag {}", s.se[a.idx()].vlag);
+        let other = if a == VcpuId(0) { VcpuId(1) } else { VcpuId(0) };
+        let (b, _) = s.pick_next(PcpuId(0), Nanos(2_000_000)).unwrap();
+        assert_eq!(b, other);
+        // Woken right away it is placed behind the average: not eligible, no preemption.
+        let pl = s.enqueue_wake(a, Nanos(2_000_000));
+        assert!(!pl.preempt);
+        let avg = s.avg_vruntime(0);
+        assert!(s.se[a.idx()].vruntime > avg);
+    }
+
+    #[test]
+    fn yield_pushes_the_deadline_and_yield_to_needs_two_tasks() {
+        let mut s = Eevdf::new(&params(false), setup(2, &[(2, 256)]));
+        s.enqueue_wake(VcpuId(0), Nanos::ZERO);
+        let (a, _) = s.pick_next(PcpuId(0), Nanos::ZERO).unwrap();
+        s.enqueue_wake(VcpuId(1), Nanos::ZERO);
+        // VcpuId(1) went to the idle pCPU 1: both runqueues hold one task.
+        assert_eq!(s.home_of(VcpuId(1)), PcpuId(1));
+        assert_eq!(s.yield_to(PcpuId(0), a, VcpuId(1), Nanos(10)), None);
+        let d0 = s.se[a.idx()].deadline;
+        s.put_prev(PcpuId(0), a, StopReason::Yielded, Nanos(1_000));
+        assert!(s.se[a.idx()].deadline >= d0 + fair(s.base_slice, 1024) - 1);
+    }
+}

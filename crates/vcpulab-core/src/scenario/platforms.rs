@@ -1,0 +1,670 @@
+//! Platform profiles: the host (hypervisor, its version, the CPU generation) and the
+//! guest kernel a study ran, as data. `host.platform = "<name>"` and
+//! `guest.kernel = "<name>"` (scenario-wide or per VM) fill the keys a profile sets
+//! *under* the preset and the scenario: explicit scenario keys win over the preset, the
+//! preset over the profile, the profile over the built-in defaults. A host profile names
+//! the guest kernel its study ran, used where no `guest.kernel` is given.
+//!
+//! Every number's source is in docs/model.md ("Platform profiles").
+
+use super::ScenarioError;
+use toml::{Table, Value};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hypervisor {
+    Kvm,
+    Xen,
+}
+
+/// An Intel CPU generation and its VM exit + entry round trip (a null hypercall, 95th
+/// percentile, in TSC cycles).
+#[derive(Debug)]
+pub struct CpuGeneration {
+    pub name: &'static str,
+    pub exit_cycles: u64,
+    /// Where `exit_cycles` comes from.
+    pub source: &'static str,
+}
+
+pub const GENERATIONS: &[CpuGeneration] = &[
+    CpuGeneration {
+        name: "nehalem",
+        exit_cycles: 4986,
+        source: "published (95th percentile null hypercall)",
+    },
+    CpuGeneration {
+        name: "westmere",
+        exit_cycles: 1988,
+        source: "published (95th percentile null hypercall)",
+    },
+    CpuGeneration {
+        name: "sandy-bridge",
+        exit_cycles: 1736,
+        source: "assumed: midway between the published Westmere (1988) and Haswell (1484)",
+    },
+    CpuGeneration {
+        name: "haswell",
+        exit_cycles: 1484,
+        source: "published (95th percentile null hypercall)",
+    },
+    CpuGeneration {
+        name: "sapphire-rapids",
+        exit_cycles: 1484,
+        source:
+            "assumed: Haswell's published 1484 (no later published figure of the same measurement)",
+    },
+];
+
+pub fn generation(name: &str) -> Option<&'static CpuGeneration> {
+    GENERATIONS.iter().find(|g| g.name == name)
+}
+
+/// A host: hypervisor, version, CPU.
+#[derive(Debug)]
+pub struct HostPlatform {
+    pub name: &'static str,
+    /// The study that ran on it.
+    pub study: &'static str,
+    pub hypervisor: Hypervisor,
+    /// Host kernel (KVM) or Xen version.
+    pub version: &'static str,
+    pub cpu: &'static str,
+    pub generation: &'static str,
+    /// TSC (nominal) frequency: converts exit cycles to time and PLE windows (which
+    /// count TSC cycles) to time.
+    pub tsc_ghz: f64,
+    /// APIC virtualization with posted interrupts (Intel APICv, Ivy Bridge-EP and later,
+    /// KVM `enable_apicv`): no exit to deliver an interrupt to a running vCPU, no EOI
+    /// exit. Without it every interrupt to a running vCPU forces an exit.
+    pub apicv: bool,
+    /// IPI virtualization (Intel IPIv, Sapphire Rapids; KVM `enable_ipiv`, Linux 5.19+):
+    /// the sender's ICR write does not exit.
+    pub ipiv: bool,
+    /// KVM host halt polling (`halt_poll_ns`, Linux 4.0 and later; 200 us on x86).
+    pub halt_poll: bool,
+    /// Xen's scheduler rate limit (`sched_ratelimit_us`, Xen 4.2 and later; none in
+    /// 4.1). `None` on KVM.
+    pub xen_ratelimit_us: Option<f64>,
+    /// The host scheduler the platform runs unless the preset or scenario chooses one.
+    pub scheduler: &'static str,
+    /// The guest kernel of the study, used where no `guest.kernel` is given.
+    pub guest_kernel: &'static str,
+    /// Which of the above are published and which assumed.
+    pub notes: &'static str,
+}
+
+/// A guest kernel.
+#[derive(Debug)]
+pub struct GuestKernel {
+    pub name: &'static str,
+    pub version: &'static str,
+    pub study: &'static str,
+    /// `guest.spinlock`.
+    pub spinlock: &'static str,
+    /// futex_wake sends the reschedule IPI under the hash-bucket lock (before wake_q,
+    /// Linux 4.2).
+    pub ipi_under_lock: bool,
+    /// KVM PV TLB flush (guest Linux 4.16+).
+    pub pv_tlb_flush: bool,
+    /// KVM PV EOI (guest Linux 3.6+ on KVM): no EOI exit when the host says none is
+    /// needed.
+    pub pv_eoi: bool,
+    /// vcpu_is_preempted() from KVM's steal-time record (guest Linux 4.10+), used by
+    /// the scheduler's idle-CPU test (available_idle_cpu, 4.17+).
+    pub vcpu_is_preempted: bool,
+    /// The cpuidle-haltpoll driver (guest Linux 5.4+).
+    pub haltpoll_available: bool,
+    pub notes: &'static str,
+}
+
+pub const HOST_PLATFORMS: &[HostPlatform] = &[
+    HostPlatform {
+        name: "kvm-3.9-snb",
+        study: "Gleaner (USENIX ATC 2014)",
+        hypervisor: Hypervisor::Kvm,
+        version: "Linux 3.9",
+        cpu: "Xeon E5-2665 (Sandy Bridge-EP, 2.4 GHz, 16 cores)",
+        generation: "sandy-bridge",
+        tsc_ghz: 2.4,
+        apicv: false,
+        ipiv: false,
+        halt_poll: false,
+        xen_ratelimit_us: None,
+        scheduler: "cfs",
+        guest_kernel: "linux-3.9",
+        notes: "host and CPU as published; Sandy Bridge has no APICv (it came with Ivy Bridge-EP)",
+    },
+    HostPlatform {
+        name: "xen-4.1.2",
+        study: "CVS (FGCS 2016)",
+        hypervisor: Hypervisor::Xen,
+        version: "Xen 4.1.2",
+        cpu: "assumed Sandy Bridge-EP at 2.4 GHz (the CPU is not in our sources)",
+        generation: "sandy-bridge",
+        tsc_ghz: 2.4,
+        apicv: false,
+        ipiv: false,
+        halt_poll: false,
+        xen_ratelimit_us: Some(0.0),
+        scheduler: "credit",
+        guest_kernel: "linux-3.2",
+        notes: "Xen version and guest as published; credit has no rate limit before Xen 4.2",
+    },
+    HostPlatform {
+        name: "xen-4.2.3",
+        study: "micro-sliced vCPUs (MICRO 2014)",
+        hypervisor: Hypervisor::Xen,
+        version: "Xen 4.2.3",
+        cpu: "assumed Sandy Bridge-EP at 2.4 GHz (the CPU is not in our sources)",
+        generation: "sandy-bridge",
+        tsc_ghz: 2.4,
+        apicv: false,
+        ipiv: false,
+        halt_poll: false,
+        xen_ratelimit_us: Some(1000.0),
+        scheduler: "credit",
+        guest_kernel: "linux-3.5",
+        notes: "Xen version and guest as published; sched_ratelimit_us (default 1000) since Xen 4.2",
+    },
+    HostPlatform {
+        name: "kvm-3.2-wsm",
+        study: "DCS (ASPLOS 2013)",
+        hypervisor: Hypervisor::Kvm,
+        version: "Linux 3.2",
+        cpu: "assumed Westmere-EP at 2.4 GHz (a 2012 server; the CPU is not in our sources)",
+        generation: "westmere",
+        tsc_ghz: 2.4,
+        apicv: false,
+        ipiv: false,
+        halt_poll: false,
+        xen_ratelimit_us: None,
+        scheduler: "cfs",
+        guest_kernel: "linux-3.2",
+        notes: "a Linux 3.x KVM host of 2012 as published; version 3.2 and the CPU assumed",
+    },
+    HostPlatform {
+        name: "kvm-3.19-hsw",
+        study: "APPLE",
+        hypervisor: Hypervisor::Kvm,
+        version: "Linux 3.19 (Ubuntu 14.04)",
+        cpu: "assumed Haswell-EP at 2.4 GHz (Haswell-era as published; 16 cores)",
+        generation: "haswell",
+        tsc_ghz: 2.4,
+        apicv: true,
+        ipiv: false,
+        halt_poll: false,
+        xen_ratelimit_us: None,
+        scheduler: "cfs",
+        guest_kernel: "linux-3.19",
+        notes: "host kernel as published; Haswell-EP has APICv with posted interrupts (KVM enables it when present); halt_poll_ns came in Linux 4.0",
+    },
+    HostPlatform {
+        name: "kvm-6.6-spr",
+        study: "a modern KVM host",
+        hypervisor: Hypervisor::Kvm,
+        version: "Linux 6.6",
+        cpu: "Sapphire Rapids-class Xeon at 2.0 GHz (nominal)",
+        generation: "sapphire-rapids",
+        tsc_ghz: 2.0,
+        apicv: true,
+        ipiv: true,
+        halt_poll: true,
+        xen_ratelimit_us: None,
+        scheduler: "eevdf",
+        guest_kernel: "linux-6.6",
+        notes: "APICv with posted interrupts; host halt polling on (halt_poll_ns 200 us); EEVDF since Linux 6.6",
+    },
+];
+
+pub const GUEST_KERNELS: &[GuestKernel] = &[
+    GuestKernel {
+        name: "linux-3.2",
+        version: "Linux 3.2",
+        study: "CVS (HVM guest), DCS",
+        spinlock: "ticket",
+        ipi_under_lock: true,
+        pv_tlb_flush: false,
+        pv_eoi: false,
+        vcpu_is_preempted: false,
+        haltpoll_available: false,
+        notes: "ticket spinlocks (PV ticket locks came in 3.12)",
+    },
+    GuestKernel {
+        name: "linux-3.5",
+        version: "Linux 3.5.7",
+        study: "micro-sliced vCPUs",
+        spinlock: "ticket",
+        ipi_under_lock: true,
+        pv_tlb_flush: false,
+        pv_eoi: false,
+        vcpu_is_preempted: false,
+        haltpoll_available: false,
+        notes: "ticket spinlocks",
+    },
+    GuestKernel {
+        name: "linux-3.9",
+        version: "Linux 3.9",
+        study: "Gleaner",
+        spinlock: "ticket",
+        ipi_under_lock: true,
+        pv_tlb_flush: false,
+        pv_eoi: true,
+        vcpu_is_preempted: false,
+        haltpoll_available: false,
+        notes: "ticket spinlocks",
+    },
+    GuestKernel {
+        name: "linux-3.19",
+        version: "Linux 3.19 (Ubuntu 14.04)",
+        study: "APPLE",
+        spinlock: "ticket",
+        ipi_under_lock: true,
+        pv_tlb_flush: false,
+        pv_eoi: true,
+        vcpu_is_preempted: false,
+        haltpoll_available: false,
+        notes: "ticket spinlocks: the PV ticket lock of 3.12-4.1 needs KVM_FEATURE_PV_UNHALT, which QEMU leaves off unless asked (kvm-pv-unhalt)",
+    },
+    GuestKernel {
+        name: "linux-6.6",
+        version: "Linux 6.6",
+        study: "a modern guest",
+        spinlock: "pv",
+        ipi_under_lock: false,
+        pv_tlb_flush: true,
+        pv_eoi: true,
+        vcpu_is_preempted: true,
+        haltpoll_available: true,
+        notes: "PV queued spinlocks, wake_q (4.2), PV TLB flush (4.16), vcpu_is_preempted (4.10), cpuidle-haltpoll (5.4)",
+    },
+];
+
+pub fn host_platform(name: &str) -> Option<&'static HostPlatform> {
+    HOST_PLATFORMS.iter().find(|p| p.name == name)
+}
+
+pub fn guest_kernel(name: &str) -> Option<&'static GuestKernel> {
+    GUEST_KERNELS.iter().find(|k| k.name == name)
+}
+
+fn names<T>(list: &[T], name: impl Fn(&T) -> &'static str) -> String {
+    list.iter().map(name).collect::<Vec<_>>().join(", ")
+}
+
+/// Looks up `host.platform`; an unknown name is refused with the allowed ones.
+pub fn find_host(key: &str, v: &Value) -> Result<&'static HostPlatform, ScenarioError> {
+    let allowed = || names(HOST_PLATFORMS, |p| p.name);
+    match v {
+        Value::String(s) => host_platform(s).ok_or_else(|| {
+            ScenarioError::new(
+                key,
+                format!("unknown platform {s:?}; allowed: {}", allowed()),
+            )
+        }),
+        other => Err(ScenarioError::new(
+            key,
+            format!("{other} is not a platform name; allowed: {}", allowed()),
+        )),
+    }
+}
+
+/// Looks up a `guest.kernel`; an unknown name is refused with the allowed ones.
+pub fn find_kernel(key: &str, v: &Value) -> Result<&'static GuestKernel, ScenarioError> {
+    let allowed = || names(GUEST_KERNELS, |k| k.name);
+    match v {
+        Value::String(s) => guest_kernel(s).ok_or_else(|| {
+            ScenarioError::new(
+                key,
+                format!("unknown guest kernel {s:?}; allowed: {}", allowed()),
+            )
+        }),
+        other => Err(ScenarioError::new(
+            key,
+            format!("{other} is not a guest kernel name; allowed: {}", allowed()),
+        )),
+    }
+}
+
+fn set(t: &mut Table, path: &[&str], v: Value) {
+    let (last, dirs) = path.split_last().expect("non-empty key path");
+    let mut cur = t;
+    for d in dirs {
+        let e = cur
+            .entry(d.to_string())
+            .or_insert_with(|| Value::Table(Table::new()));
+        if !e.is_table() {
+            *e = Value::Table(Table::new());
+        }
+        cur = e.as_table_mut().expect("made a table above");
+    }
+    cur.insert(last.to_string(), v);
+}
+
+fn is_xen_scheduler(kind: &str) -> bool {
+    matches!(kind, "credit" | "credit2" | "relaxed_co")
+}
+
+impl HostPlatform {
+    pub fn exit_ns(&self) -> u64 {
+        let g = generation(self.generation).expect("profiles name known generations");
+        (g.exit_cycles as f64 / self.tsc_ghz).round() as u64
+    }
+
+    /// The keys this platform sets, as a table under `host` (plus `guest.kernel`), for a
+    /// host scheduler of kind `kind` (the scenario's or preset's, else the platform's).
+    pub fn table(&self, kind: &str) -> Table {
+        let mut t = Table::new();
+        set(&mut t, &["host", "clock_ghz"], Value::Float(self.tsc_ghz));
+        set(
+            &mut t,
+            &["host", "costs", "vmexit_ns"],
+            Value::Integer(self.exit_ns() as i64),
+        );
+        set(
+            &mut t,
+            &["host", "posted_interrupts"],
+            Value::Boolean(self.apicv),
+        );
+        set(
+            &mut t,
+            &["host", "ipi_virtualization"],
+            Value::Boolean(self.ipiv),
+        );
+        set(
+            &mut t,
+            &["host", "halt_poll", "enabled"],
+            Value::Boolean(self.halt_poll),
+        );
+        set(
+            &mut t,
+            &["host", "scheduler", "kind"],
+            Value::String(self.scheduler.into()),
+        );
+        if let Some(r) = self.xen_ratelimit_us {
+            if is_xen_scheduler(kind) {
+                set(
+                    &mut t,
+                    &["host", "scheduler", "ratelimit_us"],
+                    Value::Float(r),
+                );
+            }
+        }
+        set(
+            &mut t,
+            &["guest", "kernel"],
+            Value::String(self.guest_kernel.into()),
+        );
+        t
+    }
+
+    /// Refuses a host scheduler this hypervisor does not have.
+    pub fn check_scheduler(&self, kind: &str) -> Result<(), ScenarioError> {
+        let ok = match self.hypervisor {
+            Hypervisor::Kvm => !matches!(kind, "credit" | "credit2"),
+            Hypervisor::Xen => !matches!(kind, "cfs" | "eevdf"),
+        };
+        if ok {
+            return Ok(());
+        }
+        let allowed = match self.hypervisor {
+            Hypervisor::Kvm => "cfs, eevdf, gang, relaxed_co",
+            Hypervisor::Xen => "credit, credit2, gang, relaxed_co",
+        };
+        Err(ScenarioError::new(
+            "host.scheduler.kind",
+            format!(
+                "{kind:?} is not a scheduler of platform {} ({}); allowed: {allowed}",
+                self.name, self.version
+            ),
+        ))
+    }
+}
+
+impl GuestKernel {
+    /// The keys this kernel sets in a `guest` table.
+    pub fn table(&self) -> Table {
+        let mut t = Table::new();
+        t.insert("spinlock".into(), Value::String(self.spinlock.into()));
+        t.insert("ipi_under_lock".into(), Value::Boolean(self.ipi_under_lock));
+        t.insert("pv_tlb_flush".into(), Value::Boolean(self.pv_tlb_flush));
+        t.insert("pv_eoi".into(), Value::Boolean(self.pv_eoi));
+        t.insert(
+            "vcpu_is_preempted".into(),
+            Value::Boolean(self.vcpu_is_preempted),
+        );
+        t.insert(
+            "haltpoll_available".into(),
+            Value::Boolean(self.haltpoll_available),
+        );
+        t
+    }
+}
+
+/// Fills `under` into `t` where `t` has no value: tables recursively.
+pub fn merge_under(t: &mut Table, under: &Table) {
+    for (k, v) in under {
+        match (t.get_mut(k), v) {
+            (Some(Value::Table(mine)), Value::Table(theirs)) => merge_under(mine, theirs),
+            (Some(_), _) => {}
+            (None, v) => {
+                t.insert(k.clone(), v.clone());
+            }
+        }
+    }
+}
+
+/// Applies `host.platform` (if any) under the merged scenario + preset table: fills the
+/// host keys it sets, and `guest.kernel` where the scenario names none. Refuses an
+/// unknown platform, and a host scheduler the platform's hypervisor does not have.
+pub fn apply_host(t: &mut Table) -> Result<Option<&'static HostPlatform>, ScenarioError> {
+    let Some(Value::Table(host)) = t.get("host") else {
+        return Ok(None);
+    };
+    let Some(v) = host.get("platform") else {
+        return Ok(None);
+    };
+    let p = find_host("host.platform", v)?;
+    let kind = match host.get("scheduler") {
+        Some(Value::Table(s)) => s.get("kind").and_then(Value::as_str),
+        _ => None,
+    }
+    .unwrap_or(p.scheduler)
+    .to_string();
+    p.check_scheduler(&kind)?;
+    merge_under(t, &p.table(&kind));
+    Ok(Some(p))
+}
+
+/// The base `guest` table of a guest named `kernel` (the profile's keys), or an empty
+/// table when no kernel is named. `key` names the key for errors.
+pub fn kernel_table(key: &str, kernel: Option<&Value>) -> Result<Table, ScenarioError> {
+    match kernel {
+        None => Ok(Table::new()),
+        Some(v) => Ok(find_kernel(key, v)?.table()),
+    }
+}
+
+/// `vcpulab explain`'s account of the profiles of a resolved scenario: for each profile
+/// in use, what it is and each key it sets, with the value in effect where the preset
+/// or the scenario overrode it. `resolved` is the resolved scenario as a TOML table.
+pub fn explain(resolved: &Table) -> String {
+    let mut out = String::new();
+    let get = |t: &Table, path: &[&str]| -> Option<Value> {
+        let mut cur = t;
+        let (last, dirs) = path.split_last()?;
+        for d in dirs {
+            cur = cur.get(*d)?.as_table()?;
+        }
+        cur.get(*last).cloned()
+    };
+    let host = resolved.get("host").and_then(Value::as_table);
+    let platform = host
+        .and_then(|h| h.get("platform"))
+        .and_then(Value::as_str)
+        .and_then(host_platform);
+    fn lines(
+        out: &mut String,
+        profile: &Table,
+        prefix: &str,
+        actual: &dyn Fn(&[&str]) -> Option<Value>,
+    ) {
+        fn walk(
+            out: &mut String,
+            t: &Table,
+            path: &mut Vec<String>,
+            prefix: &str,
+            actual: &dyn Fn(&[&str]) -> Option<Value>,
+        ) {
+            for (k, v) in t {
+                path.push(k.clone());
+                if let Value::Table(sub) = v {
+                    walk(out, sub, path, prefix, actual);
+                } else {
+                    let p: Vec<&str> = path.iter().map(String::as_str).collect();
+                    let key = format!("{prefix}{}", p.join("."));
+                    match actual(&p) {
+                        Some(a) if &a != v => out.push_str(&format!(
+                            "#   {key} = {a}  (preset or scenario; the profile's: {v})\n"
+                        )),
+                        Some(_) => out.push_str(&format!("#   {key} = {v}\n")),
+                        None => out.push_str(&format!("#   {key}: not used ({v})\n")),
+                    }
+                }
+                path.pop();
+            }
+        }
+        walk(out, profile, &mut Vec::new(), prefix, actual);
+    }
+    if let Some(p) = platform {
+        let g = generation(p.generation).expect("profiles name known generations");
+        out.push_str(&format!(
+            "# host.platform {:?}: {} on {}, {} — the platform of {}\n",
+            p.name,
+            match p.hypervisor {
+                Hypervisor::Kvm => "KVM",
+                Hypervisor::Xen => "Xen",
+            },
+            p.version,
+            p.cpu,
+            p.study
+        ));
+        out.push_str(&format!(
+            "#   exit + entry {} cycles ({}: {}) = {} ns at {} GHz; {}\n",
+            g.exit_cycles,
+            g.name,
+            g.source,
+            p.exit_ns(),
+            p.tsc_ghz,
+            p.notes
+        ));
+        let kind = get(resolved, &["host", "scheduler", "kind"])
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        let mut tab = p.table(&kind);
+        // guest.kernel is reported per guest below.
+        tab.remove("guest");
+        lines(&mut out, &tab, "", &|path| get(resolved, path));
+    }
+    let mut guests: Vec<(String, &Table)> = Vec::new();
+    if let Some(g) = resolved.get("guest").and_then(Value::as_table) {
+        guests.push(("guest".into(), g));
+    }
+    if let Some(vms) = resolved.get("vm").and_then(Value::as_array) {
+        for (i, vm) in vms.iter().enumerate() {
+            if let Some(g) = vm
+                .as_table()
+                .and_then(|v| v.get("guest"))
+                .and_then(Value::as_table)
+            {
+                guests.push((format!("vm.{i}.guest"), g));
+            }
+        }
+    }
+    for (key, g) in guests {
+        let Some(k) = g
+            .get("kernel")
+            .and_then(Value::as_str)
+            .and_then(guest_kernel)
+        else {
+            continue;
+        };
+        out.push_str(&format!(
+            "# {key}.kernel {:?}: {} — the guest of {}; {}\n",
+            k.name, k.version, k.study, k.notes
+        ));
+        lines(&mut out, &k.table(), &format!("{key}."), &|path| {
+            get(g, path)
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_profile_names_known_data() {
+        for p in HOST_PLATFORMS {
+            assert!(generation(p.generation).is_some(), "{}", p.name);
+            assert!(guest_kernel(p.guest_kernel).is_some(), "{}", p.name);
+            assert!(p.check_scheduler(p.scheduler).is_ok(), "{}", p.name);
+        }
+    }
+
+    #[test]
+    fn exit_cost_follows_the_generation_and_clock() {
+        let p = host_platform("kvm-3.9-snb").expect("profile");
+        assert_eq!(p.exit_ns(), 723); // 1736 cycles at 2.4 GHz
+        let h = host_platform("kvm-3.19-hsw").expect("profile");
+        assert_eq!(h.exit_ns(), 618); // 1484 cycles at 2.4 GHz
+    }
+
+    #[test]
+    fn xen_rate_limit_only_for_xen_schedulers() {
+        let x41 = host_platform("xen-4.1.2").expect("profile");
+        let t = x41.table("credit");
+        assert_eq!(
+            t["host"]["scheduler"]["ratelimit_us"],
+            Value::Float(0.0),
+            "Xen 4.1 has no rate limit"
+        );
+        let t = x41.table("gang");
+        assert!(t["host"]["scheduler"].get("ratelimit_us").is_none());
+        let x42 = host_platform("xen-4.2.3").expect("profile");
+        assert_eq!(
+            x42.table("credit")["host"]["scheduler"]["ratelimit_us"],
+            Value::Float(1000.0)
+        );
+    }
+
+    #[test]
+    fn a_hypervisor_refuses_the_other_ones_scheduler() {
+        let k = host_platform("kvm-3.9-snb").expect("profile");
+        let e = k.check_scheduler("credit").expect_err("refused");
+        assert_eq!(e.key, "host.scheduler.kind");
+        assert!(e.message.contains("cfs"), "{}", e.message);
+        let x = host_platform("xen-4.1.2").expect("profile");
+        assert!(x.check_scheduler("cfs").is_err());
+        assert!(x.check_scheduler("gang").is_ok());
+    }
+
+    #[test]
+    fn unknown_names_list_the_allowed_ones() {
+        let e = find_host("host.platform", &Value::String("kvm-9".into())).expect_err("x");
+        assert!(e.message.contains("kvm-3.9-snb") && e.message.contains("xen-4.1.2"));
+        let e = find_kernel("guest.kernel", &Value::String("linux-2.6".into())).expect_err("x");
+        assert!(e.message.contains("linux-3.9") && e.message.contains("linux-6.6"));
+    }
+
+    #[test]
+    fn merge_under_keeps_what_is_there() {
+        let mut t: Table = "[host]\nclock_ghz = 3.5\n".parse().expect("toml");
+        let under: Table = "[host]\nclock_ghz = 2.4\npcpus = 8\n"
+            .parse()
+            .expect("toml");
+        merge_under(&mut t, &under);
+        assert_eq!(t["host"]["clock_ghz"], Value::Float(3.5));
+        assert_eq!(t["host"]["pcpus"], Value::Integer(8));
+    }
+}

@@ -1,0 +1,201 @@
+//! Platform profiles: `host.platform` and `guest.kernel` fill keys under the preset and
+//! the scenario (explicit keys win over the preset, the preset over the profile).
+use vcpulab_core::scenario::{IdleMode, SchedulerConfig, SpinlockKind};
+use vcpulab_core::{explain, resolve, Scenario};
+
+fn scenario(extra_top: &str, vm_guest: &str) -> String {
+    format!(
+        r#"
+{extra_top}
+[run]
+duration = "10ms"
+[[vm]]
+name = "a"
+vcpus = 2
+{vm_guest}
+[vm.workload]
+model = "matmul"
+[[vm]]
+name = "b"
+vcpus = 2
+[vm.workload]
+model = "matmul"
+"#
+    )
+}
+
+fn ok(text: &str, sets: &[&str]) -> Scenario {
+    let o: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    resolve(text, &o, None).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn err(text: &str, sets: &[&str]) -> vcpulab_core::ScenarioError {
+    let o: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    match resolve(text, &o, None) {
+        Ok(_) => panic!("accepted: {sets:?}"),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn a_host_platform_sets_its_keys_and_its_guest_kernel() {
+    let sc = ok(&scenario("", ""), &["host.platform=kvm-3.9-snb"]);
+    assert_eq!(sc.host.platform.as_deref(), Some("kvm-3.9-snb"));
+    assert_eq!(sc.host.clock_ghz, 2.4);
+    assert_eq!(sc.host.costs.vmexit_ns, 723);
+    assert!(!sc.host.posted_interrupts);
+    assert!(!sc.host.halt_poll.enabled);
+    assert!(matches!(sc.host.scheduler, SchedulerConfig::Cfs(_)));
+    for vm in &sc.vm {
+        assert_eq!(vm.guest.kernel.as_deref(), Some("linux-3.9"));
+        assert_eq!(vm.guest.spinlock, SpinlockKind::Ticket);
+        assert!(vm.guest.ipi_under_lock);
+        assert!(!vm.guest.haltpoll_available);
+    }
+    // The modern one: APICv, halt polling, a modern guest.
+    let m = ok(&scenario("", ""), &["host.platform=kvm-6.6-spr"]);
+    assert!(m.host.posted_interrupts && m.host.halt_poll.enabled);
+    assert_eq!(m.host.costs.vmexit_ns, 742); // 1484 cycles at 2.0 GHz
+    let g = &m.vm[0].guest;
+    assert!(!g.ipi_under_lock && g.pv_tlb_flush && g.vcpu_is_preempted && g.haltpoll_available);
+}
+
+#[test]
+fn explicit_keys_win_over_the_preset_which_wins_over_the_profile() {
+    // Explicit host key over the profile.
+    let sc = ok(
+        &scenario("", ""),
+        &["host.platform=kvm-3.9-snb", "host.costs.vmexit_ns=999"],
+    );
+    assert_eq!(sc.host.costs.vmexit_ns, 999);
+    // The preset's scheduler over the platform's (kvm-default is CFS, the 6.6 host EEVDF).
+    let sc = ok(
+        &scenario("preset = \"kvm-default\"", ""),
+        &["host.platform=kvm-6.6-spr"],
+    );
+    assert!(matches!(sc.host.scheduler, SchedulerConfig::Cfs(_)));
+    let sc = ok(&scenario("", ""), &["host.platform=kvm-6.6-spr"]);
+    assert_eq!(sc.host.scheduler.name(), "eevdf");
+    // A scenario-wide explicit guest key wins over a VM's own kernel profile.
+    let sc = ok(
+        &scenario("", "[vm.guest]\nkernel = \"linux-6.6\""),
+        &["host.platform=kvm-3.9-snb", "guest.ipi_under_lock=true"],
+    );
+    let (a, b) = (&sc.vm[0].guest, &sc.vm[1].guest);
+    assert_eq!(a.kernel.as_deref(), Some("linux-6.6"));
+    assert_eq!(b.kernel.as_deref(), Some("linux-3.9"));
+    assert!(a.ipi_under_lock, "explicit scenario-wide key");
+    assert!(a.pv_tlb_flush && !b.pv_tlb_flush, "each VM its own kernel");
+    assert_ne!(a.spinlock, b.spinlock);
+    // The VM's own explicit key wins over everything.
+    let sc = ok(
+        &scenario("", "[vm.guest]\nkernel = \"linux-6.6\"\nspinlock = \"tas\""),
+        &["guest.kernel=linux-3.9"],
+    );
+    assert_eq!(sc.vm[0].guest.spinlock, SpinlockKind::Tas);
+    assert_eq!(sc.vm[1].guest.spinlock, SpinlockKind::Ticket);
+    // No platform, no kernel: the built-in defaults, unchanged.
+    let sc = ok(&scenario("", ""), &[]);
+    assert_eq!(sc.host.costs.vmexit_ns, 500);
+    assert!(sc.host.platform.is_none() && sc.vm[0].guest.kernel.is_none());
+}
+
+#[test]
+fn the_kvm_modern_preset_is_the_modern_platform() {
+    let sc = ok(&scenario("preset = \"kvm-modern\"", ""), &[]);
+    assert_eq!(sc.host.platform.as_deref(), Some("kvm-6.6-spr"));
+    assert_eq!(sc.host.scheduler.name(), "eevdf");
+    assert!(sc.host.ipi_virtualization && sc.host.posted_interrupts);
+    assert_eq!(sc.vm[0].guest.kernel.as_deref(), Some("linux-6.6"));
+    // The scenario's own platform still wins over the preset's.
+    let sc = ok(
+        &scenario("preset = \"kvm-modern\"", ""),
+        &["host.platform=kvm-3.19-hsw"],
+    );
+    assert_eq!(sc.host.costs.vmexit_ns, 618);
+}
+
+#[test]
+fn xen_platforms_set_the_rate_limit_of_their_version() {
+    let rate = |p: &str, preset: &str| {
+        let sc = ok(
+            &scenario(&format!("preset = \"{preset}\""), ""),
+            &[&format!("host.platform={p}")],
+        );
+        match sc.host.scheduler {
+            SchedulerConfig::Credit(c) => c.ratelimit_us,
+            other => panic!("{}", other.name()),
+        }
+    };
+    assert_eq!(rate("xen-4.1.2", "cvs"), 0.0);
+    assert_eq!(rate("xen-4.2.3", "xen-default"), 1000.0);
+    // With no preset the platform chooses credit, and Xen's PLE defaults follow.
+    let sc = ok(&scenario("", ""), &["host.platform=xen-4.1.2"]);
+    assert_eq!(sc.host.scheduler.name(), "credit");
+    assert_eq!(sc.vm[0].guest.kernel.as_deref(), Some("linux-3.2"));
+}
+
+#[test]
+fn unknown_or_contradictory_platforms_are_refused() {
+    let e = err(&scenario("", ""), &["host.platform=kvm-2.6"]);
+    assert_eq!(e.key, "host.platform");
+    assert!(
+        e.message.contains("kvm-3.9-snb") && e.message.contains("kvm-6.6-spr"),
+        "{e}"
+    );
+    let e = err(&scenario("", ""), &["guest.kernel=linux-2.6"]);
+    assert_eq!(e.key, "guest.kernel");
+    assert!(e.message.contains("linux-3.2"), "{e}");
+    let e = err(&scenario("", "[vm.guest]\nkernel = \"bsd\""), &[]);
+    assert_eq!(e.key, "vm.0.guest.kernel");
+    let e = err(
+        &scenario("preset = \"kvm-default\"", ""),
+        &["host.platform=xen-4.1.2"],
+    );
+    assert_eq!(e.key, "host.scheduler.kind");
+}
+
+#[test]
+fn haltpoll_needs_a_kernel_that_has_it_unless_backported() {
+    let e = err(
+        &scenario("", ""),
+        &["host.platform=kvm-3.9-snb", "guest.idle=haltpoll"],
+    );
+    assert_eq!(e.key, "vm.0.guest.idle");
+    assert!(e.message.contains("linux-3.9"), "{e}");
+    // The preset brings the driver along (a backport), as the Gleaner studies compare it.
+    let sc = ok(
+        &scenario("preset = \"guest-haltpoll\"", ""),
+        &["host.platform=kvm-3.9-snb"],
+    );
+    assert_eq!(sc.vm[0].guest.idle, IdleMode::Haltpoll);
+    ok(
+        &scenario("", ""),
+        &["host.platform=kvm-6.6-spr", "guest.idle=haltpoll"],
+    );
+}
+
+#[test]
+fn explain_names_the_profiles_and_what_they_set() {
+    let text = scenario("", "");
+    let out = explain(
+        &text,
+        &[
+            "host.platform=kvm-3.9-snb".into(),
+            "guest.spinlock=tas".into(),
+        ],
+        None,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(out.contains("# host.platform \"kvm-3.9-snb\""), "{out}");
+    assert!(out.contains("#   host.costs.vmexit_ns = 723"), "{out}");
+    assert!(out.contains("# vm.0.guest.kernel \"linux-3.9\""), "{out}");
+    assert!(
+        out.contains(
+            "vm.0.guest.spinlock = \"tas\"  (preset or scenario; the profile's: \"ticket\")"
+        ),
+        "{out}"
+    );
+    // The TOML after the comments is the resolved scenario, accepted back.
+    resolve(&out, &[], None).unwrap_or_else(|e| panic!("{e}"));
+}

@@ -1,0 +1,151 @@
+//! The wake path's exits and who pays them (hv/wake_path.rs): the waker pays its ICR
+//! write (inside the futex bucket lock where the kernel sends the IPI under it), and a
+//! pre-APICv host charges exits an APICv one does not.
+mod common;
+use common::*;
+
+const ROUNDS: u64 = 400;
+
+/// One waker posting a semaphore `ROUNDS` times to a thread on the other vCPU. With
+/// `poll`, a SCHED_IDLE spinner keeps the wakee's vCPU running (IPIs reach a running
+/// vCPU); without, the wakee's vCPU halts between posts.
+fn one_way(poll: bool) -> String {
+    let spinner = if poll {
+        r#"
+[[vm.workload.group]]
+name = "poll"
+threads = 2
+priority = "idle"
+ops = [{loop = {n = "forever", body = [{compute = "1ms"}]}}]
+"#
+    } else {
+        ""
+    };
+    format!(
+        r#"
+[run]
+duration = "1s"
+[host]
+pcpus = 2
+[[vm]]
+name = "bench"
+vcpus = 2
+[vm.workload]
+model = "program"
+[[vm.workload.group]]
+name = "ping"
+ops = [{{loop = {{n = {ROUNDS}, body = [{{compute = "50us"}}, {{sem_post = "a"}}]}}}}]
+[[vm.workload.group]]
+name = "pong"
+ops = [{{loop = {{n = {ROUNDS}, body = [{{sem_wait = "a"}}]}}}}]
+{spinner}
+"#
+    )
+}
+
+#[test]
+fn the_waker_pays_its_icr_write_and_the_kick() {
+    let r = run_with(&one_way(false), &["host.platform=kvm-3.9-snb"]);
+    let vm = &r.vms[0];
+    assert_eq!(vm.icr_exits, ROUNDS, "one ICR write per post");
+    // Exit + entry (1736 cycles at 2.4 GHz) + KVM's ICR emulation + the host's
+    // try_to_wake_up of the halted wakee's thread, on the waker's vCPU.
+    let per_post = 723 + 2_500 + 400;
+    let waker = &r.vcpus[0];
+    assert_eq!(waker.halts, 1, "the waker never idles before the end");
+    let overhead = waker.time.overhead_ns;
+    assert!(
+        overhead >= ROUNDS * per_post && overhead <= ROUNDS * per_post + 20_000,
+        "waker overhead {overhead} ns for {ROUNDS} posts of {per_post} ns"
+    );
+    // The wakee's vCPU pays its idle exits instead: a timer write entering and leaving
+    // idle each time.
+    assert!(vm.timer_exits >= 2 * ROUNDS, "{}", vm.timer_exits);
+}
+
+#[test]
+fn under_the_bucket_lock_the_exit_lengthens_the_hold() {
+    let hold = |under: &str| {
+        let r = run_with(
+            &one_way(false),
+            &[
+                "host.platform=kvm-3.9-snb",
+                &format!("guest.ipi_under_lock={under}"),
+            ],
+        );
+        let l = r
+            .locks
+            .iter()
+            .find(|l| l.lock == "futex-bucket")
+            .expect("futex bucket class");
+        l.hold_mean_ns
+    };
+    let (before_wake_q, wake_q) = (hold("true"), hold("false"));
+    // Half the bucket acquisitions are posts, each holding the lock across its exit.
+    let exit = (723 + 2_500 + 400) as f64;
+    assert!(
+        before_wake_q - wake_q > 0.4 * exit,
+        "hold with the IPI under the lock {before_wake_q} ns, after it {wake_q} ns"
+    );
+}
+
+#[test]
+fn a_pre_apicv_host_charges_exits_an_apicv_host_does_not() {
+    // The same guest (Linux 3.2: no PV EOI) on Sandy Bridge (no APICv) and on Haswell-EP
+    // (APICv with posted interrupts); the wakee's vCPU keeps running (a polling idle
+    // thread), so every IPI reaches a running vCPU.
+    let on = |platform: &str| {
+        run_with(
+            &one_way(true),
+            &[
+                &format!("host.platform={platform}"),
+                "guest.kernel=linux-3.2",
+            ],
+        )
+    };
+    let pre = on("kvm-3.9-snb");
+    let apicv = on("kvm-3.19-hsw");
+    let (p, a) = (&pre.vms[0], &apicv.vms[0]);
+    assert!(p.irq_exits >= ROUNDS && p.eoi_exits >= ROUNDS, "{p:?}");
+    assert_eq!(
+        (a.irq_exits, a.eoi_exits),
+        (0, 0),
+        "APICv: posted, EOI virtualized"
+    );
+    assert_eq!(p.icr_exits, a.icr_exits, "the ICR write exits on both");
+    // The receiving vCPU's overhead shows it.
+    let recv = |r: &vcpulab_core::Report| r.vcpus[1].time.overhead_ns;
+    assert!(
+        recv(&pre) > recv(&apicv) + ROUNDS * 723,
+        "pre-APICv {} ns, APICv {} ns",
+        recv(&pre),
+        recv(&apicv)
+    );
+    // The guest's PV EOI (Linux 3.6+) avoids the EOI exits without APICv.
+    let pv = run_with(&one_way(true), &["host.platform=kvm-3.9-snb"]);
+    assert_eq!(pv.vms[0].eoi_exits, 0);
+    assert!(pv.vms[0].irq_exits >= ROUNDS);
+    // IPI virtualization (Sapphire Rapids, Linux 6.6): no ICR exit either.
+    let ipiv = run_with(&one_way(true), &["host.platform=kvm-6.6-spr"]);
+    assert_eq!(ipiv.vms[0].icr_exits, 0);
+    let waker = |r: &vcpulab_core::Report| r.vcpus[0].time.overhead_ns;
+    assert!(
+        waker(&ipiv) + ROUNDS * 3_000 < waker(&pre),
+        "IPIv waker {} ns, pre-APICv waker {} ns",
+        waker(&ipiv),
+        waker(&pre)
+    );
+}
+
+#[test]
+fn native_mode_counts_no_exits() {
+    let r = run_with(
+        &one_way(false),
+        &["host.platform=kvm-3.9-snb", "run.mode=native"],
+    );
+    let vm = &r.vms[0];
+    assert_eq!(
+        (vm.icr_exits, vm.irq_exits, vm.eoi_exits, vm.timer_exits),
+        (0, 0, 0, 0)
+    );
+}
