@@ -198,7 +198,7 @@ mod tests {
     fn a_short_section_pays_only_for_what_it_touches() {
         let f = fp();
         let missing = f.refill_ns(1000); // the whole resident set: 150 us of stall
-        // A 2 us critical section touches 8 KiB: 1.2 us of stall, not 150 us.
+                                         // A 2 us critical section touches 8 KiB: 1.2 us of stall, not 150 us.
         let (prog, stall) = f.split_elapsed(f.wall_for_progress(2_000, missing), missing);
         assert_eq!(prog, 2_000);
         assert!((1_200..=1_201).contains(&stall), "{stall}");

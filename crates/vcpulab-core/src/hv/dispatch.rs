@@ -187,7 +187,9 @@ impl World {
             _ => (None, None),
         };
         let fp = self.vms[vm.idx()].footprint_kib;
-        let missing = self.cache.missing_on_return(fp, vc.cache_missing_kib, evicting);
+        let missing = self
+            .cache
+            .missing_on_return(fp, vc.cache_missing_kib, evicting);
         // Only a vCPU coming out of halt runs the guest's wake path (idle exit, the
         // interrupt, the scheduler) through evicted translations; a preempted one resumes
         // where it was, and its working set is the cache model's.
@@ -255,7 +257,9 @@ impl World {
     /// missing, for its next run).
     fn cache_settle(&mut self, v: VcpuId, now: Nanos) -> u64 {
         let vc = &mut self.vcpus[v.idx()];
-        let tlb = vc.tlb_stall_ns.min(now.0.saturating_sub(vc.tlb_stall_from.0));
+        let tlb = vc
+            .tlb_stall_ns
+            .min(now.0.saturating_sub(vc.tlb_stall_from.0));
         vc.refill_ns += tlb;
         vc.tlb_stall_ns = 0;
         let (at, left) = (vc.refill_at_dispatch_ns, vc.refill_left_ns);
