@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from vcpulab.store import ResultsStore
     from vcpulab.sweeps import Backend
 
-_MODULES = ("examples", "gleaner", "gleaner_apps", "cvs", "apple")
+_MODULES = ("examples", "gleaner", "gleaner_apps", "cvs", "apple", "cache")
 
 VERDICTS = ("agrees", "partly", "disagrees")
 

@@ -63,12 +63,14 @@ workload = { model = "cpu-bomb" }
 "#,
     ),
     (
-        "scale 16: 16 pCPUs, 16 VMs x 4 compute/sleep vCPUs (CFS), 1 s",
+        "scale 16: 16 pCPUs, 16 VMs x 4 compute/sleep vCPUs (EEVDF), 1 s",
         r#"
 [run]
 duration = "1s"
 [host]
 pcpus = 16
+[host.scheduler]
+kind = "eevdf"
 [[vm]]
 vcpus = 4
 count = 16
@@ -76,12 +78,14 @@ workload = { model = "compute-sleep", params = { compute = "exp(200us)", sleep =
 "#,
     ),
     (
-        "scale 1024: 1024 pCPUs, 1024 VMs x 4 compute/sleep vCPUs (CFS), 50 ms",
+        "scale 1024: 1024 pCPUs, 1024 VMs x 4 compute/sleep vCPUs (EEVDF), 50 ms",
         r#"
 [run]
 duration = "50ms"
 [host]
 pcpus = 1024
+[host.scheduler]
+kind = "eevdf"
 [[vm]]
 vcpus = 4
 count = 1024

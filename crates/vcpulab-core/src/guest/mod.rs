@@ -3,7 +3,11 @@
 
 pub mod consolidation;
 pub mod gleaner;
+pub mod idle;
+pub mod interpreter;
 pub mod ipi;
 pub mod kernel;
+pub mod runqueue;
 pub mod sync;
 pub mod thread;
+pub mod timer;

@@ -61,6 +61,43 @@ impl CpuMask {
             m = words[i];
         })
     }
+    #[inline]
+    pub fn remove(&mut self, p: u32) {
+        if p < MAX_PCPUS {
+            self.0[(p / 64) as usize] &= !(1u64 << (p % 64));
+        }
+    }
+    /// The CPUs in both masks.
+    #[inline]
+    pub fn and(self, o: CpuMask) -> CpuMask {
+        let mut w = self.0;
+        for (a, b) in w.iter_mut().zip(o.0.iter()) {
+            *a &= *b;
+        }
+        CpuMask(w)
+    }
+    /// The first CPU of the mask at or after `start`, wrapping around (None: empty).
+    pub fn first_from(self, start: u32) -> Option<u32> {
+        let start = start % MAX_PCPUS;
+        let (sw, sb) = ((start / 64) as usize, start % 64);
+        let head = self.0[sw] & (u64::MAX << sb);
+        if head != 0 {
+            return Some(sw as u32 * 64 + head.trailing_zeros());
+        }
+        for k in 1..=WORDS {
+            let i = (sw + k) % WORDS;
+            let w = if i == sw {
+                self.0[i] & !(u64::MAX << sb)
+            } else {
+                self.0[i]
+            };
+            if w != 0 {
+                return Some(i as u32 * 64 + w.trailing_zeros());
+            }
+        }
+        None
+    }
+
     /// The mask as 128 bits (guest cpusets are that wide), or None when it names a CPU
     /// at or above 128.
     pub fn to_u128(self) -> Option<u128> {
@@ -125,5 +162,23 @@ mod tests {
             Some(1 | 1u128 << 127)
         );
         assert!(CpuMask::parse("1024", 2048).is_err());
+    }
+
+    #[test]
+    fn first_from_wraps_around() {
+        let m = CpuMask::parse("3,70,900", 1024).unwrap();
+        assert_eq!(m.first_from(0), Some(3));
+        assert_eq!(m.first_from(3), Some(3));
+        assert_eq!(m.first_from(4), Some(70));
+        assert_eq!(m.first_from(71), Some(900));
+        assert_eq!(m.first_from(901), Some(3));
+        assert_eq!(CpuMask::default().first_from(5), None);
+        let mut a = CpuMask::all(8);
+        a.remove(0);
+        assert_eq!(a.and(CpuMask::single(0)).first_from(0), None);
+        assert_eq!(
+            a.and(CpuMask::parse("0,5", 8).unwrap()).first_from(6),
+            Some(5)
+        );
     }
 }

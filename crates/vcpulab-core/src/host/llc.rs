@@ -195,6 +195,13 @@ impl Llc {
 /// quanta, quantum 0 tries MRU insertion and quantum 1 tries LRU insertion; the other 8
 /// use whichever of the two last trials missed less (misses per instruction, so that a
 /// quantum that ran more instructions is not penalized), LRU on a tie.
+///
+/// The trials are back to back, as the policy is described. The second inherits the
+/// blocks the first inserted (an MRU trial refills what LRU quanta let decay; the LRU
+/// trial right after it hits on them), which leans the choice towards LRU when the two
+/// are close: the "LRU on a tie" the policy wants for contexts whose own misses do not
+/// depend on the insertion, but also, at times, for a cache-friendly context.
+/// docs/model.md gives the effect of spacing the trials half a period apart instead.
 #[derive(Clone, Debug, Default)]
 pub struct TimeSampling {
     quantum: u64,

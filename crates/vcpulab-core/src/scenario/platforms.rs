@@ -214,6 +214,22 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         guest_kernel: "linux-6.6",
         notes: "APICv with posted interrupts; host halt polling on (halt_poll_ns 200 us); EEVDF since Linux 6.6",
     },
+    HostPlatform {
+        name: "xen-4.19-spr",
+        study: "a modern Xen host",
+        hypervisor: Hypervisor::Xen,
+        version: "Xen 4.19",
+        cpu: "Sapphire Rapids-class Xeon at 2.0 GHz (nominal)",
+        generation: "sapphire-rapids",
+        tsc_ghz: 2.0,
+        apicv: true,
+        ipiv: false,
+        halt_poll: false,
+        xen_ratelimit_us: Some(1000.0),
+        scheduler: "credit2",
+        guest_kernel: "linux-6.6",
+        notes: "credit2 is Xen's default scheduler since 4.12 (sched_ratelimit_us 1000); posted interrupts with APICv; no IPI virtualization and no host halt polling in Xen",
+    },
 ];
 
 pub const GUEST_KERNELS: &[GuestKernel] = &[

@@ -35,6 +35,18 @@ action = "directed-yield"
 "#,
     },
     Preset {
+        name: "xen-modern",
+        description: "a modern Xen host: platform xen-4.19-spr (Sapphire Rapids-class exit costs, posted interrupts, credit2 with its 1 ms rate limit) and a Linux 6.6 guest; a PAUSE exit yields (fixed 4096-cycle pause filter)",
+        toml: r#"
+[host]
+platform = "xen-4.19-spr"
+[host.ple]
+policy = "fixed"
+window_cycles = 4096
+action = "yield"
+"#,
+    },
+    Preset {
         name: "kvm-halt-poll",
         description: "kvm-default plus KVM's adaptive host halt polling (halt_poll_ns 200 us)",
         toml: r#"

@@ -25,12 +25,15 @@
 //! control.
 
 use super::{HostScheduler, SchedSetup, StopReason, WakePlacement};
+use crate::host::cpumask::CpuMask;
 use crate::scenario::EevdfParams;
 use crate::sim::{Nanos, PcpuId, VcpuId};
 
 const NICE_0_LOAD: u64 = 1024;
 /// The smallest group share (kernel/sched/sched.h MIN_SHARES).
 const MIN_SHARES: u64 = 2;
+/// pCPUs in a balancing domain (one last-level cache's worth on a server CPU).
+const DOMAIN_CPUS: u32 = 16;
 
 /// A scheduling entity: a vCPU (index < number of vCPUs) or a VM's group entity on one
 /// pCPU.
@@ -93,6 +96,16 @@ pub struct Eevdf {
     cpus: Vec<Cpu>,
     /// Per vCPU: the pCPU whose runqueue holds it (or held it last).
     home: Vec<u32>,
+    /// pCPUs with no runnable vCPU, and with a vCPU waiting besides the running one:
+    /// placement and balancing look these up instead of scanning every pCPU.
+    idle: CpuMask,
+    overloaded: CpuMask,
+    /// Per pCPU: the VMs with runnable vCPUs there (their group runqueues).
+    cpu_vms: Vec<Vec<u32>>,
+    /// pCPUs per balancing domain (an LLC's worth): periodic balancing looks within
+    /// the domain every interval and across the host every interval × domains.
+    domain: u32,
+    last_global_balance: Vec<Nanos>,
     last_ran: Vec<Nanos>,
     /// Per VM per pCPU: runnable vCPUs there; per VM: runnable vCPUs in all.
     nr_vm_cpu: Vec<u32>,
@@ -142,8 +155,10 @@ impl Eevdf {
                 shares[setup.vcpu_vm[i].idx()]
             };
         }
+        // Spread first homes over the allowed pCPUs, so first placement looks near a
+        // distinct pCPU for each vCPU.
         let home = (0..nv as usize)
-            .map(|i| setup.vcpu_mask[i].iter().next().unwrap_or(0))
+            .map(|i| setup.vcpu_mask[i].first_from(i as u32 % np).unwrap_or(0))
             .collect();
         let quota = setup
             .vm_cap
@@ -151,6 +166,11 @@ impl Eevdf {
             .map(|c| c.map(|pct| (pct / 100.0 * bw_period.0 as f64).round() as u64))
             .collect();
         Eevdf {
+            idle: CpuMask::all(np),
+            overloaded: CpuMask::default(),
+            cpu_vms: vec![Vec::new(); np as usize],
+            domain: np.clamp(1, DOMAIN_CPUS),
+            last_global_balance: vec![Nanos::ZERO; np as usize],
             placement: p.placement,
             forced: vec![None; np as usize],
             base_slice,
@@ -461,9 +481,14 @@ impl Eevdf {
     fn enqueue_vcpu(&mut self, v: VcpuId, p: u32) {
         self.home[v.idx()] = p;
         let vm = self.vm_of(v);
-        self.nr_vm_cpu[vm * self.np as usize + p as usize] += 1;
+        let slot = vm * self.np as usize + p as usize;
+        self.nr_vm_cpu[slot] += 1;
+        if self.nr_vm_cpu[slot] == 1 {
+            self.cpu_vms[p as usize].push(vm as u32);
+        }
         self.nr_vm[vm] += 1;
         self.cpus[p as usize].nr += 1;
+        self.update_masks(p);
         let leaf = self.leaf_rq(v, p);
         self.enqueue_ent(leaf, v.0);
         if self.groups {
@@ -482,9 +507,14 @@ impl Eevdf {
         let vm = self.vm_of(v);
         let leaf = self.leaf_rq(v, p);
         self.dequeue_ent(leaf, v.0);
-        self.nr_vm_cpu[vm * self.np as usize + p as usize] -= 1;
+        let slot = vm * self.np as usize + p as usize;
+        self.nr_vm_cpu[slot] -= 1;
+        if self.nr_vm_cpu[slot] == 0 {
+            self.cpu_vms[p as usize].retain(|x| *x != vm as u32);
+        }
         self.nr_vm[vm] -= 1;
         self.cpus[p as usize].nr -= 1;
+        self.update_masks(p);
         if self.groups {
             let ge = self.group_ent(p, vm);
             if self.rqs[leaf as usize].load == 0 && self.rqs[leaf as usize].curr.is_none() {
@@ -520,13 +550,23 @@ impl Eevdf {
         self.se[ge as usize].weight * w / gl
     }
 
+    fn update_masks(&mut self, p: u32) {
+        let nr = self.cpus[p as usize].nr;
+        if nr == 0 {
+            self.idle.insert(p);
+        } else {
+            self.idle.remove(p);
+        }
+        if nr >= 2 {
+            self.overloaded.insert(p);
+        } else {
+            self.overloaded.remove(p);
+        }
+    }
+
     /// Runnable vCPUs on `p`, the running one included (rq->nr_running).
     fn nr_running(&self, p: u32) -> u32 {
         self.cpus[p as usize].nr
-    }
-
-    fn rq_idle(&self, p: u32) -> bool {
-        self.cpus[p as usize].curr.is_none() && self.rqs[p as usize].load == 0
     }
 
     /// A vCPU of `v`'s VM other than `v` runs or waits on pCPU `p`.
@@ -549,39 +589,28 @@ impl Eevdf {
         ) {
             return p;
         }
-        if mask.contains(prev) && self.rq_idle(prev) {
-            return prev;
-        }
-        for k in 1..=self.np {
-            let q = (prev + k) % self.np;
-            if mask.contains(q) && self.rq_idle(q) {
-                return q;
-            }
+        // The previous pCPU if idle, else the next idle one after it.
+        if let Some(q) = self.idle.and(mask).first_from(prev) {
+            return q;
         }
         if mask.contains(prev) && self.last_ran[v.idx()] > Nanos::ZERO {
             return prev;
         }
-        mask.iter()
+        // First placement (fork balancing): the least loaded allowed pCPU of the
+        // previous one's domain, else of the host.
+        self.domain_of(prev)
+            .and(mask)
+            .iter()
             .min_by_key(|&q| (self.cpu_load(q), q))
+            .or_else(|| mask.iter().min_by_key(|&q| (self.cpu_load(q), q)))
             .unwrap_or(prev)
     }
 
-    /// The runqueues that hold pCPU `p`'s vCPUs.
-    fn leaf_rqs(&self, p: u32) -> std::ops::Range<RqId> {
-        if self.groups {
-            self.group_rq(p, 0)..self.group_rq(p, 0) + self.nvm
-        } else {
-            p..p + 1
-        }
-    }
-
-    /// CFS's pull: one queued vCPU allowed on `p` from the busiest runqueue, the one
-    /// whose load is closest to half the imbalance; `only_cold` leaves cache-hot ones.
-    fn pull_one(&mut self, p: u32, now: Nanos, only_cold: bool) -> bool {
-        let mine = self.cpu_load(p);
+    /// The busiest pCPU with a waiting vCPU in `scope` (and more load than `mine`).
+    fn busiest_in(&self, scope: CpuMask, p: u32, mine: u64) -> Option<(u32, u64)> {
         let mut best: Option<(u32, u64)> = None;
-        for q in 0..self.np {
-            if q == p || self.nr_running(q) <= self.cpus[q as usize].curr.is_some() as u32 {
+        for q in self.overloaded.and(scope).iter() {
+            if q == p {
                 continue;
             }
             let l = self.cpu_load(q);
@@ -589,12 +618,39 @@ impl Eevdf {
                 best = Some((q, l));
             }
         }
-        let Some((src, src_load)) = best else {
+        best
+    }
+
+    /// The pCPUs of `p`'s balancing domain.
+    fn domain_of(&self, p: u32) -> CpuMask {
+        let lo = p / self.domain * self.domain;
+        let mut m = CpuMask::default();
+        for q in lo..(lo + self.domain).min(self.np) {
+            m.insert(q);
+        }
+        m
+    }
+
+    /// CFS's pull: one queued vCPU allowed on `p` from the busiest pCPU of `scope`
+    /// (only pCPUs with a waiting vCPU are looked at), the one whose load is closest to
+    /// half the imbalance; `only_cold` leaves cache-hot ones.
+    fn pull_one(&mut self, p: u32, now: Nanos, only_cold: bool, scope: CpuMask) -> bool {
+        let mine = self.cpu_load(p);
+        let Some((src, src_load)) = self.busiest_in(scope, p, mine) else {
             return false;
         };
         let diff = src_load - mine;
         let mut cand: Option<(u64, VcpuId)> = None;
-        for rq in self.leaf_rqs(src) {
+        let leaves: &[u32] = if self.groups {
+            &self.cpu_vms[src as usize]
+        } else {
+            &[]
+        };
+        let rqs = leaves
+            .iter()
+            .map(|&vm| self.group_rq(src, vm as usize))
+            .chain((!self.groups).then_some(src));
+        for rq in rqs {
             for &e in &self.rqs[rq as usize].queued {
                 let v = VcpuId(e);
                 let w = self.h_load(v, src);
@@ -619,6 +675,13 @@ impl Eevdf {
             }
             None => false,
         }
+    }
+
+    /// newidle balance: the domain first, then the whole host.
+    fn pull_newidle(&mut self, p: u32, now: Nanos) -> bool {
+        let dom = self.domain_of(p);
+        self.pull_one(p, now, false, dom)
+            || (self.domain < self.np && self.pull_one(p, now, false, CpuMask::all(self.np)))
     }
 
     /// check_preempt_wakeup_fair(): the level where the wakee meets the running vCPU,
@@ -703,8 +766,7 @@ impl HostScheduler for Eevdf {
     fn pick_next(&mut self, p: PcpuId, now: Nanos) -> Option<(VcpuId, Option<Nanos>)> {
         let pi = p.0;
         if self.pick_eevdf(pi).is_none() {
-            // newidle balance
-            self.pull_one(pi, now, false);
+            self.pull_newidle(pi, now);
         }
         // Urgent-vCPU-first: a forced vCPU (still queued here) is picked at every level.
         let forced = self.forced[pi as usize].take().filter(|f| {
@@ -764,9 +826,23 @@ impl HostScheduler for Eevdf {
             }
         }
         if now.0.saturating_sub(self.cpus[pi as usize].last_balance.0) >= self.balance_interval {
+            // Periodic balancing: within the domain every interval, across the host
+            // every interval × domains (Linux lengthens the interval with the span).
             self.cpus[pi as usize].last_balance = now;
             let idle = self.cpus[pi as usize].curr.is_none();
-            if self.pull_one(pi, now, !idle) && idle {
+            let ndom = self.np.div_ceil(self.domain) as u64;
+            let global = ndom > 1
+                && now
+                    .0
+                    .saturating_sub(self.last_global_balance[pi as usize].0)
+                    >= self.balance_interval * ndom;
+            let scope = if global {
+                self.last_global_balance[pi as usize] = now;
+                CpuMask::all(self.np)
+            } else {
+                self.domain_of(pi)
+            };
+            if self.pull_one(pi, now, !idle, scope) && idle {
                 resched = true;
             }
         }

@@ -1,0 +1,75 @@
+//! The guest idle policy: with no thread to run a vCPU polls (idle=poll), polls for
+//! haltpoll's adaptive window (drivers/cpuidle/governors/haltpoll.c), or executes HLT.
+
+use crate::hv::vcpu::{Act, VCat};
+use crate::sim::world::{Ev, World};
+use crate::sim::{Nanos, VcpuId};
+
+impl World {
+    /// No thread to run: the guest idles as configured.
+    pub(crate) fn vcpu_idle_enter(&mut self, v: VcpuId, t0: Nanos) {
+        let now = self.now;
+        let vm = self.vcpus[v.idx()].vm.idx();
+        let (poll, haltpoll) = (
+            self.vms[vm].guest.idle_poll,
+            self.vms[vm].guest.haltpoll_max > 0,
+        );
+        let vc = &mut self.vcpus[v.idx()];
+        if vc.idle_since == Nanos::MAX {
+            vc.idle_since = now;
+        }
+        if poll {
+            vc.set_cat(now, VCat::IdlePoll);
+            vc.act = Act::IdlePoll;
+            return;
+        }
+        if haltpoll && vc.guest_poll_ns > 0 {
+            vc.set_cat(now, VCat::IdlePoll);
+            vc.act = Act::IdlePoll;
+            let gen = vc.gen;
+            let end = t0 + Nanos(vc.guest_poll_ns);
+            self.q.push(end, Ev::Step(v, gen));
+            return;
+        }
+        self.start_halt(v, t0, true);
+    }
+
+    /// HLT: the exit takes `vmexit_ns`, then the vCPU blocks (or the host polls). An
+    /// `idle` halt first stops the NOHZ tick: a timer write, another exit (a pv
+    /// spinlock's halt does not).
+    pub(crate) fn start_halt(&mut self, v: VcpuId, t0: Nanos, idle: bool) {
+        let now = self.now;
+        let tick = if idle {
+            let vm = self.vcpus[v.idx()].vm.idx();
+            self.timer_write_cost(vm)
+        } else {
+            0
+        };
+        let exit = tick + self.costs.vmexit_ns;
+        let vc = &mut self.vcpus[v.idx()];
+        vc.set_cat(now, VCat::Overhead);
+        vc.act = Act::Halting;
+        let gen = vc.gen;
+        self.q.push(t0 + Nanos(exit), Ev::Step(v, gen));
+    }
+
+    /// The vCPU leaves idle for a thread: haltpoll adapts its window to the idle period
+    /// (grows it after an idle shorter than the maximum, halves it after a longer one,
+    /// as cpuidle-haltpoll's adjust_poll_limit does).
+    pub(crate) fn idle_leave(&mut self, v: VcpuId) {
+        let now = self.now;
+        let vm = self.vcpus[v.idx()].vm.idx();
+        let g = &self.vms[vm].guest;
+        let vc = &mut self.vcpus[v.idx()];
+        let block = now.0.saturating_sub(vc.idle_since.0);
+        vc.idle_since = Nanos::MAX;
+        if g.haltpoll_max > 0 {
+            let cur = vc.guest_poll_ns;
+            if cur < block && block < g.haltpoll_max {
+                vc.guest_poll_ns = (cur * 2).max(g.haltpoll_start).min(g.haltpoll_max);
+            } else if block > g.haltpoll_max {
+                vc.guest_poll_ns = cur / 2;
+            }
+        }
+    }
+}

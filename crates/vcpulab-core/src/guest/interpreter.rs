@@ -1,0 +1,184 @@
+//! The program interpreter: runs a thread's workload program (compute, sleep, I/O,
+//! locks, barriers, queues, yield, cpuset changes) and its pending kernel steps until
+//! something takes time, spins, blocks or ends the thread.
+
+use crate::guest::sync::Flow;
+use crate::guest::thread::{Micro, ThreadState};
+use crate::sim::world::{Ev, StopCause, World};
+use crate::sim::{LockId, Nanos, ThreadId, VcpuId};
+use crate::workload::program::Instr;
+
+/// What a thread did when its current step ended.
+pub(crate) enum Advance {
+    /// It has new work, or a spin, to do.
+    Continue,
+    /// It blocked or exited; the vCPU needs another thread.
+    Left,
+}
+
+impl World {
+    /// Runs `t`'s pending kernel steps, then its program, until something takes time,
+    /// spins, blocks, or ends the thread.
+    pub(crate) fn thread_advance(&mut self, t: ThreadId, v: VcpuId) -> Advance {
+        let now = self.now;
+        let prog = self.threads[t.idx()].program.clone();
+        let bases = self.vms[self.threads[t.idx()].vm.idx()].bases;
+        loop {
+            if let Some(m) = self.threads[t.idx()].micro.pop_front() {
+                match self.exec_micro(t, v, m) {
+                    Flow::Next => continue,
+                    Flow::Wait => return Advance::Continue,
+                    Flow::Left => return Advance::Left,
+                }
+            }
+            let th = &mut self.threads[t.idx()];
+            let pc = th.pc as usize;
+            th.pc += 1;
+            match &prog.code[pc] {
+                Instr::Compute(d) | Instr::Kernel(d) => {
+                    th.remaining = Nanos(d.sample(&mut th.rng).0.max(1));
+                    th.in_kernel = matches!(prog.code[pc], Instr::Kernel(_));
+                    th.in_exit = false;
+                    return Advance::Continue;
+                }
+                Instr::Count(n) => {
+                    let vm = th.vm;
+                    self.vms[vm.idx()].units += n;
+                }
+                Instr::Sleep(d) => {
+                    let slack = self.vms[th.vm.idx()].guest.timer_slack;
+                    let dur = d.sample(&mut th.rng).0.max(1) + slack;
+                    self.block_with_timer(t, v, Ev::ThreadTimer(t, 0), dur);
+                    return Advance::Left;
+                }
+                Instr::Io(d) => {
+                    let dur = d.sample(&mut th.rng).0.max(1);
+                    self.block_with_timer(t, v, Ev::IoDone(t), dur);
+                    return Advance::Left;
+                }
+                Instr::LoopStart { slot, count, end } => match count {
+                    Some(0) => th.pc = *end,
+                    Some(c) => th.loops[*slot as usize] = *c,
+                    None => th.loops[*slot as usize] = u64::MAX,
+                },
+                Instr::LoopEnd { slot, start } => {
+                    let c = &mut th.loops[*slot as usize];
+                    if *c != u64::MAX {
+                        *c -= 1;
+                    }
+                    if *c > 0 {
+                        th.pc = start + 1;
+                    }
+                }
+                Instr::Lock(m) => th.micro.push_back(Micro::MutexLock(bases.mutex + m)),
+                Instr::Unlock(m) => th.micro.push_back(Micro::MutexUnlock(bases.mutex + m)),
+                Instr::Kspin { lock, hold } => {
+                    let l = LockId(bases.spin + lock);
+                    let ns = hold.sample(&mut th.rng).0.max(1);
+                    th.micro.push_back(Micro::KLock(l));
+                    th.micro.push_back(Micro::Work { ns, kernel: true });
+                    th.micro.push_back(Micro::KUnlock(l));
+                }
+                Instr::Barrier(b) => {
+                    th.spin_left = 0;
+                    th.micro.push_back(Micro::BarrierArrive(bases.barrier + b));
+                }
+                Instr::SpinBarrier { barrier, spin } => {
+                    th.spin_left = spin.sample(&mut th.rng).0.max(1);
+                    th.micro
+                        .push_back(Micro::BarrierArrive(bases.barrier + barrier));
+                }
+                Instr::CondWait { cond, mutex } => {
+                    self.push_cond_wait(t, bases.cond + cond, bases.mutex + mutex, None);
+                }
+                Instr::CondSignal(c) | Instr::CondBroadcast(c) => {
+                    let all = matches!(prog.code[pc], Instr::CondBroadcast(_));
+                    let c = bases.cond + c;
+                    if !self.conds[c as usize].waiters.is_empty() {
+                        let bucket = self.conds[c as usize].bucket;
+                        let f = self.futex_cost();
+                        self.push_wake_path(t, bucket, Micro::WakeCond { cond: c, all }, f);
+                    }
+                }
+                Instr::SemPost(s) => th.micro.push_back(Micro::SemPost(bases.sem + s)),
+                Instr::SemWait(s) => th.micro.push_back(Micro::SemWait(bases.sem + s)),
+                Instr::Yield => {
+                    // sched_yield: the syscall's cost, then the runqueue's best thread
+                    // (if any) runs and the yielder goes behind it.
+                    th.debt += Nanos(self.costs.syscall_ns);
+                    if self.vcpus[v.idx()].rq.is_empty() {
+                        continue;
+                    }
+                    let max_vr = self.vcpus[v.idx()]
+                        .rq
+                        .iter()
+                        .map(|o| self.threads[o.idx()].vruntime)
+                        .max()
+                        .unwrap_or(0);
+                    let th = &mut self.threads[t.idx()];
+                    th.vruntime = th.vruntime.max(max_vr + 1);
+                    self.guest_preempt(v, t);
+                    return Advance::Left;
+                }
+                Instr::Cpuset(mask) => {
+                    let vm = th.vm.idx();
+                    let n = self.vms[vm].nvcpus;
+                    let mask = mask
+                        & if n >= 128 {
+                            u128::MAX
+                        } else {
+                            (1u128 << n) - 1
+                        };
+                    if mask != 0 {
+                        let leaves = mask >> (v.0 - self.vms[vm].first_vcpu) & 1 == 0;
+                        if leaves {
+                            // This thread's own vCPU is left out: it moves too.
+                            self.guest_preempt(v, t);
+                        }
+                        self.set_cpuset(vm, mask, v);
+                        if leaves {
+                            return Advance::Left;
+                        }
+                    }
+                }
+                Instr::Push(q) => {
+                    let q = bases.queue + q;
+                    let m = self.queues[q as usize].mutex;
+                    let th = &mut self.threads[t.idx()];
+                    th.micro.extend([Micro::MutexLock(m), Micro::QueuePush(q)]);
+                }
+                Instr::Pop(q) => {
+                    let q = bases.queue + q;
+                    let m = self.queues[q as usize].mutex;
+                    let th = &mut self.threads[t.idx()];
+                    th.micro.extend([Micro::MutexLock(m), Micro::QueuePop(q)]);
+                }
+                Instr::TlbShootdown => self.tlb_shootdown(t, v),
+                Instr::Retain => {
+                    if self.yielder_step(t, v) {
+                        return Advance::Left;
+                    }
+                    return Advance::Continue;
+                }
+                Instr::Exit => {
+                    th.state = ThreadState::Done;
+                    th.pc -= 1;
+                    let (vm, finite) = (th.vm, th.finite);
+                    self.trace_thread_end(v);
+                    if finite {
+                        let m = &mut self.vms[vm.idx()];
+                        m.finished_threads += 1;
+                        if m.finished_threads == m.finite_threads {
+                            m.completion = Some(now);
+                        }
+                        self.finite_left -= 1;
+                        if self.finite_left == 0 {
+                            self.stop = Some(StopCause::AllFinished);
+                        }
+                    }
+                    return Advance::Left;
+                }
+            }
+        }
+    }
+}

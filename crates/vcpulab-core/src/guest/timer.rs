@@ -1,0 +1,88 @@
+//! Timed blocking (sleep, device I/O) and the timer interrupt that wakes a sleeping
+//! thread on the vCPU it slept on (hrtimer expiry, try_to_wake_up, check_preempt_wakeup).
+
+use crate::guest::ipi::{
+    PATH_HALTED_BUSY_PCPU, PATH_HALTED_IDLE_PCPU, PATH_PREEMPTED, PATH_RUNNING,
+};
+use crate::guest::thread::{TAct, ThreadState};
+use crate::hv::vcpu::{Act, HvState};
+use crate::sim::world::{Ev, World};
+use crate::sim::{Nanos, ThreadId, VcpuId};
+
+impl World {
+    /// Blocks `t` until `ev` fires `dur` from now (a sleep's timer, a device's
+    /// completion).
+    pub(crate) fn block_with_timer(&mut self, t: ThreadId, v: VcpuId, ev: Ev, dur: u64) {
+        let now = self.now;
+        let th = &mut self.threads[t.idx()];
+        th.state = ThreadState::Blocked;
+        th.timer_gen = th.timer_gen.wrapping_add(1);
+        // The system call's return path runs when it wakes.
+        th.debt += Nanos(self.costs.syscall_ns);
+        let ev = match ev {
+            Ev::ThreadTimer(t, _) => Ev::ThreadTimer(t, th.timer_gen),
+            e => e,
+        };
+        self.q.push(now + Nanos(dur), ev);
+        self.trace_thread_end(v);
+    }
+
+    /// A sleeping thread's timer fires: the timer interrupt goes to the vCPU the thread
+    /// slept on, which wakes it there.
+    pub(crate) fn on_thread_timer(&mut self, t: ThreadId) {
+        let now = self.now;
+        let v = self.threads[t.idx()].vcpu;
+        let (latency, wakeup_gran) = {
+            let g = &self.vms[self.vcpus[v.idx()].vm.idx()].guest;
+            (g.latency, g.wakeup_gran)
+        };
+        let min_vr = self.vcpus[v.idx()].min_vr;
+        let path = match self.vcpus[v.idx()].hv {
+            HvState::Running(_) => PATH_RUNNING,
+            HvState::Runnable => PATH_PREEMPTED,
+            HvState::Halted => PATH_HALTED_IDLE_PCPU,
+        };
+        let th = &mut self.threads[t.idx()];
+        if th.state != ThreadState::Blocked {
+            return;
+        }
+        th.state = ThreadState::Runnable;
+        th.woken_at = Some(now);
+        th.wake_path = path;
+        th.vruntime = th.vruntime.max(min_vr.saturating_sub(latency / 2));
+        let wake_vr = th.vruntime;
+        self.rq_push(v, t);
+        match self.vcpus[v.idx()].hv {
+            HvState::Halted => {
+                self.hv_wake_vcpu(v, true);
+                if !self.last_wake_pcpu_idle {
+                    self.threads[t.idx()].wake_path = PATH_HALTED_BUSY_PCPU;
+                }
+            }
+            HvState::Runnable => {}
+            HvState::Running(_) => {
+                if self.vcpus[v.idx()].act == Act::HostPoll {
+                    self.end_host_poll(v, true);
+                }
+                self.sync_progress(v);
+                let deliver = Nanos(self.irq_running_cost(self.vcpus[v.idx()].vm.idx()));
+                let vc = &mut self.vcpus[v.idx()];
+                vc.charge(now);
+                vc.overhead_until = vc.overhead_until.max(now) + deliver;
+                vc.resume_at = vc.resume_at.max(vc.overhead_until);
+                if let Some(c) = self.vcpus[v.idx()].cur {
+                    let cth = &self.threads[c.idx()];
+                    let woken_normal = !self.threads[t.idx()].idle_prio;
+                    if cth.held.is_empty()
+                        && cth.act == TAct::Work
+                        && ((cth.idle_prio && woken_normal)
+                            || cth.vruntime.saturating_sub(wake_vr) > wakeup_gran)
+                    {
+                        self.guest_preempt(v, c);
+                    }
+                }
+                self.vcpu_continue(v);
+            }
+        }
+    }
+}
