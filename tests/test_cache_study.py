@@ -93,3 +93,36 @@ def test_sip_best_is_never_worse_than_mru(reproduced: dict[str, Rows], exp_id: s
         sip = float(rows[f"{n}:1 {mix} sip-best"]["simulated"])
         mru = float(rows[f"{n}:1 {mix} mru"]["simulated"])
         assert sip <= mru + 1e-9, (mix, sip, mru)
+
+
+@needs_core
+def test_whole_host_run_with_llc_profiles() -> None:
+    from vcpulab import _core
+
+    base = [*SHORT, "run.mode=consolidated", "host.scheduler.slice_ms=1"]
+    fp = json.loads(_core.run(MIX2.read_text(), [*base, "host.cache.model=footprint"]))
+    llc = json.loads(_core.run(MIX2.read_text(), [*base, "host.cache.model=llc"]))
+    # The thrashing VM (b) has little worth refetching under the profiles, unlike under
+    # the footprint model, which charges both classes alike.
+    share = {
+        name: {v["vm"]: v["cache_refill_ns"] / v["cpu_ns"] for v in r["vms"]}
+        for name, r in (("fp", fp), ("llc", llc))
+    }
+    assert share["llc"]["b"] < share["fp"]["b"] / 5
+    assert share["llc"]["a"] > share["llc"]["b"]
+
+
+@needs_core
+def test_whole_host_llc_refuses_insertion_policies() -> None:
+    from test_core import cli
+
+    res = cli(
+        "run",
+        str(MIX2),
+        "--set",
+        "run.mode=consolidated",
+        "--set",
+        "host.cache.llc.insertion=preservation",
+    )
+    assert res.returncode == 2
+    assert "host.cache.llc.insertion" in res.stderr

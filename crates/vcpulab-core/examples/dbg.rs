@@ -17,7 +17,7 @@ fn main() {
     }
     for l in &r.locks {
         println!(
-            "  lock {}/{} acq {} cont {} wait mean {:.0} p99 {} hold mean {:.0} lhp {} lwp {}",
+            "  lock {}/{} acq {} cont {} wait mean {:.0} p99 {} hold mean {:.0} lhp {} lwp {} halts {} kicks {} steals {}",
             l.vm,
             l.lock,
             l.acquisitions,
@@ -26,7 +26,10 @@ fn main() {
             l.wait_p99_ns,
             l.hold_mean_ns,
             l.lhp,
-            l.lwp
+            l.lwp,
+            l.halts,
+            l.kicks,
+            l.steals
         );
     }
     for l in &r.latencies {

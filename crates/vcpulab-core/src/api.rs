@@ -55,10 +55,15 @@ pub fn run_traced(
             .map_err(|e| ScenarioError::new("host.cache.llc", e))?;
         return Ok(Report::of_cache_study(sc, rows));
     }
-    if sc.host.cache.model == crate::scenario::CacheModel::Llc {
+    if sc.host.cache.model == crate::scenario::CacheModel::Llc
+        && sc.host.cache.llc.insertion != crate::host::llc_study::StudyPolicy::Mru
+    {
         return Err(ScenarioError::new(
-            "host.cache.model",
-            "\"llc\" in whole-host runs is not available yet; allowed with run.mode = \"cache_study\", otherwise \"footprint\" or \"none\"",
+            "host.cache.llc.insertion",
+            format!(
+                "{:?}: whole-host runs use the LLC access profiles through the eviction-and-refetch model, which has no insertion position; allowed: \"mru\" (or run.mode = \"cache_study\")",
+                sc.host.cache.llc.insertion.name()
+            ),
         ));
     }
     // Equal-capped solo needs the focus VM's consolidated share first.

@@ -78,6 +78,15 @@ fn check_log(w: &World, fifo: bool) {
                 let (h, _) = holder.remove(&l.0).expect("release of a free lock");
                 assert_eq!(h, t.0, "released by a non-holder");
             }
+            LockEvent::Steal {
+                lock,
+                thief,
+                head_running,
+            } => assert!(
+                !head_running,
+                "lock {} stolen by {} while the queue head spins",
+                lock.0, thief.0
+            ),
         }
     }
     if fifo {
@@ -94,7 +103,7 @@ fn check_log(w: &World, fifo: bool) {
 
 #[test]
 fn spinlocks_exclude_and_fifo_kinds_keep_order() {
-    for kind in ["ticket", "queued", "pv", "tas"] {
+    for kind in ["ticket", "pv-ticket", "qspinlock", "pv-qspinlock", "tas"] {
         let (w, cause) = run_logged(&contended(kind, 4, 2, 300, ""), &[]);
         assert_eq!(
             cause,
@@ -102,7 +111,8 @@ fn spinlocks_exclude_and_fifo_kinds_keep_order() {
             "{kind} did not finish"
         );
         assert!(w.lock_log.as_ref().unwrap().len() > 1000);
-        check_log(&w, kind != "tas");
+        // pv-qspinlock lets arrivals steal ahead of the queue.
+        check_log(&w, kind != "tas" && kind != "pv-qspinlock");
     }
 }
 
@@ -110,8 +120,9 @@ fn spinlocks_exclude_and_fifo_kinds_keep_order() {
 fn every_blocked_thread_is_woken_under_every_policy() {
     for (kind, extra) in [
         ("ticket", ""),
-        ("pv", "[host.halt_poll]\nenabled = true"),
-        ("queued", "[host.scheduler]\nkind = \"credit\""),
+        ("pv-ticket", "[host.halt_poll]\nenabled = true"),
+        ("qspinlock", "[host.scheduler]\nkind = \"credit\""),
+        ("pv-qspinlock", "[host.scheduler]\nkind = \"eevdf\""),
         ("tas", "[host.ple]\npolicy = \"off\""),
     ] {
         for seed in 1..4u64 {
@@ -257,7 +268,7 @@ fn random_program() -> impl Strategy<Value = String> {
         Just("{io = \"30us\"}".to_string()),
         Just("{yield = 1}".to_string()),
     ];
-    (proptest::collection::vec(op, 1..6), 1u32..5, 1u32..4, any::<u8>(), prop_oneof![Just("ticket"), Just("tas"), Just("queued"), Just("pv")], prop_oneof![Just("cfs"), Just("eevdf"), Just("credit"), Just("credit2")], any::<bool>())
+    (proptest::collection::vec(op, 1..6), 1u32..5, 1u32..4, any::<u8>(), prop_oneof![Just("ticket"), Just("tas"), Just("qspinlock"), Just("pv-ticket"), Just("pv-qspinlock")], prop_oneof![Just("cfs"), Just("eevdf"), Just("credit"), Just("credit2")], any::<bool>())
         .prop_map(|(ops, threads, pcpus, seed, kind, sched, barrier)| {
             let body = ops.join(", ");
             let b = if barrier { ", {barrier = \"b\"}" } else { "" };
@@ -281,7 +292,7 @@ proptest! {
         w.lock_log = Some(Vec::new());
         let cause = w.run();
         prop_assert_eq!(cause, vcpulab_core::sim::world::StopCause::AllFinished, "{}", text);
-        let fifo = !text.contains("\"tas\"");
+        let fifo = !text.contains("\"tas\"") && !text.contains("\"pv-qspinlock\"");
         check_log(&w, fifo);
         let r = vcpulab_core::run(&sc).unwrap();
         for v in &r.vcpus {
@@ -338,4 +349,106 @@ ops = [{loop = {n = 100, body = [{compute = "1ms"}]}}]
     // vCPUs 2 and 3 ran only until the change (about 50 ms); 0 and 1 carried the rest.
     assert!(late[2] < 60_000_000 && late[3] < 60_000_000, "{late:?}");
     assert!(late[0] + late[1] > 240_000_000, "{late:?}");
+}
+
+/// Lock rows of a contended run (4 sync vCPUs and a hog on 2 pCPUs) of `kind`.
+fn lock_totals(kind: &str, overrides: &[&str]) -> (u64, u64, u64, String) {
+    let r = run_with(&contended(kind, 4, 2, 300, ""), overrides);
+    assert_eq!(r.stop_reason, "all-finished", "{kind}");
+    let sum = |f: fn(&vcpulab_core::metrics::report::LockRow) -> u64| r.locks.iter().map(f).sum();
+    let halts = sum(|l| l.halts);
+    let kicks = sum(|l| l.kicks);
+    let steals = sum(|l| l.steals);
+    let sig = format!(
+        "{} {:?}",
+        r.end_ns,
+        r.locks.iter().map(|l| l.wait_mean_ns).collect::<Vec<_>>()
+    );
+    (halts, kicks, steals, sig)
+}
+
+#[test]
+fn pv_kinds_halt_after_the_threshold_and_are_kicked_others_never_halt() {
+    // A short SPIN_THRESHOLD so that waiters behind a preempted holder run out of it.
+    for kind in ["pv-ticket", "pv-qspinlock"] {
+        let (halts, kicks, _, _) = lock_totals(kind, &["guest.pv_spin_us=2"]);
+        assert!(
+            halts > 0 && kicks > 0,
+            "{kind}: halts {halts} kicks {kicks}"
+        );
+        assert!(
+            kicks <= halts,
+            "{kind}: a kick per halt at most ({kicks} > {halts})"
+        );
+    }
+    for kind in ["ticket", "qspinlock", "tas"] {
+        let (halts, kicks, steals, _) = lock_totals(kind, &["guest.pv_spin_us=2"]);
+        assert_eq!((halts, kicks, steals), (0, 0, 0), "{kind}");
+    }
+    // A threshold longer than any wait: nobody halts.
+    let (halts, _, _, _) = lock_totals("pv-ticket", &["guest.pv_spin_us=1000000"]);
+    assert_eq!(halts, 0);
+}
+
+#[test]
+fn pv_qspinlock_steals_only_while_the_head_does_not_spin() {
+    // check_log fails on a steal while the queue head spins on a running vCPU.
+    let (w, cause) = run_logged(
+        &contended("pv-qspinlock", 4, 2, 300, ""),
+        &["guest.pv_spin_us=2"],
+    );
+    assert_eq!(cause, vcpulab_core::sim::world::StopCause::AllFinished);
+    check_log(&w, false);
+    let steals = w
+        .lock_log
+        .as_ref()
+        .unwrap()
+        .iter()
+        .filter(|e| matches!(e, LockEvent::Steal { .. }))
+        .count();
+    assert!(steals > 0, "no lock stealing at all");
+}
+
+#[test]
+fn tas_lets_later_arrivals_overtake() {
+    let (w, _) = run_logged(&contended("tas", 4, 2, 300, ""), &[]);
+    check_log(&w, false);
+    let log = w.lock_log.as_ref().unwrap();
+    let mut waiting: HashMap<u32, Vec<u32>> = HashMap::new();
+    let mut overtaken = 0;
+    for e in log {
+        match *e {
+            LockEvent::Arrive(l, t, _) => waiting.entry(l.0).or_default().push(t.0),
+            LockEvent::Acquire(l, t, _) => {
+                let q = waiting.entry(l.0).or_default();
+                if let Some(i) = q.iter().position(|x| *x == t.0) {
+                    overtaken += (i > 0) as u32;
+                    q.remove(i);
+                }
+            }
+            _ => {}
+        }
+    }
+    assert!(overtaken > 0, "tas kept arrival order");
+}
+
+#[test]
+fn the_five_kinds_behave_differently_and_old_names_are_aliases() {
+    let kinds = ["ticket", "pv-ticket", "qspinlock", "pv-qspinlock", "tas"];
+    let sigs: Vec<String> = kinds
+        .iter()
+        .map(|k| lock_totals(k, &["guest.pv_spin_us=2"]).3)
+        .collect();
+    for i in 0..sigs.len() {
+        for j in i + 1..sigs.len() {
+            assert_ne!(sigs[i], sigs[j], "{} and {} ran alike", kinds[i], kinds[j]);
+        }
+    }
+    assert_eq!(lock_totals("pv", &[]).3, lock_totals("pv-ticket", &[]).3);
+    assert_eq!(
+        lock_totals("queued", &[]).3,
+        lock_totals("qspinlock", &[]).3
+    );
+    let sc = resolve(&contended("pv", 4, 2, 10, ""), &[], None).unwrap();
+    assert!(sc.to_toml().contains("spinlock = \"pv-ticket\""));
 }

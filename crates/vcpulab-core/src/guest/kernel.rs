@@ -46,7 +46,8 @@ impl World {
             return;
         }
         // Work re-fetches the vCPU's missing working set as it goes (host/cache.rs).
-        let (progress, stall) = self.cache.split_elapsed(el, vc.refill_left_ns);
+        let prof = &self.vms[vc.vm.idx()].cache;
+        let (progress, stall) = self.cache.split_elapsed(prof, el, vc.refill_left_ns);
         vc.refill_left_ns -= stall;
         vc.refill_ns += stall;
         el = progress;
@@ -175,9 +176,11 @@ impl World {
             )
         };
         // Work is slower while the vCPU re-fetches its working set.
-        seg = self
-            .cache
-            .wall_for_progress(seg, self.vcpus[v.idx()].refill_left_ns);
+        seg = self.cache.wall_for_progress(
+            &self.vms[th.vm.idx()].cache,
+            seg,
+            self.vcpus[v.idx()].refill_left_ns,
+        );
         // Guest time slicing; never inside a kernel spinlock section.
         if th.held.is_empty() && !self.vcpus[v.idx()].rq.is_empty() {
             let left = self.guest_slice(v).saturating_sub(th.slice_used).max(1_000);

@@ -8,6 +8,7 @@ pub mod interpreter;
 pub mod ipi;
 pub mod kernel;
 pub mod runqueue;
+pub mod spinlock;
 pub mod sync;
 pub mod thread;
 pub mod timer;

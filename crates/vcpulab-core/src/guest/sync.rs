@@ -1,41 +1,13 @@
-//! Guest synchronization: kernel spinlocks (ticket, test-and-set, queued, pv-queued),
-//! futex-based user mutexes, barriers (futex and spin-then-block), condition variables
+//! Guest synchronization (kernel spinlocks are in guest/spinlock.rs): futex-based user
+//! mutexes, barriers (futex and spin-then-block), condition variables
 //! and bounded queues. The blocking paths run as sequences of kernel steps (`Micro`)
 //! that take the futex hash-bucket spinlock, as Linux does; the reschedule IPI of a
 //! wake-up is sent under that lock or after it (`ipi_under_lock`).
 
 use crate::guest::thread::{Micro, TAct, ThreadState};
-use crate::metrics::Hist;
-use crate::scenario::SpinlockKind;
-use crate::sim::world::{LockEvent, World};
-use crate::sim::{LockId, Nanos, ThreadId, VcpuId, VmId};
+use crate::sim::world::World;
+use crate::sim::{LockId, Nanos, ThreadId, VcpuId};
 use std::collections::VecDeque;
-
-#[derive(Clone, Debug)]
-pub struct SpinLock {
-    pub kind: SpinlockKind,
-    pub holder: Option<ThreadId>,
-    /// Waiters in arrival order (the ticket/queue order for FIFO kinds).
-    pub waiters: VecDeque<ThreadId>,
-    /// When the current holder acquired (or was granted) it.
-    pub since: Nanos,
-    pub class: u32,
-    /// A lock-holder-preemption episode has been counted for the current holder.
-    pub lhp_counted: bool,
-}
-
-/// Statistics of a class of locks (a named kernel lock, or a VM's futex buckets).
-#[derive(Clone, Debug)]
-pub struct LockClass {
-    pub vm: VmId,
-    pub name: String,
-    pub acquisitions: u64,
-    pub contended: u64,
-    pub wait: Hist,
-    pub hold: Hist,
-    pub lhp: u64,
-    pub lwp: u64,
-}
 
 #[derive(Clone, Debug)]
 pub struct Mutex {
@@ -89,155 +61,10 @@ pub enum Flow {
 }
 
 impl World {
-    fn vcpu_runs_thread(&self, t: ThreadId) -> bool {
-        let v = self.threads[t.idx()].vcpu;
-        let vc = &self.vcpus[v.idx()];
-        vc.is_running() && vc.cur == Some(t)
-    }
-
-    /// Tries to take kernel spinlock `l`; on contention the thread starts spinning.
-    pub(crate) fn klock(&mut self, t: ThreadId, l: LockId) -> Flow {
-        let now = self.now;
-        let lk = &mut self.locks[l.idx()];
-        let free = lk.holder.is_none() && (lk.kind == SpinlockKind::Tas || lk.waiters.is_empty());
-        let class = lk.class as usize;
-        if let Some(log) = self.lock_log.as_mut() {
-            log.push(LockEvent::Arrive(l, t, now));
-            if free {
-                log.push(LockEvent::Acquire(l, t, now));
-            }
-        }
-        if free {
-            lk.holder = Some(t);
-            lk.since = now;
-            lk.lhp_counted = false;
-            self.lock_classes[class].acquisitions += 1;
-            self.lock_classes[class].wait.record(0);
-            self.threads[t.idx()].held.push(l);
-            return Flow::Next;
-        }
-        lk.waiters.push_back(t);
-        self.lock_classes[class].contended += 1;
-        // Lock-holder preemption: the holder's vCPU is not running while we spin.
-        if let Some(h) = lk.holder {
-            if !lk.lhp_counted && !self.vcpu_runs_thread(h) {
-                self.locks[l.idx()].lhp_counted = true;
-                self.lock_classes[class].lhp += 1;
-            }
-        }
-        let budget = self.pv_spin_budget(t);
-        let th = &mut self.threads[t.idx()];
-        th.act = TAct::SpinLock(l);
-        th.wait_start = now;
-        th.spin_left = budget;
-        Flow::Wait
-    }
-
-    fn pv_spin_budget(&self, t: ThreadId) -> u64 {
-        let v = self.threads[t.idx()].vcpu;
-        self.vms[self.vcpus[v.idx()].vm.idx()].guest.pv_spin
-    }
-
-    /// The spinning (or pv-halted) thread `t` got lock `l`.
-    fn lock_acquired(&mut self, t: ThreadId, l: LockId) {
-        let now = self.now;
-        if let Some(log) = self.lock_log.as_mut() {
-            log.push(LockEvent::Acquire(l, t, now));
-        }
-        let th = &mut self.threads[t.idx()];
-        th.pv_halted = false;
-        let waited = now.0.saturating_sub(th.wait_start.0);
-        th.act = TAct::Work;
-        th.remaining = Nanos::ZERO;
-        th.held.push(l);
-        let lk = &mut self.locks[l.idx()];
-        lk.holder = Some(t);
-        lk.lhp_counted = false;
-        if let Some(i) = lk.waiters.iter().position(|w| *w == t) {
-            lk.waiters.remove(i);
-        }
-        let c = &mut self.lock_classes[lk.class as usize];
-        c.acquisitions += 1;
-        c.wait.record(waited);
-        // The lock's cache line moves to the new holder.
-        self.threads[t.idx()].debt += Nanos(self.costs.spin_handoff_ns);
-    }
-
-    /// Releases kernel spinlock `l` held by `t`, handing it on as its kind does.
-    pub(crate) fn kunlock(&mut self, t: ThreadId, l: LockId) {
-        let now = self.now;
-        {
-            let th = &mut self.threads[t.idx()];
-            if let Some(i) = th.held.iter().position(|x| *x == l) {
-                th.held.swap_remove(i);
-            }
-        }
-        if let Some(log) = self.lock_log.as_mut() {
-            log.push(LockEvent::Release(l, t, now));
-        }
-        let lk = &mut self.locks[l.idx()];
-        debug_assert_eq!(lk.holder, Some(t), "unlock by a non-holder");
-        let held = now.0.saturating_sub(lk.since.0);
-        let class = lk.class as usize;
-        self.lock_classes[class].hold.record(held);
-        lk.holder = None;
-        lk.since = now;
-        let next = match lk.kind {
-            SpinlockKind::Tas => {
-                // Unfair: the first waiter that is spinning on a running vCPU wins; if
-                // none runs, the lock stays free for whoever comes first.
-                let ws: Vec<ThreadId> = lk.waiters.iter().copied().collect();
-                ws.into_iter().find(|w| self.vcpu_runs_thread(*w))
-            }
-            _ => lk.waiters.front().copied(),
-        };
-        let Some(n) = next else { return };
-        let lk = &mut self.locks[l.idx()];
-        if lk.kind != SpinlockKind::Tas {
-            // FIFO hand-off: the lock belongs to the next ticket from now on.
-            lk.holder = Some(n);
-            lk.since = now;
-            lk.waiters.pop_front();
-        }
-        let nv = self.threads[n.idx()].vcpu;
-        match self.threads[n.idx()].act {
-            TAct::PvHalt(_) => {
-                // pv unlock kicks the halted waiter (a hypercall by the unlocker).
-                let kick = self.costs.vmexit_ns;
-                self.threads[t.idx()].micro.push_front(Micro::Work {
-                    ns: kick,
-                    kernel: true,
-                });
-                self.kick_vcpu(nv);
-            }
-            _ if self.vcpu_runs_thread(n) => {
-                self.sync_progress(nv);
-                self.vcpu_continue(nv);
-            }
-            _ => {
-                if self.locks[l.idx()].kind != SpinlockKind::Tas {
-                    // Lock-waiter preemption: the lock is free but its next owner's vCPU
-                    // does not run, and everyone queued behind it keeps spinning.
-                    self.lock_classes[class].lwp += 1;
-                }
-            }
-        }
-    }
-
     /// Whether spinning thread `t` may stop spinning now (and takes what it waited for).
     pub(crate) fn spin_ready(&mut self, t: ThreadId) -> bool {
         match self.threads[t.idx()].act {
-            TAct::SpinLock(l) | TAct::PvHalt(l) => {
-                let lk = &self.locks[l.idx()];
-                let mine = lk.holder == Some(t);
-                let grab = lk.kind == SpinlockKind::Tas && lk.holder.is_none();
-                if mine || grab {
-                    self.lock_acquired(t, l);
-                    true
-                } else {
-                    false
-                }
-            }
+            TAct::SpinLock(l) | TAct::PvHalt(l) => self.spin_lock_ready(t, l),
             TAct::SpinMutex(m) => {
                 if self.mutexes[m as usize].holder.is_none() {
                     self.mutexes[m as usize].holder = Some(t);
@@ -298,9 +125,7 @@ impl World {
                     kernel: true,
                 });
             }
-            TAct::SpinLock(l) => {
-                th.act = TAct::PvHalt(l);
-            }
+            TAct::SpinLock(l) => self.spin_lock_exhausted(t, l),
             _ => {}
         }
     }

@@ -18,6 +18,7 @@
 //! sample of lines sees a uniform 1/k sample of distances (the idea behind set sampling
 //! and spatially hashed sampling of reuse distances), so miss ratios are preserved.
 
+use super::cache::CacheProfile;
 use crate::sim::rng::Rng;
 
 /// The workload classes of the cache study (micro-sliced vCPUs, Ahn et al., MICRO 2014).
@@ -233,6 +234,85 @@ pub const PROFILES: &[AccessProfile] = &[
         [(256, 70.0), (2048, 60.0), (8192, 45.0), (32768, 30.0)]
     ),
 ];
+
+impl AccessProfile {
+    /// Fraction of post-L2 accesses with stack distance at least `kib` (the miss ratio
+    /// of a fully associative LRU cache of that size), and the mean over all accesses of
+    /// min(distance, kib) restricted to distances below `kib`, in KiB: by Little's law
+    /// the data resident in such a cache that is hit before it leaves.
+    fn at_capacity(&self, kib: f64) -> (f64, f64) {
+        let apki = self.apki().max(1e-12);
+        let mut miss = 0.0;
+        let mut useful_kib = 0.0;
+        for (i, &(cap, mpki)) in self.curve.iter().enumerate() {
+            let (hi, mass) = match self.curve.get(i + 1) {
+                Some(&(ncap, nmpki)) => (ncap as f64, (mpki - nmpki) / apki),
+                None => (self.footprint_kib as f64, mpki / apki),
+            };
+            let lo = cap as f64;
+            if hi <= lo || mass <= 0.0 {
+                continue;
+            }
+            // Uniform distances in [lo, hi): the part below `kib` hits.
+            let below = ((kib - lo) / (hi - lo)).clamp(0.0, 1.0);
+            miss += mass * (1.0 - below);
+            let top = lo + below * (hi - lo);
+            useful_kib += mass * below * (lo + top) / 2.0;
+        }
+        (miss, useful_kib)
+    }
+
+    /// The footprint model's parameters for this context in a cache of `capacity_kib`
+    /// (the whole-host coupling of `host.cache.model = "llc"`): the data worth
+    /// refetching (Little's-law estimate of resident data that would be hit), refetch
+    /// cost per KiB (a miss's latency beyond a hit, over the MLP), and the rate it loads
+    /// data while running (its misses at that capacity, at its CPI there).
+    pub fn coupling(
+        &self,
+        capacity_kib: u64,
+        clock_ghz: f64,
+        hit_cycles: f64,
+        miss_cycles: f64,
+        line_bytes: u64,
+    ) -> super::cache::CacheProfile {
+        let (miss_frac, useful_kib) = self.at_capacity(capacity_kib as f64);
+        let apki = self.apki();
+        let mpki = apki * miss_frac;
+        let cpi =
+            self.base_cpi + ((apki - mpki) * hit_cycles + mpki * miss_cycles) / self.mlp / 1000.0;
+        let lines_per_kib = 1024.0 / line_bytes.max(1) as f64;
+        let instr_per_us = clock_ghz * 1e3 / cpi.max(1e-9);
+        CacheProfile {
+            resident_kib: useful_kib.round() as u64,
+            load_cap_kib: self.footprint_kib,
+            refill_ns_per_kib: lines_per_kib * (miss_cycles - hit_cycles).max(0.0)
+                / self.mlp
+                / clock_ghz.max(1e-9),
+            touch_kib_per_us: instr_per_us * mpki / 1000.0 / lines_per_kib,
+        }
+    }
+}
+
+/// A VM's cache-model parameters: from its LLC access profile with
+/// `host.cache.model = "llc"` (at the pCPU's capacity, `kib_per_pcpu`), else from its
+/// footprint and the host-wide rates.
+pub fn cache_profile(
+    host: &crate::scenario::HostConfig,
+    model: &str,
+    footprint_kib: u64,
+) -> CacheProfile {
+    let c = &host.cache;
+    match (c.model, profile(model)) {
+        (crate::scenario::CacheModel::Llc, Some(p)) => p.coupling(
+            c.kib_per_pcpu,
+            host.clock_ghz,
+            c.llc.hit_cycles,
+            c.llc.miss_cycles,
+            c.llc.line_bytes,
+        ),
+        _ => CacheProfile::footprint(c, footprint_kib),
+    }
+}
 
 /// The profile of a catalog model, if it has one.
 pub fn profile(model: &str) -> Option<&'static AccessProfile> {
@@ -539,6 +619,27 @@ mod tests {
                 "miss ratio at {kib} KiB: {got:.3}, profile {want:.3}"
             );
         }
+    }
+
+    #[test]
+    fn coupling_follows_the_curve() {
+        let p = profile("spec-omnetpp").expect("profile");
+        // At 4 MiB omnetpp misses 2 of 20 APKI.
+        let (miss, useful) = p.at_capacity(4096.0);
+        assert!((miss - 0.1).abs() < 1e-9, "{miss}");
+        assert!(useful > 256.0 && useful < 4096.0, "{useful}");
+        let c = p.coupling(4096, 3.0, 30.0, 200.0, 64);
+        // 16 lines per KiB x 170 cycles / 1.5 / 3 GHz.
+        assert!((c.refill_ns_per_kib - 16.0 * 170.0 / 1.5 / 3.0).abs() < 1e-9);
+        // A thrashing context has little worth refetching but loads data fast.
+        let t = profile("spec-libquantum")
+            .expect("profile")
+            .coupling(4096, 3.0, 30.0, 200.0, 64);
+        assert!(t.resident_kib < c.resident_kib / 4, "{t:?} vs {c:?}");
+        assert!(
+            t.touch_kib_per_us > 5.0 * c.touch_kib_per_us,
+            "{t:?} vs {c:?}"
+        );
     }
 
     #[test]

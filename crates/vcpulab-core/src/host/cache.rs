@@ -23,7 +23,42 @@
 //!
 //! Refill time is part of the context's running time, so it can never exceed it.
 
+//!
+//! A context's numbers are a `CacheProfile`: with `host.cache.model = "footprint"`, its
+//! workload's footprint and the host-wide rates; with `"llc"`, derived from its LLC
+//! access profile (host/access.rs `AccessProfile::coupling`) where it has one.
+
 use crate::scenario::{CacheConfig, CacheModel};
+
+/// One context's parameters of the eviction-and-refetch model.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CacheProfile {
+    /// Data that is worth refetching after it was evicted.
+    pub resident_kib: u64,
+    /// Upper bound on what the context loads while running (evicting others).
+    pub load_cap_kib: u64,
+    pub refill_ns_per_kib: f64,
+    pub touch_kib_per_us: f64,
+}
+
+impl CacheProfile {
+    /// The footprint model's profile of a context of `footprint_kib`.
+    pub fn footprint(c: &CacheConfig, footprint_kib: u64) -> CacheProfile {
+        CacheProfile {
+            resident_kib: footprint_kib,
+            load_cap_kib: footprint_kib,
+            refill_ns_per_kib: c.refill_ns_per_kib,
+            touch_kib_per_us: c.touch_kib_per_us,
+        }
+    }
+
+    /// Stall per ns of progress while data is missing, in 1/RATE_ONE ns.
+    #[inline]
+    fn stall_rate(&self) -> u64 {
+        let rate = self.touch_kib_per_us / 1e3 * self.refill_ns_per_kib * RATE_ONE as f64;
+        rate.round().max(0.0) as u64
+    }
+}
 
 /// Fixed-point denominator of the stall rate (stall ns per ns of progress).
 const RATE_ONE: u64 = 1 << 32;
@@ -32,41 +67,19 @@ const RATE_ONE: u64 = 1 << 32;
 pub struct Footprint {
     pub enabled: bool,
     pub capacity_kib: u64,
-    pub refill_ns_per_kib: f64,
-    pub touch_kib_per_us: f64,
-    /// Stall per ns of progress while data is missing, in 1/RATE_ONE ns.
-    stall_rate: u64,
 }
 
 impl Footprint {
     pub fn new(c: &CacheConfig) -> Footprint {
-        Footprint::with(
-            c.model == CacheModel::Footprint,
-            c.kib_per_pcpu,
-            c.refill_ns_per_kib,
-            c.touch_kib_per_us,
-        )
-    }
-
-    pub fn with(
-        enabled: bool,
-        capacity_kib: u64,
-        refill_ns_per_kib: f64,
-        touch_kib_per_us: f64,
-    ) -> Footprint {
-        let rate = touch_kib_per_us / 1e3 * refill_ns_per_kib * RATE_ONE as f64;
         Footprint {
-            enabled,
-            capacity_kib,
-            refill_ns_per_kib,
-            touch_kib_per_us,
-            stall_rate: rate.round().max(0.0) as u64,
+            enabled: c.model != CacheModel::None,
+            capacity_kib: c.kib_per_pcpu,
         }
     }
 
     /// The part of a footprint the cache holds for its context.
-    pub fn resident_kib(&self, footprint_kib: u64) -> u64 {
-        footprint_kib.min(self.capacity_kib)
+    pub fn resident_kib(&self, prof: &CacheProfile) -> u64 {
+        prof.resident_kib.min(self.capacity_kib)
     }
 
     /// KiB a context of `footprint_kib` misses when it runs again, having left with
@@ -75,14 +88,14 @@ impl Footprint {
     /// is evicted in proportion to what others loaded, against the capacity.
     pub fn missing_on_return(
         &self,
-        footprint_kib: u64,
+        prof: &CacheProfile,
         missing_kib: u64,
         evicting_kib: Option<u64>,
     ) -> u64 {
         if !self.enabled {
             return 0;
         }
-        let resident = self.resident_kib(footprint_kib);
+        let resident = self.resident_kib(prof);
         let missing = missing_kib.min(resident);
         match evicting_kib {
             None => resident,
@@ -94,35 +107,36 @@ impl Footprint {
     }
 
     /// Stall to re-fetch `kib`.
-    pub fn refill_ns(&self, kib: u64) -> u64 {
-        (kib as f64 * self.refill_ns_per_kib).round() as u64
+    pub fn refill_ns(&self, prof: &CacheProfile, kib: u64) -> u64 {
+        (kib as f64 * prof.refill_ns_per_kib).round() as u64
     }
 
     /// Wall time a running context needs for `progress` ns of work with `refill_left`
     /// ns of re-fetch stall to go (the exact inverse bound of `split_elapsed`: the work
     /// is done by then).
     #[inline]
-    pub fn wall_for_progress(&self, progress: u64, refill_left: u64) -> u64 {
-        if refill_left == 0 || self.stall_rate == 0 {
+    pub fn wall_for_progress(&self, prof: &CacheProfile, progress: u64, refill_left: u64) -> u64 {
+        let rate = prof.stall_rate();
+        if refill_left == 0 || rate == 0 {
             return progress;
         }
-        let stall = (progress as u128 * self.stall_rate as u128).div_ceil(RATE_ONE as u128);
+        let stall = (progress as u128 * rate as u128).div_ceil(RATE_ONE as u128);
         progress + (stall.min(refill_left as u128) as u64)
     }
 
     /// Splits `wall` ns of a running context's work time into (progress, re-fetch
     /// stall), the stall at most `refill_left`.
     #[inline]
-    pub fn split_elapsed(&self, wall: u64, refill_left: u64) -> (u64, u64) {
+    pub fn split_elapsed(&self, prof: &CacheProfile, wall: u64, refill_left: u64) -> (u64, u64) {
         if refill_left == 0 {
             return (wall, 0);
         }
-        if self.stall_rate == 0 {
+        let rate = prof.stall_rate();
+        if rate == 0 {
             // It touches nothing (or a miss costs nothing): no stall.
             return (wall, 0);
         }
-        let at_rate =
-            (wall as u128 * RATE_ONE as u128 / (RATE_ONE + self.stall_rate) as u128) as u64;
+        let at_rate = (wall as u128 * RATE_ONE as u128 / (RATE_ONE + rate) as u128) as u64;
         let stall = (wall - at_rate).min(refill_left);
         (wall - stall, stall)
     }
@@ -130,12 +144,13 @@ impl Footprint {
     /// KiB a context of `footprint_kib` streams through the cache beyond its resident
     /// part while running `ran_ns` (a footprint larger than the cache keeps missing on
     /// its overflow — native capacity misses — and so keeps loading the cache).
-    pub fn streamed_kib(&self, footprint_kib: u64, ran_ns: u64) -> u64 {
-        if !self.enabled || footprint_kib <= self.capacity_kib {
+    pub fn streamed_kib(&self, prof: &CacheProfile, ran_ns: u64) -> u64 {
+        let resident = self.resident_kib(prof);
+        if !self.enabled || prof.load_cap_kib <= resident {
             return 0;
         }
-        let overflow = (footprint_kib - self.capacity_kib) as f64 / footprint_kib as f64;
-        let t = ran_ns as f64 / 1e3 * self.touch_kib_per_us * overflow;
+        let overflow = (prof.load_cap_kib - resident) as f64 / prof.load_cap_kib as f64;
+        let t = ran_ns as f64 / 1e3 * prof.touch_kib_per_us * overflow;
         (t as u64).min(self.capacity_kib)
     }
 }
@@ -145,48 +160,65 @@ mod tests {
     use super::*;
 
     fn fp() -> Footprint {
-        // 4 KiB/us at 150 ns/KiB: 0.6 ns of stall per ns of progress.
-        Footprint::with(true, 1000, 150.0, 4.0)
+        Footprint {
+            enabled: true,
+            capacity_kib: 1000,
+        }
+    }
+
+    /// 4 KiB/us at 150 ns/KiB: 0.6 ns of stall per ns of progress.
+    fn pr(kib: u64) -> CacheProfile {
+        CacheProfile {
+            resident_kib: kib,
+            load_cap_kib: kib,
+            refill_ns_per_kib: 150.0,
+            touch_kib_per_us: 4.0,
+        }
     }
 
     #[test]
     fn only_what_was_resident_is_evicted() {
         let f = fp();
-        assert_eq!(f.missing_on_return(500, 0, Some(0)), 0);
-        assert_eq!(f.missing_on_return(500, 0, Some(500)), 250);
-        assert_eq!(f.missing_on_return(500, 0, Some(5000)), 500);
-        assert_eq!(f.missing_on_return(5000, 0, None), 1000);
+        assert_eq!(f.missing_on_return(&pr(500), 0, Some(0)), 0);
+        assert_eq!(f.missing_on_return(&pr(500), 0, Some(500)), 250);
+        assert_eq!(f.missing_on_return(&pr(500), 0, Some(5000)), 500);
+        assert_eq!(f.missing_on_return(&pr(5000), 0, None), 1000);
         // A partial refill survives: 200 still missing, half of the other 300 evicted.
-        assert_eq!(f.missing_on_return(500, 200, Some(500)), 350);
+        assert_eq!(f.missing_on_return(&pr(500), 200, Some(500)), 350);
         // Nothing loaded since it left: exactly what it left missing.
-        assert_eq!(f.missing_on_return(500, 200, Some(0)), 200);
-        assert_eq!(f.refill_ns(100), 15_000);
+        assert_eq!(f.missing_on_return(&pr(500), 200, Some(0)), 200);
+        assert_eq!(f.refill_ns(&pr(1), 100), 15_000);
         let off = Footprint::with(false, 1000, 150.0, 4.0);
-        assert_eq!(off.missing_on_return(500, 0, None), 0);
+        assert_eq!(off.missing_on_return(&pr(500), 0, None), 0);
     }
 
     #[test]
     fn refill_slows_progress_and_ends() {
-        let f = fp();
+        let (f, p1) = (fp(), pr(1));
         // 1000 ns of progress with plenty to re-fetch: 600 ns of stall (rounded up).
-        assert_eq!(f.wall_for_progress(1000, 1_000_000), 1601);
-        assert_eq!(f.split_elapsed(1601, 1_000_000), (1000, 601));
+        assert_eq!(f.wall_for_progress(&p1, 1000, 1_000_000), 1601);
+        assert_eq!(f.split_elapsed(&p1, 1601, 1_000_000), (1000, 601));
         // The stall ends when the missing data is back: then full speed.
-        assert_eq!(f.wall_for_progress(1000, 300), 1300);
-        assert_eq!(f.split_elapsed(1300, 300), (1000, 300));
-        assert_eq!(f.split_elapsed(5000, 300), (4700, 300));
+        assert_eq!(f.wall_for_progress(&p1, 1000, 300), 1300);
+        assert_eq!(f.split_elapsed(&p1, 1300, 300), (1000, 300));
+        assert_eq!(f.split_elapsed(&p1, 5000, 300), (4700, 300));
         // Nothing missing: no slowdown.
-        assert_eq!(f.wall_for_progress(1000, 0), 1000);
-        assert_eq!(f.split_elapsed(1000, 0), (1000, 0));
+        assert_eq!(f.wall_for_progress(&p1, 1000, 0), 1000);
+        assert_eq!(f.split_elapsed(&p1, 1000, 0), (1000, 0));
     }
 
     #[test]
     fn the_wall_time_always_covers_the_work() {
-        let f = Footprint::with(true, 1000, 137.0, 3.3);
+        let f = fp();
+        let p1 = CacheProfile {
+            refill_ns_per_kib: 137.0,
+            touch_kib_per_us: 3.3,
+            ..pr(1)
+        };
         for p in [1u64, 2, 3, 7, 999, 1_000_003, 77_777_777] {
             for left in [0u64, 1, 5, 1000, 123_456, u64::MAX / 4] {
-                let w = f.wall_for_progress(p, left);
-                let (prog, stall) = f.split_elapsed(w, left);
+                let w = f.wall_for_progress(&p1, p, left);
+                let (prog, stall) = f.split_elapsed(&p1, w, left);
                 assert!(prog >= p, "p {p} left {left}: wall {w} gives {prog}");
                 assert!(stall <= left);
                 assert_eq!(prog + stall, w);
@@ -196,10 +228,10 @@ mod tests {
 
     #[test]
     fn a_short_section_pays_only_for_what_it_touches() {
-        let f = fp();
-        let missing = f.refill_ns(1000); // the whole resident set: 150 us of stall
-                                         // A 2 us critical section touches 8 KiB: 1.2 us of stall, not 150 us.
-        let (prog, stall) = f.split_elapsed(f.wall_for_progress(2_000, missing), missing);
+        let (f, p1) = (fp(), pr(1));
+        let missing = f.refill_ns(&p1, 1000); // the whole resident set: 150 us of stall
+                                              // A 2 us critical section touches 8 KiB: 1.2 us of stall, not 150 us.
+        let (prog, stall) = f.split_elapsed(&p1, f.wall_for_progress(&p1, 2_000, missing), missing);
         assert_eq!(prog, 2_000);
         assert!((1_200..=1_201).contains(&stall), "{stall}");
     }
@@ -207,9 +239,9 @@ mod tests {
     #[test]
     fn overflow_streams_through_the_cache() {
         let f = fp();
-        assert_eq!(f.streamed_kib(800, 1_000_000), 0);
+        assert_eq!(f.streamed_kib(&pr(800), 1_000_000), 0);
         // 3000 KiB on 1000: 2/3 of 4 KiB/us over 100 us = 266 KiB.
-        assert_eq!(f.streamed_kib(3000, 100_000), 266);
-        assert_eq!(f.streamed_kib(3000, 100_000_000), 1000);
+        assert_eq!(f.streamed_kib(&pr(3000), 100_000), 266);
+        assert_eq!(f.streamed_kib(&pr(3000), 100_000_000), 1000);
     }
 }

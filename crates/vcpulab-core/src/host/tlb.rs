@@ -28,7 +28,7 @@ pub struct Tlb {
 impl Tlb {
     pub fn new(c: &CacheConfig, nested: bool) -> Tlb {
         Tlb {
-            enabled: c.model == CacheModel::Footprint && c.tlb_resume_pages > 0,
+            enabled: c.model != CacheModel::None && c.tlb_resume_pages > 0,
             entries: c.tlb_entries,
             touch_pages_per_us: c.tlb_touch_pages_per_us,
             resume_pages: c.tlb_resume_pages,

@@ -115,9 +115,9 @@ impl World {
             self.note_preempted_holder(v);
         }
         self.trace_thread_end(v);
-        let fp = self.vms[self.vcpus[v.idx()].vm.idx()].footprint_kib;
+        let prof = self.vms[self.vcpus[v.idx()].vm.idx()].cache;
         let ran = now.0.saturating_sub(self.vcpus[v.idx()].resume_at.0);
-        let loaded = self.cache_settle(v, now) + self.cache.streamed_kib(fp, ran);
+        let loaded = self.cache_settle(v, now) + self.cache.streamed_kib(&prof, ran);
         let pages = self.tlb.loaded_pages(ran);
         let pc = &mut self.pcpus[p.idx()];
         let (start, entry) = (pc.run_start, pc.entry_until);
@@ -154,6 +154,7 @@ impl World {
         } else {
             let home = self.sched.home_of(v);
             self.runq.wants(v, home, now);
+            self.spin_waiter_preempted(v);
         }
     }
 
@@ -186,10 +187,10 @@ impl World {
             ),
             _ => (None, None),
         };
-        let fp = self.vms[vm.idx()].footprint_kib;
+        let prof = self.vms[vm.idx()].cache;
         let missing = self
             .cache
-            .missing_on_return(fp, vc.cache_missing_kib, evicting);
+            .missing_on_return(&prof, vc.cache_missing_kib, evicting);
         // Only a vCPU coming out of halt runs the guest's wake path (idle exit, the
         // interrupt, the scheduler) through evicted translations; a preempted one resumes
         // where it was, and its working set is the cache model's.
@@ -198,7 +199,7 @@ impl World {
         } else {
             0
         };
-        let refill_left = self.cache.refill_ns(missing);
+        let refill_left = self.cache.refill_ns(&prof, missing);
         let migrated = vc.last_pcpu.is_some_and(|lp| lp != p);
         let switched = pc.last_vcpu != Some(v);
 
@@ -292,7 +293,7 @@ impl World {
         for i in 0..self.threads[t.idx()].held.len() {
             let l = self.threads[t.idx()].held[i];
             let lk = &mut self.locks[l.idx()];
-            if !lk.waiters.is_empty() && !lk.lhp_counted {
+            if lk.contended() && !lk.lhp_counted {
                 lk.lhp_counted = true;
                 let c = lk.class as usize;
                 self.lock_classes[c].lhp += 1;

@@ -35,6 +35,8 @@ pub struct Vm {
     pub guest: GuestParams,
     pub model: String,
     pub footprint_kib: u64,
+    /// The cache model's parameters for this VM's contexts (host/cache.rs).
+    pub cache: crate::host::cache::CacheProfile,
     /// Threads with finite programs, and how many of them have finished.
     pub finite_threads: u32,
     pub finished_threads: u32,

@@ -183,6 +183,11 @@ pub struct LockRow {
     pub hold_p99_ns: u64,
     pub lhp: u64,
     pub lwp: u64,
+    /// pv spinlocks: waiters that halted their vCPU, kicks by unlockers.
+    pub halts: u64,
+    pub kicks: u64,
+    /// pv-qspinlock: acquisitions that stole the lock ahead of the queue.
+    pub steals: u64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -537,6 +542,9 @@ impl Report {
                 hold_p99_ns: c.hold.quantile(0.99),
                 lhp: c.lhp,
                 lwp: c.lwp,
+                halts: c.halts,
+                kicks: c.kicks,
+                steals: c.steals,
             })
             .collect();
         let mut latencies = Vec::new();

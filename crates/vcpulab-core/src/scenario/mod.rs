@@ -714,17 +714,40 @@ pub enum IdleMode {
     Haltpoll,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+/// The guest kernel's spinlock implementation (guest/spinlock.rs; docs/model.md has a
+/// section per kind with its kernel source). The old names are aliases: `pv` reads as
+/// `pv-ticket` (what it always modelled) and `queued` as `qspinlock`; the resolved
+/// scenario (`vcpulab explain`) shows the kind they stand for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SpinlockKind {
-    /// FIFO ticket lock (Linux before 4.2): suffers lock-waiter preemption.
+    /// FIFO ticket lock (x86 Linux 2.6.25 to 4.1, arch/x86/include/asm/spinlock.h):
+    /// handed to the next ticket at release; suffers lock-waiter preemption.
     Ticket,
-    /// Unfair test-and-set (qspinlock's fallback without PV unhalt).
+    /// Paravirtual ticket lock (Linux 3.12 to 4.1, arch/x86/kernel/kvm.c
+    /// kvm_lock_spinning / kvm_unlock_kick): spin SPIN_THRESHOLD, then halt; the
+    /// unlocker hands the lock over and kicks the next ticket's vCPU.
+    #[serde(alias = "pv")]
+    PvTicket,
+    /// Queued spinlock (Linux 4.2+, kernel/locking/qspinlock.c): a pending waiter, then
+    /// an MCS queue whose head spins on the lock word and takes a released lock.
+    #[serde(alias = "queued")]
+    Qspinlock,
+    /// Paravirtual queued spinlock (kernel/locking/qspinlock_paravirt.h): queue nodes
+    /// and the head halt after SPIN_THRESHOLD spins (nodes earlier when the previous
+    /// node is not running), the unlocker kicks a halted head, and arrivals may steal a
+    /// free lock while the head is not actively spinning.
+    PvQspinlock,
+    /// Unfair test-and-set (virt_spin_lock, arch/x86/include/asm/qspinlock.h: a guest
+    /// under a hypervisor without PV spinlocks).
     Tas,
-    /// Queued (MCS-like) FIFO lock.
-    Queued,
-    /// Paravirtual queued lock: spin a bounded time, then halt until kicked.
-    Pv,
+}
+
+impl SpinlockKind {
+    /// Waiters halt after a bounded spin and are kicked by the unlocker.
+    pub fn is_pv(self) -> bool {
+        matches!(self, SpinlockKind::PvTicket | SpinlockKind::PvQspinlock)
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -742,7 +765,8 @@ pub struct GuestConfig {
     /// Added to every nanosleep (Linux default 50 us).
     pub timer_slack_us: f64,
     pub spinlock: SpinlockKind,
-    /// pv spinlock: spin this long before halting (2^15 iterations).
+    /// pv spinlocks (`pv-ticket`, `pv-qspinlock`): spin this long before halting
+    /// (SPIN_THRESHOLD = 2^15 iterations of the spin loop).
     pub pv_spin_us: f64,
     /// futex_wake sends the reschedule IPI while holding the bucket lock (Linux 3.x);
     /// false defers it after the unlock (wake_q, Linux 4.x+).

@@ -285,7 +285,7 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         name: "linux-6.6",
         version: "Linux 6.6",
         study: "a modern guest",
-        spinlock: "pv",
+        spinlock: "pv-qspinlock",
         ipi_under_lock: false,
         pv_tlb_flush: true,
         pv_eoi: true,

@@ -4,7 +4,8 @@
 
 use super::rng::Stream;
 use super::{EventQueue, Nanos, PcpuId, Rng, ThreadId, VcpuId, VmId};
-use crate::guest::sync::{Barrier, Cond, LockClass, Mutex, Queue, Sem, SpinLock};
+use crate::guest::spinlock::{LockClass, SpinLock};
+use crate::guest::sync::{Barrier, Cond, Mutex, Queue, Sem};
 use crate::guest::thread::Thread;
 use crate::host::cache::Footprint;
 use crate::host::pcpu::Pcpu;
@@ -51,6 +52,13 @@ pub enum LockEvent {
     Arrive(LockId, ThreadId, Nanos),
     Acquire(LockId, ThreadId, Nanos),
     Release(LockId, ThreadId, Nanos),
+    /// pv-qspinlock: the thread took the lock ahead of the queue; whether the queue
+    /// head was spinning on a running vCPU at that moment.
+    Steal {
+        lock: LockId,
+        thief: ThreadId,
+        head_running: bool,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -172,28 +180,12 @@ impl World {
             let spin_kind = g.spinlock;
             let spin_base = locks.len() as u32;
             let mut new_lock = |class: u32| {
-                locks.push(SpinLock {
-                    kind: spin_kind,
-                    holder: None,
-                    waiters: Default::default(),
-                    since: Nanos::ZERO,
-                    class,
-                    lhp_counted: false,
-                });
+                locks.push(SpinLock::new(spin_kind, class));
                 LockId((locks.len() - 1) as u32)
             };
             let vm_name = vc.name.clone().unwrap_or_else(|| format!("vm{vi}"));
             let mut new_class = |name: String| {
-                lock_classes.push(LockClass {
-                    vm: vm_id,
-                    name,
-                    acquisitions: 0,
-                    contended: 0,
-                    wait: Default::default(),
-                    hold: Default::default(),
-                    lhp: 0,
-                    lwp: 0,
-                });
+                lock_classes.push(LockClass::new(vm_id, name));
                 (lock_classes.len() - 1) as u32
             };
             for name in &w.symbols.spinlocks {
@@ -332,7 +324,7 @@ impl World {
                     min_gran: ns(g.min_granularity_ms),
                     wakeup_gran: ns(g.wakeup_granularity_ms),
                     timer_slack: (g.timer_slack_us * 1e3).round() as u64,
-                    pv_spin: if g.spinlock == crate::scenario::SpinlockKind::Pv {
+                    pv_spin: if g.spinlock.is_pv() {
                         (g.pv_spin_us * 1e3).round() as u64
                     } else {
                         0
@@ -352,6 +344,7 @@ impl World {
                 },
                 model: w.model.clone(),
                 footprint_kib: w.footprint_kib,
+                cache: crate::host::access::cache_profile(&sc.host, &w.model, w.footprint_kib),
                 finite_threads: finite,
                 finished_threads: 0,
                 completion: None,
