@@ -188,7 +188,10 @@ mod tests {
         // Nothing loaded since it left: exactly what it left missing.
         assert_eq!(f.missing_on_return(&pr(500), 200, Some(0)), 200);
         assert_eq!(f.refill_ns(&pr(1), 100), 15_000);
-        let off = Footprint::with(false, 1000, 150.0, 4.0);
+        let off = Footprint {
+            enabled: false,
+            capacity_kib: 1000,
+        };
         assert_eq!(off.missing_on_return(&pr(500), 0, None), 0);
     }
 
