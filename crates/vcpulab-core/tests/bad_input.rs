@@ -96,3 +96,33 @@ fn warm_up_and_tlb_parameters_are_checked() {
     let e = err(OK, &["host.cache.tlb_entries=0"]);
     assert!(e.contains("host.cache.tlb_entries"), "{e}");
 }
+
+#[test]
+fn a_ple_action_the_scheduler_cannot_do_is_refused() {
+    let e = err(OK, &["host.ple.action=yield-to-head"]);
+    assert!(
+        e.starts_with("host.ple.action")
+            && e.contains("yield-to-head")
+            && e.contains("cfs")
+            && e.contains("directed-yield, yield, coschedule"),
+        "{e}"
+    );
+    let e = err(OK, &["host.scheduler.kind=gang", "host.ple.action=cvs"]);
+    assert!(e.contains("cvs") && e.contains("gang"), "{e}");
+    let e = err(
+        OK,
+        &["host.scheduler.kind=gang", "host.ple.action=coschedule"],
+    );
+    assert!(e.contains("coschedule") && e.contains("gang"), "{e}");
+    // Carried out by credit; and with PLE off the action is moot.
+    let o: Vec<String> = ["host.scheduler.kind=credit", "host.ple.action=cvs"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    assert!(resolve(OK, &o, None).is_ok());
+    let o: Vec<String> = ["host.ple.policy=off", "host.ple.action=cvs"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    assert!(resolve(OK, &o, None).is_ok());
+}

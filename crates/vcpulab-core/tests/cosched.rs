@@ -138,6 +138,16 @@ fn every_ple_action_runs_and_counts_its_decisions() {
         n > 0 && moved > 0,
         "co-schedule: {n} exits, {moved} vCPUs moved"
     );
+    // A co-schedule that moved nobody yielded instead: none is a failed yield, and
+    // the fallbacks are the co-schedules that moved nobody.
+    let failed: u64 = cos.vms.iter().map(|v| v.ple_yields_failed).sum();
+    let fell: u64 = cos.vms.iter().map(|v| v.ple_cosched_fallbacks).sum();
+    assert_eq!(failed, 0, "co-schedule: {failed} failed yields");
+    // Each co-schedule that did not fall back moved at least one vCPU.
+    assert!(
+        fell < n && moved + fell >= n,
+        "fallbacks {fell} of {n}, {moved} moved"
+    );
     let yth = run_toml(&spin_heavy("yield-to-head", ""));
     assert!(yth.vms.iter().map(|v| v.ple_yield_head).sum::<u64>() > 0);
     let ytt = run_toml(&spin_heavy("yield-to-tail", ""));
@@ -153,8 +163,8 @@ fn every_ple_action_runs_and_counts_its_decisions() {
     let per = cvs.vms.iter().map(|v| v.cvs_decision_ns).sum::<u64>() / d;
     assert_eq!(
         per,
-        100 + 20 * 12,
-        "decision cost = fixed + per-vCPU x 12 vCPUs"
+        100 + 20 * 4,
+        "decision cost = fixed + per-runqueue x 4 pCPUs (not x 12 vCPUs)"
     );
     let tail = run_toml(&spin_heavy(
         "cvs",

@@ -99,6 +99,10 @@ proptest! {
                 prop_assert!(w[0].1 <= w[1].0, "overlap {:?} {:?}", w[0], w[1]);
             }
         }
+        // Cache refill is part of a vCPU's running time, never more.
+        for v in &r.vcpus {
+            prop_assert!(v.cache_refill_ns <= v.time.cpu_ns, "{}/{}: refill {} > cpu {}", v.vm, v.vcpu, v.cache_refill_ns, v.time.cpu_ns);
+        }
         // Every vCPU with work to do ran.
         for v in &r.vcpus {
             let vm = r.vms.iter().find(|m| m.vm == v.vm).unwrap();
@@ -106,5 +110,51 @@ proptest! {
                 prop_assert!(v.time.cpu_ns > 0, "{}/{} never ran", v.vm, v.vcpu);
             }
         }
+    }
+}
+
+/// Consolidated servers and lock-heavy work on few pCPUs, with large working sets and
+/// slow refills: the cases where re-fetching could outgrow the run.
+fn consolidated() -> impl Strategy<Value = String> {
+    (
+        1u32..5,
+        prop_oneof![Just("mysql"), Just("dedup"), Just("cpu-bomb")],
+        2u32..9,
+        prop_oneof![Just(64u64), Just(2_048), Just(65_536)],
+        prop_oneof![Just(30.0f64), Just(150.0), Just(2_000.0)],
+        prop_oneof![Just("cfs"), Just("credit")],
+        any::<u16>(),
+    )
+        .prop_map(|(pcpus, model, vcpus, fp, refill, sched, seed)| {
+            let mut s = format!(
+                "seed = {seed}\n[run]\nduration = \"150ms\"\n[host]\npcpus = {pcpus}\n\
+                 [host.scheduler]\nkind = \"{sched}\"\n[host.cache]\nrefill_ns_per_kib = {refill}\n"
+            );
+            for i in 0..2 {
+                s += &format!(
+                    "[[vm]]\nname = \"vm{i}\"\nvcpus = {vcpus}\n\
+                     workload = {{ model = \"{model}\", threads = {}, footprint_kib = {fp} }}\n",
+                    vcpus * 2
+                );
+            }
+            s
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, .. ProptestConfig::default() })]
+    #[test]
+    fn refill_never_exceeds_cpu_time(text in consolidated()) {
+        let sc = resolve(&text, &[], None).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let r = run_traced(&sc, None).unwrap();
+        let mut refill = 0;
+        for v in &r.vcpus {
+            prop_assert!(
+                v.cache_refill_ns <= v.time.cpu_ns,
+                "{}/{}: refill {} > cpu {}\n{text}", v.vm, v.vcpu, v.cache_refill_ns, v.time.cpu_ns
+            );
+            refill += v.cache_refill_ns;
+        }
+        prop_assert!(refill > 0, "nothing was ever re-fetched\n{text}");
     }
 }

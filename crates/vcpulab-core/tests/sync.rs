@@ -207,8 +207,11 @@ fn consolidation_brings_lock_holder_preemption() {
         lhp(&shared),
         lhp(&dedicated)
     );
+    // A resumed holder no longer stalls for its whole working set before it runs
+    // (host/cache.rs): it pays only what its critical section touches, so the waits
+    // grow less than they did with a blocking refill (2.8x here, was over 3x).
     assert!(
-        wait(&shared) > 3.0 * wait(&dedicated),
+        wait(&shared) > 2.0 * wait(&dedicated),
         "wait shared {} dedicated {}",
         wait(&shared),
         wait(&dedicated)

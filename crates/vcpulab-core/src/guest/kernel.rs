@@ -45,6 +45,12 @@ impl World {
             th.spin_left = th.spin_left.saturating_sub(el);
             return;
         }
+        // Work re-fetches the vCPU's missing working set as it goes (host/cache.rs).
+        let prof = &self.vms[vc.vm.idx()].cache;
+        let (progress, stall) = self.cache.split_elapsed(prof, el, vc.refill_left_ns);
+        vc.refill_left_ns -= stall;
+        vc.refill_ns += stall;
+        el = progress;
         let d = el.min(th.debt.0);
         th.debt.0 -= d;
         el -= d;
@@ -169,6 +175,12 @@ impl World {
                 },
             )
         };
+        // Work is slower while the vCPU re-fetches its working set.
+        seg = self.cache.wall_for_progress(
+            &self.vms[th.vm.idx()].cache,
+            seg,
+            self.vcpus[v.idx()].refill_left_ns,
+        );
         // Guest time slicing; never inside a kernel spinlock section.
         if th.held.is_empty() && !self.vcpus[v.idx()].rq.is_empty() {
             let left = self.guest_slice(v).saturating_sub(th.slice_used).max(1_000);

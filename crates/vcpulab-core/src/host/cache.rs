@@ -1,8 +1,28 @@
-//! The footprint cache model. Each context (vCPU) has a cache-resident working set.
-//! A pCPU counts the KiB every context brings into its cache; when a context comes
-//! back, the KiB loaded by others since it left evict that fraction of its working set
-//! (all of it after a migration or on first run), and refetching it stalls the guest
-//! for `refill_ns_per_kib` per KiB.
+//! The footprint cache model, with work conserved.
+//!
+//! Each context (vCPU) has a cache-resident working set: its footprint, capped at what
+//! a pCPU's cache holds for one context. The model keeps, per context, the KiB of that
+//! resident set that are *missing* (not in the cache), and per pCPU the KiB every
+//! context actually brought into its cache:
+//!
+//! - When a context comes back to the pCPU it left, the KiB loaded there by others
+//!   since it left evict that fraction of what it still had resident (all of it after a
+//!   migration or on its first run). Only that is added to what it was missing; a
+//!   partial refill interrupted by a preemption is kept.
+//! - Missing data is not a stall in front of the run. The context runs at once, and
+//!   re-fetches its missing KiB as it touches them (`touch_kib_per_us` of progress,
+//!   all misses until the set is back): while anything is missing, every nanosecond of
+//!   progress costs `touch_kib_per_us / 1000 × refill_ns_per_kib` ns more (an elevated
+//!   miss rate), until the missing KiB have cost `refill_ns_per_kib` each. Progress is
+//!   integrated exactly from timestamps (piecewise linear), no per-miss events. A lock
+//!   holder resumed for a short critical section therefore pays only for what that
+//!   section touches.
+//! - A pCPU's cache is loaded only by what contexts actually fetch: their re-fetched
+//!   KiB and, for a footprint larger than the cache, the part streamed through it (its
+//!   native capacity misses, which evict others but are part of its native speed).
+//!
+//! Refill time is part of the context's running time, so it can never exceed it.
+
 //!
 //! A context's numbers are a `CacheProfile`: with `host.cache.model = "footprint"`, its
 //! workload's footprint and the host-wide rates; with `"llc"`, derived from its LLC
@@ -31,7 +51,17 @@ impl CacheProfile {
             touch_kib_per_us: c.touch_kib_per_us,
         }
     }
+
+    /// Stall per ns of progress while data is missing, in 1/RATE_ONE ns.
+    #[inline]
+    fn stall_rate(&self) -> u64 {
+        let rate = self.touch_kib_per_us / 1e3 * self.refill_ns_per_kib * RATE_ONE as f64;
+        rate.round().max(0.0) as u64
+    }
 }
+
+/// Fixed-point denominator of the stall rate (stall ns per ns of progress).
+const RATE_ONE: u64 = 1 << 32;
 
 #[derive(Clone, Debug)]
 pub struct Footprint {
@@ -47,58 +77,174 @@ impl Footprint {
         }
     }
 
-    /// KiB to refetch for a context that returns to a pCPU after `evicting_kib` were
-    /// loaded there by others (None: cold — first run or migration).
-    pub fn refetch_kib(&self, prof: &CacheProfile, evicting_kib: Option<u64>) -> u64 {
+    /// The part of a footprint the cache holds for its context.
+    pub fn resident_kib(&self, prof: &CacheProfile) -> u64 {
+        prof.resident_kib.min(self.capacity_kib)
+    }
+
+    /// KiB a context of `footprint_kib` misses when it runs again, having left with
+    /// `missing_kib` missing, after others loaded `evicting_kib` into this pCPU's cache
+    /// since it left (None: cold — first run or migration): what it still had resident
+    /// is evicted in proportion to what others loaded, against the capacity.
+    pub fn missing_on_return(
+        &self,
+        prof: &CacheProfile,
+        missing_kib: u64,
+        evicting_kib: Option<u64>,
+    ) -> u64 {
         if !self.enabled {
             return 0;
         }
-        let resident = prof.resident_kib.min(self.capacity_kib);
+        let resident = self.resident_kib(prof);
+        let missing = missing_kib.min(resident);
         match evicting_kib {
             None => resident,
             Some(e) => {
                 let frac = (e as f64 / self.capacity_kib as f64).min(1.0);
-                (resident as f64 * frac).round() as u64
+                missing + ((resident - missing) as f64 * frac).round() as u64
             }
         }
     }
 
-    /// KiB a context touches while running `ran_ns` (beyond what it refetched at
-    /// switch-in), which evicts other contexts' data.
-    pub fn touched_kib(&self, prof: &CacheProfile, ran_ns: u64) -> u64 {
-        if !self.enabled {
-            return 0;
-        }
-        let t = (ran_ns as f64 / 1e3 * prof.touch_kib_per_us) as u64;
-        t.min(prof.load_cap_kib.min(self.capacity_kib))
-    }
-
+    /// Stall to re-fetch `kib`.
     pub fn refill_ns(&self, prof: &CacheProfile, kib: u64) -> u64 {
         (kib as f64 * prof.refill_ns_per_kib).round() as u64
+    }
+
+    /// Wall time a running context needs for `progress` ns of work with `refill_left`
+    /// ns of re-fetch stall to go (the exact inverse bound of `split_elapsed`: the work
+    /// is done by then).
+    #[inline]
+    pub fn wall_for_progress(&self, prof: &CacheProfile, progress: u64, refill_left: u64) -> u64 {
+        let rate = prof.stall_rate();
+        if refill_left == 0 || rate == 0 {
+            return progress;
+        }
+        let stall = (progress as u128 * rate as u128).div_ceil(RATE_ONE as u128);
+        progress + (stall.min(refill_left as u128) as u64)
+    }
+
+    /// Splits `wall` ns of a running context's work time into (progress, re-fetch
+    /// stall), the stall at most `refill_left`.
+    #[inline]
+    pub fn split_elapsed(&self, prof: &CacheProfile, wall: u64, refill_left: u64) -> (u64, u64) {
+        if refill_left == 0 {
+            return (wall, 0);
+        }
+        let rate = prof.stall_rate();
+        if rate == 0 {
+            // It touches nothing (or a miss costs nothing): no stall.
+            return (wall, 0);
+        }
+        let at_rate = (wall as u128 * RATE_ONE as u128 / (RATE_ONE + rate) as u128) as u64;
+        let stall = (wall - at_rate).min(refill_left);
+        (wall - stall, stall)
+    }
+
+    /// KiB a context of `footprint_kib` streams through the cache beyond its resident
+    /// part while running `ran_ns` (a footprint larger than the cache keeps missing on
+    /// its overflow — native capacity misses — and so keeps loading the cache).
+    pub fn streamed_kib(&self, prof: &CacheProfile, ran_ns: u64) -> u64 {
+        let resident = self.resident_kib(prof);
+        if !self.enabled || prof.load_cap_kib <= resident {
+            return 0;
+        }
+        let overflow = (prof.load_cap_kib - resident) as f64 / prof.load_cap_kib as f64;
+        let t = ran_ns as f64 / 1e3 * prof.touch_kib_per_us * overflow;
+        (t as u64).min(self.capacity_kib)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    #[test]
-    fn eviction_is_proportional_and_capped() {
-        let f = Footprint {
+
+    fn fp() -> Footprint {
+        Footprint {
             enabled: true,
             capacity_kib: 1000,
+        }
+    }
+
+    /// 4 KiB/us at 150 ns/KiB: 0.6 ns of stall per ns of progress.
+    fn pr(kib: u64) -> CacheProfile {
+        CacheProfile {
+            resident_kib: kib,
+            load_cap_kib: kib,
+            refill_ns_per_kib: 150.0,
+            touch_kib_per_us: 4.0,
+        }
+    }
+
+    #[test]
+    fn only_what_was_resident_is_evicted() {
+        let f = fp();
+        assert_eq!(f.missing_on_return(&pr(500), 0, Some(0)), 0);
+        assert_eq!(f.missing_on_return(&pr(500), 0, Some(500)), 250);
+        assert_eq!(f.missing_on_return(&pr(500), 0, Some(5000)), 500);
+        assert_eq!(f.missing_on_return(&pr(5000), 0, None), 1000);
+        // A partial refill survives: 200 still missing, half of the other 300 evicted.
+        assert_eq!(f.missing_on_return(&pr(500), 200, Some(500)), 350);
+        // Nothing loaded since it left: exactly what it left missing.
+        assert_eq!(f.missing_on_return(&pr(500), 200, Some(0)), 200);
+        assert_eq!(f.refill_ns(&pr(1), 100), 15_000);
+        let off = Footprint {
+            enabled: false,
+            capacity_kib: 1000,
         };
-        let prof = |fp: u64| CacheProfile {
-            resident_kib: fp,
-            load_cap_kib: fp,
-            refill_ns_per_kib: 10.0,
-            touch_kib_per_us: 1.0,
+        assert_eq!(off.missing_on_return(&pr(500), 0, None), 0);
+    }
+
+    #[test]
+    fn refill_slows_progress_and_ends() {
+        let (f, p1) = (fp(), pr(1));
+        // 1000 ns of progress with plenty to re-fetch: 600 ns of stall (rounded up).
+        assert_eq!(f.wall_for_progress(&p1, 1000, 1_000_000), 1601);
+        assert_eq!(f.split_elapsed(&p1, 1601, 1_000_000), (1000, 601));
+        // The stall ends when the missing data is back: then full speed.
+        assert_eq!(f.wall_for_progress(&p1, 1000, 300), 1300);
+        assert_eq!(f.split_elapsed(&p1, 1300, 300), (1000, 300));
+        assert_eq!(f.split_elapsed(&p1, 5000, 300), (4700, 300));
+        // Nothing missing: no slowdown.
+        assert_eq!(f.wall_for_progress(&p1, 1000, 0), 1000);
+        assert_eq!(f.split_elapsed(&p1, 1000, 0), (1000, 0));
+    }
+
+    #[test]
+    fn the_wall_time_always_covers_the_work() {
+        let f = fp();
+        let p1 = CacheProfile {
+            refill_ns_per_kib: 137.0,
+            touch_kib_per_us: 3.3,
+            ..pr(1)
         };
-        assert_eq!(f.touched_kib(&prof(500), 100_000), 100);
-        assert_eq!(f.touched_kib(&prof(500), 10_000_000), 500);
-        assert_eq!(f.refetch_kib(&prof(500), Some(0)), 0);
-        assert_eq!(f.refetch_kib(&prof(500), Some(500)), 250);
-        assert_eq!(f.refetch_kib(&prof(500), Some(5000)), 500);
-        assert_eq!(f.refetch_kib(&prof(5000), None), 1000);
-        assert_eq!(f.refill_ns(&prof(5000), 100), 1000);
+        for p in [1u64, 2, 3, 7, 999, 1_000_003, 77_777_777] {
+            for left in [0u64, 1, 5, 1000, 123_456, u64::MAX / 4] {
+                let w = f.wall_for_progress(&p1, p, left);
+                let (prog, stall) = f.split_elapsed(&p1, w, left);
+                assert!(prog >= p, "p {p} left {left}: wall {w} gives {prog}");
+                assert!(stall <= left);
+                assert_eq!(prog + stall, w);
+            }
+        }
+    }
+
+    #[test]
+    fn a_short_section_pays_only_for_what_it_touches() {
+        let (f, p1) = (fp(), pr(1));
+        let missing = f.refill_ns(&p1, 1000); // the whole resident set: 150 us of stall
+                                              // A 2 us critical section touches 8 KiB: 1.2 us of stall, not 150 us.
+        let (prog, stall) = f.split_elapsed(&p1, f.wall_for_progress(&p1, 2_000, missing), missing);
+        assert_eq!(prog, 2_000);
+        assert!((1_200..=1_201).contains(&stall), "{stall}");
+    }
+
+    #[test]
+    fn overflow_streams_through_the_cache() {
+        let f = fp();
+        assert_eq!(f.streamed_kib(&pr(800), 1_000_000), 0);
+        // 3000 KiB on 1000: 2/3 of 4 KiB/us over 100 us = 266 KiB.
+        assert_eq!(f.streamed_kib(&pr(3000), 100_000), 266);
+        assert_eq!(f.streamed_kib(&pr(3000), 100_000_000), 1000);
     }
 }

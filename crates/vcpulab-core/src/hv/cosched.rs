@@ -3,10 +3,17 @@
 //! behind its priority only), co-schedule the spinner's VM now, and CVS, which
 //! picks one of the three by the vCPU over-commitment rate (VOR) seen at the exit.
 //!
-//! CVS's decision reads every vCPU's run state to count the runnable ones, so its cost
-//! is `cvs_decision_ns + cvs_per_vcpu_ns x vCPUs` (host.costs). That time is hypervisor
+//! CVS's decision sums the runnable-vCPU count of each pCPU's runqueue (a counter the
+//! runqueue keeps, as Xen's and Linux's do), so its cost is O(pCPUs):
+//! `cvs_decision_ns + cvs_per_runqueue_ns x pCPUs` (host.costs). That time is hypervisor
 //! overhead: the spinner's when it keeps running (co-scheduling), the next vCPU's
 //! switch-in on that pCPU when the spinner yields.
+//!
+//! A co-schedule that puts no sibling on a pCPU (none is preempted, or every pCPU the
+//! siblings may use already runs the VM) does not leave the spinner spinning: it falls
+//! back to a yield — CVS to the yield its VOR range gives (yield-to-head below
+//! `cvs_yield_head_below`, else yield-to-tail), the plain co-schedule action to a plain
+//! yield.
 
 use crate::hv::sched::StopReason;
 use crate::hv::vcpu::HvState;
@@ -21,6 +28,8 @@ pub struct CoschedStats {
     pub cosched_vcpus: u64,
     pub yield_head: u64,
     pub yield_tail: u64,
+    /// Co-schedules that moved no sibling and fell back to a yield.
+    pub cosched_fallbacks: u64,
     /// CVS decisions and their total cost.
     pub cvs_decisions: u64,
     pub cvs_decision_ns: u64,
@@ -46,6 +55,12 @@ pub fn cvs_choice(vor: f64, coschedule_below: f64, yield_head_below: f64) -> Cvs
     } else {
         CvsChoice::YieldToTail
     }
+}
+
+/// Cost of one CVS decision on a host of `pcpus` pCPUs: O(pCPUs), one runqueue counter
+/// read per pCPU.
+pub fn cvs_decision_cost(fixed_ns: u64, per_runqueue_ns: u64, pcpus: usize) -> u64 {
+    fixed_ns + per_runqueue_ns * pcpus as u64
 }
 
 impl World {
@@ -85,8 +100,8 @@ impl World {
     /// Co-schedule the spinner's VM: each preempted sibling is made the next vCPU of a
     /// pCPU that runs no vCPU of the VM (an idle one first, then its own runqueue's),
     /// and that pCPU reschedules now. The spinner keeps spinning: the holder is among
-    /// the siblings now running.
-    pub(crate) fn ple_coschedule(&mut self, p: PcpuId, v: VcpuId) {
+    /// the siblings now running. False (and nothing done) when no sibling moved.
+    pub(crate) fn ple_coschedule(&mut self, p: PcpuId, v: VcpuId) -> bool {
         let now = self.now;
         let vm = self.vcpus[v.idx()].vm;
         let (first, n) = (self.vms[vm.idx()].first_vcpu, self.vms[vm.idx()].nvcpus);
@@ -131,18 +146,31 @@ impl World {
         st.cosched_vcpus += moved;
         if moved > 0 {
             self.vms[vm.idx()].yields_ok += 1;
-        } else {
-            self.vms[vm.idx()].yields_failed += 1;
+            self.vcpu_continue(v);
         }
-        self.vcpu_continue(v);
+        moved > 0
+    }
+
+    /// The co-schedule action: co-schedule, or, when that moved nobody, a plain yield.
+    pub(crate) fn ple_coschedule_or_yield(&mut self, p: PcpuId, v: VcpuId) {
+        if !self.ple_coschedule(p, v) {
+            self.cosched[self.vcpus[v.idx()].vm.idx()].cosched_fallbacks += 1;
+            let vm = self.vcpus[v.idx()].vm.idx();
+            self.vms[vm].yields_ok += 1;
+            self.deschedule(p, v, StopReason::Yielded);
+            self.schedule(p);
+        }
     }
 
     /// CVS: count the runnable vCPUs, derive VOR, pick the action, pay the decision.
     pub(crate) fn ple_cvs(&mut self, p: PcpuId, v: VcpuId) {
         let now = self.now;
         let vor = self.runnable_vcpus() as f64 / self.pcpus.len() as f64;
-        let cost =
-            self.costs.cvs_decision_ns + self.costs.cvs_per_vcpu_ns * self.vcpus.len() as u64;
+        let cost = cvs_decision_cost(
+            self.costs.cvs_decision_ns,
+            self.costs.cvs_per_runqueue_ns,
+            self.pcpus.len(),
+        );
         let vm = self.vcpus[v.idx()].vm.idx();
         self.cosched[vm].cvs_decisions += 1;
         self.cosched[vm].cvs_decision_ns += cost;
@@ -153,7 +181,16 @@ impl World {
                 vc.charge(now);
                 vc.overhead_until = vc.overhead_until.max(now) + Nanos(cost);
                 vc.resume_at = vc.resume_at.max(vc.overhead_until);
-                self.ple_coschedule(p, v);
+                if !self.ple_coschedule(p, v) {
+                    // Nobody to co-schedule: yield as the VOR range says (the decision
+                    // is paid already, by the spinner).
+                    self.cosched[vm].cosched_fallbacks += 1;
+                    if vor < self.cvs_yield_head_below {
+                        self.ple_yield_head(p, v);
+                    } else {
+                        self.ple_yield_tail(p, v);
+                    }
+                }
             }
             CvsChoice::YieldToHead | CvsChoice::YieldToTail => {
                 // The spinner leaves at once; the decision delays the next switch-in.
@@ -189,5 +226,11 @@ mod tests {
         assert_eq!(cvs_choice(3.9, 4.0, 4.0), CvsChoice::Coschedule);
         assert_eq!(cvs_choice(4.0, 4.0, 4.0), CvsChoice::YieldToTail);
         assert_eq!(cvs_choice(4.5, 4.0, 4.0), CvsChoice::YieldToTail);
+    }
+
+    #[test]
+    fn the_decision_grows_with_pcpus_not_vcpus() {
+        assert_eq!(cvs_decision_cost(100, 20, 4), 180);
+        assert_eq!(cvs_decision_cost(100, 20, 16), 420);
     }
 }

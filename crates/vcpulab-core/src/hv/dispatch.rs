@@ -118,12 +118,12 @@ impl World {
         self.trace_thread_end(v);
         let prof = self.vms[self.vcpus[v.idx()].vm.idx()].cache;
         let ran = now.0.saturating_sub(self.vcpus[v.idx()].resume_at.0);
-        let touched = self.cache.touched_kib(&prof, ran);
+        let loaded = self.cache_settle(v, now) + self.cache.streamed_kib(&prof, ran);
         let pages = self.tlb.loaded_pages(ran);
         let pc = &mut self.pcpus[p.idx()];
         let (start, entry) = (pc.run_start, pc.entry_until);
         pc.book_run(now);
-        pc.cache_loaded_kib += touched;
+        pc.cache_loaded_kib += loaded;
         pc.tlb_loaded += pages;
         let tlb_mark = pc.tlb_loaded;
         pc.cur = None;
@@ -189,7 +189,9 @@ impl World {
             _ => (None, None),
         };
         let prof = self.vms[vm.idx()].cache;
-        let kib = self.cache.refetch_kib(&prof, evicting);
+        let missing = self
+            .cache
+            .missing_on_return(&prof, vc.cache_missing_kib, evicting);
         // Only a vCPU coming out of halt runs the guest's wake path (idle exit, the
         // interrupt, the scheduler) through evicted translations; a preempted one resumes
         // where it was, and its working set is the cache model's.
@@ -198,7 +200,7 @@ impl World {
         } else {
             0
         };
-        let refill = self.cache.refill_ns(&prof, kib) + tlb;
+        let refill_left = self.cache.refill_ns(&prof, missing);
         let migrated = vc.last_pcpu.is_some_and(|lp| lp != p);
         let switched = pc.last_vcpu != Some(v);
 
@@ -208,7 +210,6 @@ impl World {
         pc.run_start = now;
         pc.entry_until = now + Nanos(overhead);
         pc.last_vcpu = Some(v);
-        pc.cache_loaded_kib += kib;
         pc.timer_gen = pc.timer_gen.wrapping_add(1);
         let tgen = pc.timer_gen;
         if let Some(s) = slice {
@@ -229,8 +230,14 @@ impl World {
         vc.charge(now);
         vc.hv = HvState::Running(p);
         vc.overhead_until = now + Nanos(overhead);
-        vc.resume_at = vc.overhead_until + Nanos(refill);
-        vc.refill_ns += refill;
+        // The TLB refill stalls the wake path; the cache refill slows the run instead
+        // (guest/kernel.rs: sync_progress, arm_work).
+        vc.resume_at = vc.overhead_until + Nanos(tlb);
+        vc.tlb_stall_from = vc.overhead_until;
+        vc.tlb_stall_ns = tlb;
+        vc.cache_missing_kib = missing;
+        vc.refill_left_ns = refill_left;
+        vc.refill_at_dispatch_ns = refill_left;
         vc.woke_from_halt = false;
         vc.switches += switched as u64;
         vc.migrations += migrated as u64;
@@ -245,6 +252,30 @@ impl World {
         self.process_pending(v);
         self.trace_thread_begin(v);
         self.vcpu_continue(v);
+    }
+
+    /// `v` leaves its pCPU at `now`: books the re-fetch stall it paid on this run and
+    /// returns the KiB it brought back into the cache (what it still misses stays
+    /// missing, for its next run).
+    fn cache_settle(&mut self, v: VcpuId, now: Nanos) -> u64 {
+        let vc = &mut self.vcpus[v.idx()];
+        let tlb = vc
+            .tlb_stall_ns
+            .min(now.0.saturating_sub(vc.tlb_stall_from.0));
+        vc.refill_ns += tlb;
+        vc.tlb_stall_ns = 0;
+        let (at, left) = (vc.refill_at_dispatch_ns, vc.refill_left_ns);
+        let fetched = if left == 0 {
+            vc.cache_missing_kib
+        } else {
+            // The stall is paid at a constant rate per KiB: the fraction paid is the
+            // fraction fetched.
+            (vc.cache_missing_kib as u128 * (at - left) as u128 / at as u128) as u64
+        };
+        vc.cache_missing_kib -= fetched;
+        vc.refill_left_ns = 0;
+        vc.refill_at_dispatch_ns = 0;
+        fetched
     }
 
     /// `v` is preempted (or yields) while runnable: remember whether in kernel mode

@@ -146,7 +146,7 @@ impl World {
             }
             PleAction::YieldToHead => self.ple_yield_head(p, v),
             PleAction::YieldToTail => self.ple_yield_tail(p, v),
-            PleAction::Coschedule => self.ple_coschedule(p, v),
+            PleAction::Coschedule => self.ple_coschedule_or_yield(p, v),
             PleAction::Cvs => self.ple_cvs(p, v),
             PleAction::DirectedYield => {
                 if let Some(tp) = self.directed_yield(p, v) {

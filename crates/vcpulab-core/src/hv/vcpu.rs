@@ -80,7 +80,18 @@ pub struct Vcpu {
     pub tlb_mark_out: u64,
     /// Woken from halt and not yet dispatched: its first run is the wake path.
     pub woke_from_halt: bool,
+    /// Re-fetch stall (cache and TLB) actually paid, ns: part of its running time.
     pub refill_ns: u64,
+    /// KiB of its resident working set not in its pCPU's cache (kept across
+    /// preemptions: a partial refill survives).
+    pub cache_missing_kib: u64,
+    /// While running: re-fetch stall still to pay for `cache_missing_kib`, and what it
+    /// was at dispatch (their difference is what this run re-fetched).
+    pub refill_left_ns: u64,
+    pub refill_at_dispatch_ns: u64,
+    /// The TLB refill stall in front of this run: from when, and how long.
+    pub tlb_stall_from: Nanos,
+    pub tlb_stall_ns: u64,
     /// Guest level: pages brought into this vCPU's TLB by the threads it ran, and per
     /// process of the VM the count when its last thread left (u64::MAX: never ran here).
     pub guest_tlb_loaded: u64,
@@ -135,6 +146,11 @@ impl Vcpu {
             tlb_mark_out: 0,
             woke_from_halt: false,
             refill_ns: 0,
+            cache_missing_kib: 0,
+            refill_left_ns: 0,
+            refill_at_dispatch_ns: 0,
+            tlb_stall_from: Nanos::ZERO,
+            tlb_stall_ns: 0,
             guest_tlb_loaded: 0,
             process_tlb_mark: Vec::new(),
             switches: 0,

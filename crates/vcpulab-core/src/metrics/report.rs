@@ -114,6 +114,8 @@ pub struct VmRow {
     pub ple_yield_tail: u64,
     pub cvs_decisions: u64,
     pub cvs_decision_ns: u64,
+    /// Co-schedules that moved nobody and fell back to a yield.
+    pub ple_cosched_fallbacks: u64,
     /// Gleaner: vCPUs in the workload's cpuset, time-averaged, fewest, and at the end
     /// (all vCPUs without consolidation).
     pub active_vcpus_mean: f64,
@@ -492,6 +494,7 @@ impl Report {
                 ple_yield_tail: w.cosched[i].yield_tail,
                 cvs_decisions: w.cosched[i].cvs_decisions,
                 cvs_decision_ns: w.cosched[i].cvs_decision_ns,
+                ple_cosched_fallbacks: w.cosched[i].cosched_fallbacks,
                 active_vcpus_mean: m
                     .gleaner
                     .as_ref()

@@ -596,8 +596,9 @@ pub struct CostTable {
     pub native_switch_ns: u64,
     /// CVS decision at a PLE exit: fixed part (compare VOR, pick the action).
     pub cvs_decision_ns: u64,
-    /// CVS decision: reading one vCPU's run state to count the runnable ones.
-    pub cvs_per_vcpu_ns: u64,
+    /// CVS decision: reading one pCPU runqueue's count of runnable vCPUs (VOR is their
+    /// sum over the pCPUs).
+    pub cvs_per_runqueue_ns: u64,
 }
 impl Default for CostTable {
     fn default() -> Self {
@@ -623,7 +624,7 @@ impl Default for CostTable {
             native_c1_exit_ns: 1_000,
             native_switch_ns: 2_500,
             cvs_decision_ns: 100,
-            cvs_per_vcpu_ns: 20,
+            cvs_per_runqueue_ns: 20,
         }
     }
 }

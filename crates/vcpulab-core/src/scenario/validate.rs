@@ -1,7 +1,7 @@
 //! Value checks that serde's types cannot express. Every error names the key, the value
 //! and what is allowed.
 
-use super::{CreditParams, PinSpec, Scenario, ScenarioError, SchedulerConfig};
+use super::{CreditParams, PinSpec, PleAction, Scenario, ScenarioError, SchedulerConfig};
 use crate::host::cpumask::{CpuMask, MAX_PCPUS};
 
 fn range_f(key: &str, v: f64, lo: f64, hi: f64, unit: &str) -> Result<(), ScenarioError> {
@@ -300,12 +300,20 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
     )?;
     range_u("host.cache.kib_per_pcpu", h.cache.kib_per_pcpu, 1, 1 << 30)?;
     crate::hv::apple::validate(&h.ple)?;
+    validate_ple_action(&h.scheduler, &h.ple)?;
     range_f(
         "host.cache.refill_ns_per_kib",
         h.cache.refill_ns_per_kib,
         0.0,
         1e6,
         " ns",
+    )?;
+    range_f(
+        "host.cache.touch_kib_per_us",
+        h.cache.touch_kib_per_us,
+        0.0,
+        1e6,
+        " KiB/us",
     )?;
     range_u("host.cache.tlb_entries", h.cache.tlb_entries, 1, 1 << 24)?;
     range_f(
@@ -527,4 +535,60 @@ fn validate_dcs(sc: &Scenario) -> Result<(), ScenarioError> {
         }
     }
     Ok(())
+}
+
+/// The PLE exit actions a host scheduler can carry out (docs/model.md, the scheduler x
+/// action table): yield-to-head/-tail need a runqueue order the action can override
+/// (`requeue`), co-scheduling needs `run_next`, CVS needs both; a plain yield and a
+/// directed yield work everywhere (a scheduler without `yield_to` fails the directed
+/// yield, as a failed kvm_vcpu_on_spin does).
+pub fn ple_actions_allowed(sched: &SchedulerConfig) -> &'static [PleAction] {
+    use PleAction as A;
+    use SchedulerConfig as S;
+    match sched {
+        S::Credit(_) | S::RelaxedCo(_) => &[
+            A::DirectedYield,
+            A::Yield,
+            A::YieldToHead,
+            A::YieldToTail,
+            A::Coschedule,
+            A::Cvs,
+        ],
+        S::Cfs(_) | S::Eevdf(_) => &[A::DirectedYield, A::Yield, A::Coschedule],
+        S::Credit2(_) | S::Gang(_) => &[A::DirectedYield, A::Yield],
+    }
+}
+
+fn ple_action_name(a: PleAction) -> &'static str {
+    match a {
+        PleAction::DirectedYield => "directed-yield",
+        PleAction::Yield => "yield",
+        PleAction::YieldToHead => "yield-to-head",
+        PleAction::YieldToTail => "yield-to-tail",
+        PleAction::Coschedule => "coschedule",
+        PleAction::Cvs => "cvs",
+    }
+}
+
+fn validate_ple_action(
+    sched: &SchedulerConfig,
+    ple: &crate::scenario::PleConfig,
+) -> Result<(), ScenarioError> {
+    if ple.policy == crate::scenario::PlePolicy::Off {
+        return Ok(());
+    }
+    let allowed = ple_actions_allowed(sched);
+    if allowed.contains(&ple.action) {
+        return Ok(());
+    }
+    let names: Vec<&str> = allowed.iter().map(|a| ple_action_name(*a)).collect();
+    Err(ScenarioError::new(
+        "host.ple.action",
+        format!(
+            "{} cannot be carried out by host.scheduler.kind = {}; allowed with it: {}",
+            ple_action_name(ple.action),
+            sched.name(),
+            names.join(", ")
+        ),
+    ))
 }
