@@ -15,7 +15,12 @@ fn contended(ple: &str) -> String {
 
 #[test]
 fn apple_windows_follow_the_search_on_the_measured_inefficiencies() {
-    let r = run_toml(&contended("policy = \"apple\"\nepoch_exits = 20"));
+    // 100 ms keeps the series below the table's 2048 rows per VM (beyond them it is
+    // thinned and not every epoch is a row).
+    let r = run_with(
+        &contended("policy = \"apple\"\nepoch_exits = 20"),
+        &["run.duration=100ms"],
+    );
     for vm in &r.vms {
         let rows: Vec<_> = r.ple_epochs.iter().filter(|e| e.vm == vm.vm).collect();
         assert!(rows.len() >= 9, "{}: only {} epochs", vm.vm, rows.len());
