@@ -1,6 +1,6 @@
-"""APPLE: adaptive pause-loop-exit windows, and the PLE study (CALIBRATION.md "PLE window").
+"""APPLE: adaptive pause-loop-exit windows, and the PLE study (the APPLE paper's figures).
 
-Setup (SYSTEMS.md §6): 16-vCPU VMs on 16 pCPUs, the same benchmark in every VM, KVM on
+Setup (the APPLE paper): 16-vCPU VMs on 16 pCPUs, the same benchmark in every VM, KVM on
 CFS with directed yield. Every configuration is a point over `scenarios/apple/pair.toml`
 (two VMs; `vm.0.count=4` for four) or `scenarios/apple/solo.toml` (one VM), with
 overrides choosing the benchmark and the window policy: KVM's default grow/shrink window
@@ -134,7 +134,7 @@ def _fixed_scan(tp: Throughputs, model: str, vms: int) -> tuple[dict[int, float]
 # --- 1. window sweep --------------------------------------------------------------------------
 
 SWEEP_MODELS = ("dbench", "streamcluster")
-# CALIBRATION.md: dbench-like 0.81-1.39, best at 8192; streamcluster-like 0.90-1.16, best at
+# The APPLE paper: dbench-like 0.81-1.39, best at 8192; streamcluster-like 0.90-1.16, best at
 # 16384 (performance relative to KVM's default, fixed window 512...32768).
 SWEEP_PUBLISHED = {
     "dbench": {"best window": 8192.0, "best / KVM": 1.39, "worst / KVM": 0.81},
@@ -202,7 +202,7 @@ def _sweep_plot(exp: Experiment, merged: pd.DataFrame, verdict: str, path: Path)
 
 SIX_POLICIES = (KVM, APPLE, *FIXED)
 SIX_VMS = (2, 4)
-# CALIBRATION.md, two VMs, averaged over six workloads, relative to KVM's default: APPLE
+# The APPLE paper, two VMs, averaged over six workloads, relative to KVM's default: APPLE
 # 1.21, best fixed window 1.23; a wrong (worst) fixed window loses 27% on average against
 # the best, up to 42% for dbench-like.
 SIX_PUBLISHED = (
@@ -331,7 +331,7 @@ def _six_plot(exp: Experiment, merged: pd.DataFrame, verdict: str, path: Path) -
 # --- 3. one VM alone --------------------------------------------------------------------------
 
 SOLO_POLICIES = (KVM, APPLE, OFF)
-# CALIBRATION.md: with one VM alone, PLE handling costs 1-2% on average against PLE
+# The APPLE paper: with one VM alone, PLE handling costs 1-2% on average against PLE
 # disabled (up to 8% for kernbench-like): KVM / off ≈ 0.985 on average, 0.92 kernbench.
 SOLO_PUBLISHED = (("KVM / off, mean", 0.985), ("KVM / off, kernbench", 0.92))
 
@@ -388,7 +388,7 @@ def _solo_plot(exp: Experiment, merged: pd.DataFrame, verdict: str, path: Path) 
 
 EPOCH_POLICIES = (KVM, APPLE, *FIXED)
 # APPLE's premise: the least inefficient window is the best performing one; for
-# dbench-like the best fixed window is 8192 cycles (CALIBRATION.md).
+# dbench-like the best fixed window is 8192 cycles (the APPLE paper).
 INEFF_PUBLISHED = (("window of least inefficiency", 8192.0),)
 
 
@@ -466,7 +466,7 @@ def _ineff_plot(exp: Experiment, merged: pd.DataFrame, verdict: str, path: Path)
 
 # --- 5. window over epochs (ple_epochs table) ---------------------------------------------
 
-# CALIBRATION.md (dbench-like, two VMs): APPLE settles near 8192; KVM's default swings
+# The APPLE paper (dbench-like, two VMs): APPLE settles near 8192; KVM's default swings
 # between about 4096 and 25000; APPLE had about half as many epochs.
 EPOCHS_PUBLISHED = (
     ("APPLE window, median of the second half", 8192.0),
@@ -611,7 +611,7 @@ def _finish(ax: Any, exp: Experiment, verdict: str, fig: Any, path: Path) -> Non
 
 
 SOURCE = (
-    "APPLE's PLE study (CALIBRATION.md 'PLE window'; SYSTEMS.md §4.5, §6): two (or four) "
+    "APPLE's PLE study (the APPLE paper's PLE-window study): two (or four) "
     "16-vCPU VMs on 16 pCPUs, KVM, same benchmark in every VM"
 )
 

@@ -1,11 +1,11 @@
-"""CVS: consolidation-aware vCPU scheduling on Xen credit + PLE (SYSTEMS.md §4.2).
+"""CVS: consolidation-aware vCPU scheduling on Xen credit + PLE (Wang et al., FGCS 2016).
 
 Three reproductions, scenarios in `scenarios/cvs/`:
 
 - `cvs-vor`: four kernbench-like VMs on 8 pCPUs, vCPUs per VM raised so that the nominal
   VOR goes from 1 to 4, under each PLE-exit algorithm (yield-to-tail, yield-to-head,
   co-scheduling, CVS). Judged: which algorithm gives the shortest execution time at each
-  VOR, against the published ranges (CALIBRATION.md).
+  VOR, against the ranges the CVS paper publishes.
 - `cvs-bomb-oltp`, `cvs-bomb-kernbench`, `cvs-bomb-npb`: one 8-vCPU benchmark VM beside
   0-7 CPU-bomb VMs of 8 vCPUs on 8 pCPUs; CVS's execution time relative to yield-to-tail
   (and, for NPB, the variant without yield-to-head).
@@ -62,7 +62,7 @@ CODE_NAME = {v: k for k, v in BEST_CODE.items()}
 # vCPUs per VM -> nominal VOR = 4 VMs x vCPUs / 8 pCPUs.
 VOR_VCPUS = (2, 3, 4, 5, 6, 7, 8)
 
-# CALIBRATION.md: best is co-scheduling for VOR in [1, 1.75], yield-to-head in [1.75, 3],
+# The CVS paper: best is co-scheduling for VOR in [1, 1.75], yield-to-head in [1.75, 3],
 # yield-to-tail in [3, 4]. VOR 3 is the boundary of two ranges and is not judged.
 PUBLISHED_RANGES = ((1.0, 1.75, "co-sched"), (1.75, 3.0, "YTH"), (3.0, 4.0, "YTT"))
 
@@ -243,7 +243,7 @@ VOR = Experiment(
     points=VOR_POINTS,
     published=_vor_published(),
     simulate=_vor_simulated,
-    source="CVS (FGCS 2016), 4 VMs running kernbench, vCPUs per VM raised; CALIBRATION.md: "
+    source="CVS (FGCS 2016), 4 VMs running kernbench, vCPUs per VM raised: "
     "best is co-scheduling for VOR in [1, 1.75], yield-to-head in [1.75, 3], yield-to-tail "
     "in [3, 4] (coded 1, 2, 3; VOR 3, a boundary, is not judged)",
     x="vor",

@@ -1,4 +1,4 @@
-"""Gleaner's application studies (SYSTEMS.md 4.1 and 6, issue 7).
+"""Gleaner's application studies (Gleaner, USENIX ATC 2014).
 
 Gleaner runs inside the benchmark VM's guest (`guest.gleaner.mode = "gleaner"`:
 yielding threads with the halt/wake round-trip timeout, plus consolidation). Every study
@@ -6,7 +6,7 @@ also shows the mitigations the paper did not compare with: KVM's host halt polli
 (`host.halt_poll.enabled`) and the guest cpuidle-haltpoll driver (`guest.idle =
 "haltpoll"`), and the never-sleeping yielding thread ("idle daemon").
 
-The paper's figures are not in CALIBRATION.md; the published rows here are the trends
+The paper's figures are not given as numbers we could read; the published rows here are the trends
 its text states ("Gleaner ... improve[s] the performance of individual applications by
 [up to] 16x and system throughput by 3x"): Gleaner is judged against a bound (no slower
 than without it), never against a number. Slowdowns and speedups are ratios of

@@ -1,4 +1,4 @@
-//! Gleaner's consolidation controller (SYSTEMS.md 4.1, "imbalanced scheduling"): a
+//! Gleaner's consolidation controller (Gleaner, USENIX ATC 2014, "imbalanced scheduling"): a
 //! plain state machine fed one measurement of the active vCPUs per interval, deciding
 //! whether to deactivate one vCPU, restore the last one, or reactivate all. It knows
 //! nothing of the simulator; guest/gleaner.rs measures and applies its decisions.

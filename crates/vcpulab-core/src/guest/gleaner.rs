@@ -1,4 +1,4 @@
-//! Gleaner (SYSTEMS.md 4.1) inside the simulated guest, built from guest mechanisms.
+//! Gleaner (Ding et al., USENIX ATC 2014) inside the simulated guest, built from guest mechanisms.
 //!
 //! Resource retention: each vCPU gets a *yielding thread* at SCHED_IDLE priority,
 //! pinned to it. It runs only when no workload thread is runnable there, and loops on

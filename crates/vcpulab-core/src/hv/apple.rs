@@ -1,4 +1,4 @@
-//! APPLE: an adaptive, per-VM pause-loop-exit window (SYSTEMS.md §4.5).
+//! APPLE: an adaptive, per-VM pause-loop-exit window (the APPLE paper's per-VM threshold search).
 //!
 //! Each VM has one spinning threshold shared by its vCPUs. Time is cut into epochs of a
 //! fixed number of PLE exits of the VM (hv/ple_epochs.rs measures them); at the end of

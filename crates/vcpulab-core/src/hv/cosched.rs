@@ -1,4 +1,4 @@
-//! PLE-exit actions of the co-scheduling family (SYSTEMS.md §4.2, §4.6): yield-to-head,
+//! PLE-exit actions of the co-scheduling family (CVS, Wang et al., FGCS 2016; relaxed co-scheduling as in VMware ESX): yield-to-head,
 //! yield-to-tail (literally: behind every queued vCPU; Xen's own `yield` action stays
 //! behind its priority only), co-schedule the spinner's VM now, and CVS, which
 //! picks one of the three by the vCPU over-commitment rate (VOR) seen at the exit.

@@ -287,7 +287,7 @@ impl Default for PleConfig {
     }
 }
 
-/// APPLE's threshold search (SYSTEMS.md §4.5; published defaults), in TSC cycles.
+/// APPLE's threshold search (APPLE's published algorithm and defaults), in TSC cycles.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AppleConfig {
@@ -843,7 +843,7 @@ pub enum GleanerMode {
     Gleaner,
 }
 
-/// Gleaner's parameters (SYSTEMS.md 4.1); sources and assumptions in docs/model.md.
+/// Gleaner's parameters (Gleaner, USENIX ATC 2014); sources and assumptions in docs/model.md.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct GleanerConfig {

@@ -1,4 +1,4 @@
-//! Strict co-scheduling (gang scheduling, SYSTEMS.md §4.6). A VM's runnable vCPUs start
+//! Strict co-scheduling (gang scheduling, Ousterhout, ICDCS 1982). A VM's runnable vCPUs start
 //! together on distinct pCPUs and stop together when the gang's slice ends. A gang
 //! starts only when enough pCPUs are free for all its runnable vCPUs; pCPUs that cannot
 //! fit a waiting gang stay idle (CPU fragmentation). Free pCPUs are filled in fairness

@@ -1,4 +1,4 @@
-//! Relaxed co-scheduling (VMware ESX style, SYSTEMS.md §4.6) on Xen's credit
+//! Relaxed co-scheduling (VMware ESX style: "The CPU Scheduler in VMware vSphere 5.1", VMware technical white paper, 2013) on Xen's credit
 //! scheduler. Each vCPU's progress is its run time; a halted vCPU is taken to keep pace
 //! (ESX does not count idle vCPUs as lagging), so on waking it resumes at its slowest
 //! runnable sibling's progress. A vCPU whose progress leads its slowest runnable
