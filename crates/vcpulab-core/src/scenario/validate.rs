@@ -178,54 +178,22 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
                 10_000.0,
                 " ms",
             )?;
-            range_f(
-                "host.scheduler.migration_cost_us",
+            linux_balancing(
                 c.migration_cost_us,
-                0.0,
-                1e7,
-                " us",
-            )?;
-            range_f(
-                "host.scheduler.balance_interval_ms",
                 c.balance_interval_ms,
-                0.1,
-                10_000.0,
-                " ms",
-            )?;
-            range_u("host.scheduler.tick_hz", c.tick_hz as u64, 10, 10_000)?;
-            range_f(
-                "host.scheduler.bandwidth_period_ms",
+                c.tick_hz,
                 c.bandwidth_period_ms,
-                1.0,
-                1_000.0,
-                " ms",
             )?;
         }
         SchedulerConfig::Eevdf(c) => {
             if let Some(s) = c.base_slice_ms {
                 range_f("host.scheduler.base_slice_ms", s, 0.01, 1_000.0, " ms")?;
             }
-            range_f(
-                "host.scheduler.migration_cost_us",
+            linux_balancing(
                 c.migration_cost_us,
-                0.0,
-                1e7,
-                " us",
-            )?;
-            range_f(
-                "host.scheduler.balance_interval_ms",
                 c.balance_interval_ms,
-                0.1,
-                10_000.0,
-                " ms",
-            )?;
-            range_u("host.scheduler.tick_hz", c.tick_hz as u64, 10, 10_000)?;
-            range_f(
-                "host.scheduler.bandwidth_period_ms",
+                c.tick_hz,
                 c.bandwidth_period_ms,
-                1.0,
-                1_000.0,
-                " ms",
             )?;
         }
         SchedulerConfig::Credit(c) => credit(c)?,
@@ -591,4 +559,35 @@ fn validate_ple_action(
             names.join(", ")
         ),
     ))
+}
+
+/// The load-balancing, tick and bandwidth-control parameters CFS and EEVDF share.
+fn linux_balancing(
+    migration_cost_us: f64,
+    balance_interval_ms: f64,
+    tick_hz: u32,
+    bandwidth_period_ms: f64,
+) -> Result<(), ScenarioError> {
+    range_f(
+        "host.scheduler.migration_cost_us",
+        migration_cost_us,
+        0.0,
+        1e7,
+        " us",
+    )?;
+    range_f(
+        "host.scheduler.balance_interval_ms",
+        balance_interval_ms,
+        0.1,
+        10_000.0,
+        " ms",
+    )?;
+    range_u("host.scheduler.tick_hz", tick_hz as u64, 10, 10_000)?;
+    range_f(
+        "host.scheduler.bandwidth_period_ms",
+        bandwidth_period_ms,
+        1.0,
+        1_000.0,
+        " ms",
+    )
 }
