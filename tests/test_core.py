@@ -216,6 +216,13 @@ def test_reproduce_quick_smoke(tmp_path: Path) -> None:
             assert (tmp_path / "rep" / f"{exp}.{ext}").is_file()
         line = (tmp_path / "rep" / f"{exp}.txt").read_text()
         assert any(v in line for v in ("agrees", "partly", "disagrees"))
+        # A quick verdict can differ from the full one: every quick output says quick.
+        assert "quick run" in line
+    assert all(
+        "[quick run" in ln
+        for ln in res.stdout.splitlines()
+        if ln.startswith(("examples-", "gleaner-"))
+    )
     assert "examples-weights: agrees" in res.stdout
     # Three hogs on one pCPU: the closed form holds; the sleeper scenario is shown beside.
     assert "examples-xen-slice: agrees" in res.stdout
@@ -235,3 +242,20 @@ def test_validate_quick_writes_both_reports(tmp_path: Path) -> None:
     from vcpulab.experiments import registry
 
     assert html.count("data:image/png;base64,") == len(registry())
+
+
+@needs_core
+def test_reproduce_without_matplotlib_writes_csv_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # matplotlib is the optional `plot` extra: without it the numbers still come out.
+    import vcpulab.experiments as experiments
+
+    monkeypatch.setattr(experiments, "plotting_available", lambda: False)
+    res = experiments.run_experiment(
+        experiments.get("examples-weights"), quick=True, out_dir=tmp_path
+    )
+    assert res.png is None and not (tmp_path / "examples-weights.png").exists()
+    assert (tmp_path / "examples-weights.csv").is_file()
+    assert "no plot: matplotlib is not installed" in res.detail
+    assert "[quick run" in res.line()

@@ -451,7 +451,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
                 print(f"{exp.id}: error — {_one_line(str(exc))}")
                 continue
             print(res.line())
-            print(f"  wrote {res.csv}, {res.png}, {res.text}")
+            written = ", ".join(str(p) for p in (res.csv, res.png, res.text) if p is not None)
+            print(f"  wrote {written}")
     finally:
         executor.close()
     return status

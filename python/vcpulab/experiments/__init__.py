@@ -158,9 +158,13 @@ class ExperimentResult:
     wall_s: float
     frame: pd.DataFrame | None = None
     error: str | None = None
+    quick: bool = False
 
     def line(self) -> str:
-        return f"{self.id}: {self.verdict} — {self.detail}"
+        # A quick run has fewer seeds and shorter runs; its verdict can differ from the
+        # full run's, so every line it prints says so.
+        label = " [quick run: fewer seeds, shorter runs; not the verdict of record]"
+        return f"{self.id}: {self.verdict} — {self.detail}" + (label if self.quick else "")
 
 
 # --- registry --------------------------------------------------------------------------------
@@ -186,6 +190,17 @@ def get(exp_id: str) -> Experiment:
             f"unknown experiment {exp_id!r}: allowed values are {', '.join(sorted(reg))} or 'all'"
         )
     return reg[exp_id]
+
+
+NO_PLOT_HINT = "matplotlib is not installed (pip install 'vcpulab[plot]')"
+
+
+def plotting_available() -> bool:
+    """Plots need matplotlib, an optional extra: without it a reproduction still writes
+    its CSV, text and JSON, and says the plot was skipped."""
+    import importlib.util
+
+    return importlib.util.find_spec("matplotlib") is not None
 
 
 def scenarios_dir() -> Path:
@@ -409,8 +424,14 @@ def run_experiment(
     merged = merged.rename(columns={"x": exp.x})
     csv_path = out / f"{exp.id}.csv"
     merged.to_csv(csv_path, index=False)
-    png_path = out / f"{exp.id}.png"
-    (exp.plotter or plot)(exp, merged, verdict, png_path)
+    png_path: Path | None = out / f"{exp.id}.png"
+    shown_verdict = f"{verdict} (quick run)" if quick else verdict
+    if plotting_available():
+        assert png_path is not None
+        (exp.plotter or plot)(exp, merged, shown_verdict, png_path)
+    else:
+        png_path = None
+        detail += f"; no plot: {NO_PLOT_HINT}"
     summary = _summary_rows(merged)
     result = ExperimentResult(
         id=exp.id,
@@ -426,6 +447,7 @@ def run_experiment(
         text=out / f"{exp.id}.txt",
         wall_s=time.monotonic() - start,
         frame=merged,
+        quick=quick,
     )
     assert result.text is not None
     result.text.write_text(result.line() + "\n", encoding="utf-8")
