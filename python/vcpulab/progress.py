@@ -1,10 +1,34 @@
-"""A tiny progress bar on stderr: points done, rate and time left (TTY only)."""
+"""Progress of a sweep: points done, rate and time left.
+
+Three ways to show it, picked by where it runs: a bar redrawn in place on a terminal;
+tqdm's notebook widget (`tqdm.auto`) in Jupyter when tqdm is installed; otherwise (logs,
+CI, a notebook without tqdm, the API with `progress=True` on a pipe) one line per step of
+10%, never a carriage return, so a log shows each line once.
+"""
 
 from __future__ import annotations
 
 import sys
 import time
-from typing import Self, TextIO
+from typing import Any, Self, TextIO
+
+
+def in_notebook() -> bool:
+    """True inside a Jupyter kernel (IPython with a kernel app), where stderr is no TTY."""
+    ipython = sys.modules.get("IPython")
+    if ipython is None:
+        return False
+    get = getattr(ipython, "get_ipython", None)
+    shell = get() if callable(get) else None
+    return shell is not None and "IPKernelApp" in getattr(shell, "config", {})
+
+
+def _notebook_bar(total: int, initial: int, label: str) -> Any | None:
+    try:
+        from tqdm.auto import tqdm  # optional: only for notebooks
+    except ImportError:
+        return None
+    return tqdm(total=total, initial=initial, unit=label.rstrip("s") or "point")
 
 
 def _clock(seconds: float) -> str:
@@ -26,9 +50,16 @@ class Progress:
         width: int = 24,
     ) -> None:
         self.stream = stream if stream is not None else sys.stderr
+        tty = bool(getattr(self.stream, "isatty", lambda: False)())
         if enabled is None:
-            enabled = bool(getattr(self.stream, "isatty", lambda: False)())
+            enabled = tty or in_notebook()
         self.enabled = enabled
+        self._bar = (
+            _notebook_bar(total, initial, label) if enabled and not tty and in_notebook() else None
+        )
+        # Without a terminal, one line per 10% step (and the last one).
+        self._in_place = tty
+        self._last_step = -1
         self.total = total
         self.done = initial
         self.initial = initial
@@ -44,6 +75,11 @@ class Progress:
         self.done += n
         if failed:
             self.failed += n
+        if self._bar is not None:
+            self._bar.update(n)
+            if failed:
+                self._bar.set_postfix(failed=self.failed)
+            return
         self.draw()
 
     def line(self) -> str:
@@ -69,7 +105,18 @@ class Progress:
         return "  ".join(parts)
 
     def draw(self, force: bool = False) -> None:
-        if not self.enabled:
+        if not self.enabled or self._bar is not None:
+            return
+        if not self._in_place:
+            step = (10 * self.done // self.total) if self.total else 10
+            if step == self._last_step and not (force and self.done == self.total):
+                return
+            if force and self._drawn and step == self._last_step:
+                return
+            self._last_step = step
+            self.stream.write(self.line() + "\n")
+            self.stream.flush()
+            self._drawn = True
             return
         now = time.monotonic()
         if not force and now - self._last_draw < 0.1 and self.done < self.total:
@@ -80,6 +127,12 @@ class Progress:
         self._drawn = True
 
     def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            return
+        if not self._in_place:
+            self.draw(force=True)
+            return
         if self.enabled and self._drawn:
             self.draw(force=True)
             self.stream.write("\n")

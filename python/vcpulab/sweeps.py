@@ -240,7 +240,7 @@ def run_sweep(
     store: str | Path | ResultsStore | None = None,
     table: str = "vms",
     force: bool = False,
-    progress: bool | None = False,
+    progress: bool | None = None,
     backend: Backend | None = None,
     source: str | None = None,
     confirm: Callable[[int], bool] | None = None,

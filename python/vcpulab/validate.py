@@ -25,7 +25,7 @@ def run_all(
     executor: str | Executor = "local",
     jobs: int | None = None,
     store: str | Path | None = None,
-    progress: bool = False,
+    progress: bool | None = None,
     backend: Backend | None = None,
     on_result: Callable[[ExperimentResult], None] | None = None,
 ) -> list[ExperimentResult]:

@@ -349,7 +349,7 @@ def run_experiment(
     executor: str | Executor = "local",
     jobs: int | None = None,
     store: str | Path | ResultsStore | None = None,
-    progress: bool = False,
+    progress: bool | None = None,
     backend: Backend | None = None,
 ) -> ExperimentResult:
     """Run one reproduction and write `<id>.csv`, `<id>.png`, `<id>.txt`, `<id>.json`."""
@@ -481,7 +481,7 @@ def _run_points(
     executor: str | Executor,
     jobs: int | None,
     store: str | Path | ResultsStore | None,
-    progress: bool,
+    progress: bool | None,
     backend: Backend | None,
 ) -> tuple[pd.DataFrame | None, dict[str, str], int, list[dict[str, Any]]]:
     """Run every point of `exp` as its own sweep (seeds x grid) on one executor and one
