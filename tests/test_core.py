@@ -259,3 +259,44 @@ def test_reproduce_without_matplotlib_writes_csv_and_says_so(
     assert (tmp_path / "examples-weights.csv").is_file()
     assert "no plot: matplotlib is not installed" in res.detail
     assert "[quick run" in res.line()
+
+
+@needs_core
+def test_sweep_plot_writes_png_and_svg_with_log_x(tmp_path: Path) -> None:
+    from vcpulab.plots import spans_decades
+
+    out = tmp_path / "p.png"
+    res = cli(
+        "sweep",
+        str(ROOT / "scenarios/examples/xen-slice-sweep.toml"),
+        "--grid",
+        "host.scheduler.slice_ms=30,1,0.1",
+        "--seeds",
+        "1",
+        "--no-store",
+        "--set",
+        "run.duration=200ms",
+        "--plot",
+        "cpu_share",
+        "--plot-out",
+        str(out),
+    )
+    assert res.returncode == 0, res.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert out.with_suffix(".svg").read_text().lstrip().startswith("<?xml")
+    # Slices 0.1…30 ms span more than two decades: a log axis; shares 0.08…0.46 do not.
+    assert spans_decades([30, 1, 0.1]) and not spans_decades([0.08, 0.46])
+    bad = cli(
+        "sweep",
+        str(ROOT / "scenarios/examples/xen-slice-sweep.toml"),
+        "--seeds",
+        "1",
+        "--no-store",
+        "--set",
+        "run.duration=50ms",
+        "--plot",
+        "no_such_metric",
+    )
+    assert (
+        bad.returncode == 2 and "allowed values are" in bad.stderr and "Traceback" not in bad.stderr
+    )

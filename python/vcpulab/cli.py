@@ -186,6 +186,41 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _plot_sweep(args: argparse.Namespace, outcome: Any) -> list[Path]:
+    import pandas as pd
+
+    from vcpulab.plots import plot_sweep
+    from vcpulab.sweeps import id_columns, summarize
+
+    frame = outcome.frame
+    numeric = sorted(
+        c
+        for c in frame.columns
+        if c not in {*outcome.grid_columns, "seed", "point"}
+        and pd.api.types.is_numeric_dtype(frame[c])
+        and not pd.api.types.is_bool_dtype(frame[c])
+    )
+    if args.plot not in numeric:
+        raise UsageError(
+            f"--plot {args.plot!r}: not a numeric column of table {args.table!r}; "
+            f"allowed values are {', '.join(numeric)}"
+        )
+    summary = summarize(frame, outcome.grid_columns, metrics=[args.plot], table=args.table)
+    path = Path(args.plot_out or f"out/sweep-{outcome.sweep_id}-{args.plot}.png")
+    if path.suffix.lower() not in (".png", ".svg"):
+        raise UsageError(f"--plot-out {str(path)!r}: allowed suffixes are .png and .svg")
+    title = f"{Path(args.file).stem}: {args.plot} ({args.table}, {args.seeds} seed(s))"
+    return plot_sweep(
+        summary,
+        outcome.grid_columns,
+        id_columns(frame),
+        args.plot,
+        path.with_suffix(".png"),
+        title=title,
+        ci_column=f"{args.plot}_ci95",
+    )
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     from vcpulab.executors import make_executor
     from vcpulab.sweeps import format_summary, run_sweep, summarize
@@ -226,6 +261,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     )
     if args.out:
         _write_frame(frame, Path(args.out))
+    plotted = _plot_sweep(args, outcome) if args.plot and not frame.empty else []
     if args.json:
         _print_json(
             {
@@ -249,6 +285,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             print(format_summary(summary))
         if args.out:
             print(f"results written to {args.out}")
+        if plotted:
+            print(f"plot written to {', '.join(str(p) for p in plotted)}")
     if outcome.failed:
         for f in outcome.failed[:5]:
             print(
@@ -583,6 +621,16 @@ def build_parser() -> CliParser:
     p.add_argument("--metric", action="append", help="metric column(s) for the summary")
     p.add_argument("--out", help="write all rows to a .parquet, .csv or .json file")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument(
+        "--plot",
+        metavar="METRIC",
+        help="draw METRIC (mean and 95%% CI over seeds) over the first grid key, as PNG and SVG",
+    )
+    p.add_argument(
+        "--plot-out",
+        metavar="PATH",
+        help="where to write the plot (default out/sweep-<id>-<metric>.png; an .svg beside it)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
         "--yes", "-y", action="store_true", help="do not ask before more than 10000 points"
