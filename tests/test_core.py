@@ -300,3 +300,28 @@ def test_sweep_plot_writes_png_and_svg_with_log_x(tmp_path: Path) -> None:
     assert (
         bad.returncode == 2 and "allowed values are" in bad.stderr and "Traceback" not in bad.stderr
     )
+
+
+@needs_core
+def test_docs_columns_md_is_the_glossary_of_this_core() -> None:
+    from vcpulab.cli import columns_markdown
+
+    current = (ROOT / "docs" / "columns.md").read_text(encoding="utf-8")
+    assert current == columns_markdown(), (
+        "docs/columns.md is stale: vcpulab explain --columns --markdown > docs/columns.md"
+    )
+    res = cli("explain", "--columns")
+    assert res.returncode == 0 and "share_ratio" in res.stdout and "RFC 3550" in res.stdout
+
+
+@needs_core
+def test_explain_lists_every_workload_parameter_with_its_default() -> None:
+    res = cli("explain", str(ROOT / "scenarios/examples/xen-slice-sweep.toml"))
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert '# vm "sleeper": workload "compute-sleep" parameters' in out
+    assert '#   params.compute = "exp(2ms)"  (set; default "exp(1ms)")' in out
+    assert "#   params.iterations = 0  (default)" in out
+    assert '# vm "hog1": workload "cpu-bomb" has no parameters' in out
+    missing = cli("explain")
+    assert missing.returncode == 2 and "--columns" in missing.stderr

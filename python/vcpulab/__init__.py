@@ -35,6 +35,7 @@ __all__ = [
     "SimulationError",
     "UsageError",
     "characterize",
+    "columns",
     "core_build_id",
     "core_version",
     "dumps_toml",
@@ -142,6 +143,12 @@ def sweep(
 def presets() -> list[tuple[str, str]]:
     """Named presets: (name, one-line description)."""
     return [(str(n), str(d)) for n, d in _native.core().presets()]
+
+
+def columns() -> list[tuple[str, str, str, str]]:
+    """The report's glossary: (table, column(s), unit, meaning) for every column of every
+    report table, and the report's own scalars under table "report"."""
+    return [(str(t), str(n), str(u), str(m)) for t, n, u, m in _native.core().columns()]
 
 
 def workloads() -> list[tuple[str, str]]:

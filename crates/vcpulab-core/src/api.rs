@@ -31,9 +31,43 @@ pub fn explain(
         ScenarioError::new("", format!("cannot re-read the resolved scenario: {e}"))
     })?;
     Ok(format!(
-        "{}{toml_text}",
-        scenario::platforms::explain(&table)
+        "{}{}{toml_text}",
+        scenario::platforms::explain(&table),
+        workload_params_explained(&sc)
     ))
+}
+
+/// Comment lines with every parameter of each VM's catalog model: the value in effect
+/// (the scenario's, else the model's default) and what it means — the resolved
+/// `[vm.workload.params]` table lists only what the scenario set.
+fn workload_params_explained(sc: &Scenario) -> String {
+    use crate::workload::catalog;
+    let mut out = String::new();
+    for (i, vm) in sc.vm.iter().enumerate() {
+        let name = vm.name.clone().unwrap_or_else(|| format!("vm{i}"));
+        let Some(info) = catalog::find(&vm.workload.model) else {
+            continue;
+        };
+        if info.params.is_empty() {
+            out.push_str(&format!(
+                "# vm {name:?}: workload {:?} has no parameters\n",
+                info.name
+            ));
+            continue;
+        }
+        out.push_str(&format!(
+            "# vm {name:?}: workload {:?} parameters (value in effect, and what it means):\n",
+            info.name
+        ));
+        for p in info.params {
+            let origin = match vm.workload.params.get(p.name) {
+                Some(v) => format!("{v}  (set; default {})", p.default),
+                None => format!("{}  (default)", p.default),
+            };
+            out.push_str(&format!("#   params.{} = {origin} — {}\n", p.name, p.help));
+        }
+    }
+    out
 }
 
 /// Runs a resolved scenario; the result depends only on the scenario (and its seed).

@@ -314,6 +314,15 @@ fn workloads() -> Vec<(String, String)> {
     vcpulab_core::workloads()
 }
 
+/// The report's glossary: (table, column names, unit, meaning) per entry.
+#[pyfunction]
+fn columns() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
+    vcpulab_core::metrics::columns::COLUMNS
+        .iter()
+        .map(|c| (c.table, c.names, c.unit, c.meaning))
+        .collect()
+}
+
 #[pyfunction]
 fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
@@ -336,6 +345,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(explain, m)?)?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
     m.add_function(wrap_pyfunction!(workloads, m)?)?;
+    m.add_function(wrap_pyfunction!(columns, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(build_id, m)?)?;
     m.add_function(wrap_pyfunction!(run_arrow, m)?)?;

@@ -1,5 +1,6 @@
 //! Counters, histograms, the report and trace sinks.
 
+pub mod columns;
 pub mod hist;
 pub mod report;
 pub mod series;
