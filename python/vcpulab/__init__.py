@@ -79,12 +79,15 @@ def trace(
     *,
     seed: int | None = None,
     overrides: Overrides = None,
+    window: tuple[str | None, str | None] = (None, None),
 ) -> Report:
-    """Run and write a Chrome/Perfetto trace JSON to `out_path`; returns the report."""
+    """Run and write a Chrome/Perfetto trace JSON to `out_path` (gzip-compressed when it
+    ends in .gz), keeping only what overlaps `window` (durations, e.g. ("1s", "1.2s"));
+    returns the report."""
     text = load_scenario(scenario)
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    raw = _native.core_trace(text, str(out), normalize_overrides(overrides), seed)
+    raw = _native.core_trace(text, str(out), normalize_overrides(overrides), seed, window)
     scalars, tables = _native.core_report_arrow(raw)
     return Report.from_arrow(scalars, tables, raw_json=raw)
 

@@ -32,6 +32,8 @@ def trace(
     overrides: list[str] | None = None,
     seed: int | None = None,
     timeout: float | None = None,
+    window_from: str | None = None,
+    window_to: str | None = None,
 ) -> str: ...
 def resolve(
     scenario_toml: str, overrides: list[str] | None = None, seed: int | None = None

@@ -97,8 +97,26 @@ def core_explain(scenario_toml: str, overrides: list[str], seed: int | None) -> 
     return str(core().explain(scenario_toml, overrides, seed))
 
 
-def core_trace(scenario_toml: str, out_path: str, overrides: list[str], seed: int | None) -> str:
-    return str(core().trace(scenario_toml, out_path, overrides, seed, **_timeout_kw()))
+def core_trace(
+    scenario_toml: str,
+    out_path: str,
+    overrides: list[str],
+    seed: int | None,
+    window: tuple[str | None, str | None] = (None, None),
+) -> str:
+    """Run and write the trace (gzip-compressed when `out_path` ends in .gz), keeping what
+    overlaps the window (durations like "200ms"; None: from the start / to the end)."""
+    return str(
+        core().trace(
+            scenario_toml,
+            out_path,
+            overrides,
+            seed,
+            window_from=window[0],
+            window_to=window[1],
+            **_timeout_kw(),
+        )
+    )
 
 
 def core_call(name: str, *args: Any) -> Any:

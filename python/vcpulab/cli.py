@@ -178,11 +178,11 @@ def cmd_trace(args: argparse.Namespace) -> int:
     from vcpulab import _native
     from vcpulab.report import Report
 
-    out = _check_output(args.output)
+    out = _check_output(args.output, (".json", ".json.gz"))
     text = _read(args.file, args)
     _set_timeout(args)
     out.parent.mkdir(parents=True, exist_ok=True)
-    raw = _native.core_trace(text, str(out), _overrides(args), args.seed)
+    raw = _native.core_trace(text, str(out), _overrides(args), args.seed, (args.from_, args.to))
     if args.json:
         sys.stdout.write(raw.rstrip("\n") + "\n")
     else:
@@ -629,7 +629,16 @@ def build_parser() -> CliParser:
 
     p = sub.add_parser("trace", help="run and write a Chrome/Perfetto trace JSON")
     _add_scenario_opts(p)
-    p.add_argument("-o", "--output", required=True, help="trace file to write (JSON)")
+    p.add_argument(
+        "-o", "--output", required=True, help="trace file to write (.json, or .json.gz compressed)"
+    )
+    p.add_argument(
+        "--from",
+        dest="from_",
+        metavar="TIME",
+        help="keep only what happens from TIME on (e.g. 1s); the run still starts at 0",
+    )
+    p.add_argument("--to", metavar="TIME", help="keep only what happens before TIME (e.g. 1.2s)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_trace)
 

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 use vcpulab_core::metrics::trace::{ChromeTrace, TraceSink};
+use vcpulab_core::sim::Nanos;
 
 create_exception!(
     _core,
@@ -163,8 +164,23 @@ fn report_arrow<'py>(py: Python<'py>, report_json: &str) -> PyResult<(String, Bo
 /// Runs a scenario, writing a Chrome/Perfetto trace to `out_path`; returns the report JSON.
 /// The trace is written to a temporary file beside `out_path` and renamed when complete;
 /// a write error fails the call and leaves no partial file.
+/// A trace window bound: a duration like "200ms" (`key` names the option for errors).
+fn window_bound(key: &str, value: Option<&str>, default: u64) -> PyResult<u64> {
+    match value {
+        None => Ok(default),
+        Some(v) => vcpulab_core::sim::time::parse_duration(v)
+            .map(|n| n.0)
+            .ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "{key} {v:?}: not a duration; allowed: a number with a unit, e.g. \"200ms\", \"1.5s\", \"300us\""
+                ))
+            }),
+    }
+}
+
 #[pyfunction]
-#[pyo3(signature = (scenario_toml, out_path, overrides=None, seed=None, timeout=None))]
+#[pyo3(signature = (scenario_toml, out_path, overrides=None, seed=None, timeout=None, window_from=None, window_to=None))]
+#[allow(clippy::too_many_arguments)]
 fn trace(
     py: Python<'_>,
     scenario_toml: &str,
@@ -172,7 +188,18 @@ fn trace(
     overrides: Option<Vec<String>>,
     seed: Option<u64>,
     timeout: Option<f64>,
+    window_from: Option<&str>,
+    window_to: Option<&str>,
 ) -> PyResult<String> {
+    let from = window_bound("--from", window_from, 0)?;
+    let to = window_bound("--to", window_to, u64::MAX)?;
+    if to <= from {
+        return Err(PyValueError::new_err(format!(
+            "--to {} must be after --from {}",
+            window_to.unwrap_or("(end)"),
+            window_from.unwrap_or("0")
+        )));
+    }
     let sc = resolve_inner(scenario_toml, overrides, seed)?;
     let out = std::path::Path::new(out_path);
     if out.is_dir() {
@@ -197,8 +224,17 @@ fn trace(
     let writer = SharedWriter::new(file);
     let pcpus = sc.host.pcpus;
     let w2 = writer.clone();
+    let gzip = out_path.ends_with(".gz");
+    let (from, to) = (Nanos(from), Nanos(to));
     let make = move || -> Box<dyn TraceSink> {
-        Box::new(ChromeTrace::new(BufWriter::new(w2.clone()), pcpus, &vms))
+        let file = BufWriter::new(w2.clone());
+        if gzip {
+            // The gzip trailer is written when the sink is dropped at the run's end.
+            let gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
+            Box::new(ChromeTrace::windowed(gz, pcpus, &vms, from, to))
+        } else {
+            Box::new(ChromeTrace::windowed(file, pcpus, &vms, from, to))
+        }
     };
     let result = run_supervised(py, &sc, Some(&make), timeout);
     let written = writer.finish();

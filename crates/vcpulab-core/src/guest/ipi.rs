@@ -118,6 +118,11 @@ impl World {
             return;
         }
         let target = self.select_wake_vcpu(w);
+        if self.trace.is_some() {
+            let now = self.now;
+            let name = format!("wakes {}", self.threads[w.idx()].name);
+            self.trace_flow(from, &name, World::wake_flow_key(now, w), true, now);
+        }
         if target == from {
             self.enqueue_woken(w, target, PATH_SAME_VCPU);
             // The waker runs here; the wakee waits until it blocks or its slice ends.

@@ -86,10 +86,15 @@ impl World {
             th.debt += Nanos(switch);
         }
         if let Some(w) = th.woken_at.take() {
-            let lat = (t0 + th.debt).0.saturating_sub(w.0);
+            let runs_at = t0 + th.debt;
+            let lat = runs_at.0.saturating_sub(w.0);
             let path = th.wake_path as usize;
             self.vms[vm].wake_latency.record(lat);
             self.vms[vm].wake_paths[path].record(lat);
+            if self.trace.is_some() {
+                let name = format!("woken {} runs", self.threads[t.idx()].name);
+                self.trace_flow(v, &name, World::wake_flow_key(w, t), false, runs_at);
+            }
         }
         self.trace_thread_begin(v);
     }

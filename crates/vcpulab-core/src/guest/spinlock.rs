@@ -196,6 +196,7 @@ impl World {
             if !self.locks[l.idx()].lhp_counted && !self.vcpu_runs_thread(h) {
                 self.locks[l.idx()].lhp_counted = true;
                 self.lock_classes[class].lhp += 1;
+                self.trace_lock_event("lock-holder preempted", h, class);
             }
         }
         let budget = self.pv_spin_budget(t);
@@ -425,6 +426,7 @@ impl World {
                     // Lock-waiter preemption: the lock is taken but idle while its
                     // owner's vCPU does not run, and everyone behind it spins.
                     self.lock_classes[class].lwp += 1;
+                    self.trace_lock_event("lock-waiter preempted", n, class);
                 }
             }
             SpinlockKind::Tas => {
@@ -446,6 +448,7 @@ impl World {
                     self.poke(n);
                 } else {
                     self.lock_classes[class].lwp += 1;
+                    self.trace_lock_event("lock-waiter preempted", n, class);
                 }
             }
             SpinlockKind::PvQspinlock => {
@@ -470,6 +473,7 @@ impl World {
                     self.poke(h);
                 } else if !stolen {
                     self.lock_classes[class].lwp += 1;
+                    self.trace_lock_event("lock-waiter preempted", h, class);
                 }
             }
         }

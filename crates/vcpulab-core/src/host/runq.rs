@@ -17,6 +17,8 @@ pub struct RunqMeter {
     since: Vec<Nanos>,
     /// Per pCPU, per length: nanoseconds spent at that length.
     time: Vec<[u64; MAX_LEN + 1]>,
+    /// When tracing: (pCPU, from, new length) changes not yet written.
+    pub trace_changes: Option<Vec<(u32, Nanos, u32)>>,
 }
 
 impl RunqMeter {
@@ -26,6 +28,13 @@ impl RunqMeter {
             len: vec![0; pcpus],
             since: vec![Nanos::ZERO; pcpus],
             time: vec![[0; MAX_LEN + 1]; pcpus],
+            trace_changes: None,
+        }
+    }
+
+    fn traced(&mut self, p: usize, now: Nanos) {
+        if let Some(buf) = self.trace_changes.as_mut() {
+            buf.push((p as u32, now, self.len[p]));
         }
     }
 
@@ -44,9 +53,11 @@ impl RunqMeter {
         if old != u32::MAX {
             self.book(old as usize, now);
             self.len[old as usize] -= 1;
+            self.traced(old as usize, now);
         }
         self.book(p.idx(), now);
         self.len[p.idx()] += 1;
+        self.traced(p.idx(), now);
         self.at[v.idx()] = p.0;
     }
 
@@ -56,6 +67,7 @@ impl RunqMeter {
         if old != u32::MAX {
             self.book(old as usize, now);
             self.len[old as usize] -= 1;
+            self.traced(old as usize, now);
             self.at[v.idx()] = u32::MAX;
         }
     }

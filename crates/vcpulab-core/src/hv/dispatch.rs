@@ -298,6 +298,7 @@ impl World {
                 lk.lhp_counted = true;
                 let c = lk.class as usize;
                 self.lock_classes[c].lhp += 1;
+                self.trace_lock_event("lock-holder preempted", t, c);
             }
         }
     }

@@ -93,6 +93,13 @@ impl World {
     pub(crate) fn irq_send(&mut self, kind: IpiKind, sender: VcpuId, recipients: &[VcpuId]) {
         self.irq_policy
             .on_send(IrqClass::Ipi(kind), sender, recipients);
+        if self.trace.is_some() {
+            let now = self.now;
+            for &r in recipients {
+                let name = format!("{kind:?} IPI to vCPU {}", self.vcpus[r.idx()].index);
+                self.trace_flow(sender, &name, World::ipi_flow_key(now, r), true, now);
+            }
+        }
     }
 
     /// Delivers `irq` to vCPU `v`: wakes it if halted, queues the interrupt for its
@@ -100,6 +107,10 @@ impl World {
     /// interrupt while running. The guest then handles a `Running` delivery.
     pub(crate) fn irq_deliver(&mut self, v: VcpuId, irq: Irq) -> Delivered {
         let now = self.now;
+        if let (Some(_), Irq::Ipi { kind, sent, .. }) = (self.trace.as_ref(), irq) {
+            let name = format!("{kind:?} IPI arrives");
+            self.trace_flow(v, &name, World::ipi_flow_key(sent, v), false, now);
+        }
         let how = match self.vcpus[v.idx()].hv {
             HvState::Halted => {
                 self.irq_queue_for_entry(v, irq, now);

@@ -131,6 +131,11 @@ impl World {
         self.vms[vm].ple_exits += 1;
         self.vcpus[v.idx()].ple_exits += 1;
         self.trace_instant(v, "ple-exit");
+        if self.trace.is_some() {
+            // The window after this exit (grown or shrunk by the policy).
+            let w = self.ple.window(v).unwrap_or(0) as f64;
+            self.trace_vcpu_counter(v, "PLE window (cycles)", w);
+        }
         {
             let exit = Nanos(self.costs.vmexit_ns);
             let vc = &mut self.vcpus[v.idx()];

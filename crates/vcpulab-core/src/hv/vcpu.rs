@@ -19,6 +19,21 @@ pub enum VCat {
 }
 pub const NCAT: usize = 7;
 
+impl VCat {
+    /// The state's name on a trace's vCPU state track.
+    pub fn name(self) -> &'static str {
+        match self {
+            VCat::User => "user",
+            VCat::Kernel => "kernel",
+            VCat::Spin => "spin",
+            VCat::IdlePoll => "idle-poll",
+            VCat::Overhead => "hypervisor",
+            VCat::Runnable => "runnable (preempted)",
+            VCat::Halted => "halted",
+        }
+    }
+}
+
 /// An interrupt waiting for its vCPU to run: kind, sent at, and the TLB-shootdown
 /// sender and generation to acknowledge.
 pub type PendingIpi = (IpiKind, Nanos, Option<(ThreadId, u32)>);
@@ -72,6 +87,10 @@ pub struct Vcpu {
     /// Time before this instant, in the current accounting interval, is overhead.
     pub overhead_until: Nanos,
     pub time: [u64; NCAT],
+    /// When tracing: the state segments (start, end, state) not yet written, and the
+    /// start of the current one. None when not tracing (the common case).
+    pub trace_states: Option<Vec<(Nanos, Nanos, VCat)>>,
+    pub state_since: Nanos,
 
     // cache footprint
     pub last_pcpu: Option<PcpuId>,
@@ -141,6 +160,8 @@ impl Vcpu {
             cat_since: Nanos::ZERO,
             overhead_until: Nanos::ZERO,
             time: [0; NCAT],
+            trace_states: None,
+            state_since: Nanos::ZERO,
             last_pcpu: None,
             cache_mark_out: 0,
             tlb_mark_out: 0,
@@ -194,6 +215,14 @@ impl Vcpu {
     #[inline]
     pub fn set_cat(&mut self, now: Nanos, cat: VCat) {
         self.charge(now);
+        if cat != self.cat {
+            if let Some(buf) = self.trace_states.as_mut() {
+                if now > self.state_since {
+                    buf.push((self.state_since, now, self.cat));
+                }
+                self.state_since = now;
+            }
+        }
         self.cat = cat;
     }
 

@@ -492,6 +492,89 @@ impl World {
 
     pub fn set_trace(&mut self, t: Box<dyn TraceSink>) {
         self.trace = Some(t);
+        // What the trace shows beyond slices is buffered where it changes (vCPU states,
+        // run-queue lengths) and written every 4096 events: no trace hook in those paths.
+        for v in &mut self.vcpus {
+            v.trace_states = Some(Vec::new());
+            v.state_since = v.cat_since;
+        }
+        self.runq.trace_changes = Some(Vec::new());
+    }
+
+    /// Writes the buffered vCPU states and run-queue lengths (at the end: the open
+    /// state segments too).
+    fn trace_drain(&mut self, at_end: bool) {
+        let Some(t) = self.trace.as_mut() else {
+            return;
+        };
+        let now = self.now;
+        for v in &mut self.vcpus {
+            let Some(buf) = v.trace_states.as_mut() else {
+                continue;
+            };
+            for (start, end, cat) in buf.drain(..) {
+                t.vcpu_state(v.vm, v.index, cat.name(), start, end);
+            }
+            if at_end && now > v.state_since {
+                t.vcpu_state(v.vm, v.index, v.cat.name(), v.state_since, now);
+                v.state_since = now;
+            }
+        }
+        if let Some(buf) = self.runq.trace_changes.as_mut() {
+            for (p, at, len) in buf.drain(..) {
+                t.counter(
+                    crate::metrics::trace::CounterOwner::Pcpu(PcpuId(p)),
+                    "run queue",
+                    at,
+                    len as f64,
+                );
+            }
+        }
+    }
+
+    /// A flow arrow's end on vCPU `v`'s track (`start`: its source), at `at`; `key`
+    /// pairs the two ends (see `ipi_flow_key`, `wake_flow_key`).
+    pub(crate) fn trace_flow(&mut self, v: VcpuId, name: &str, key: u64, start: bool, at: Nanos) {
+        if let Some(t) = self.trace.as_mut() {
+            let vc = &self.vcpus[v.idx()];
+            t.vcpu_flow(vc.vm, vc.index, name, key, start, at);
+        }
+    }
+
+    /// The flow key of an IPI sent at `sent` to `target`.
+    pub(crate) fn ipi_flow_key(sent: Nanos, target: VcpuId) -> u64 {
+        (sent.0 << 20) | u64::from(target.0 & 0x7_FFFF)
+    }
+
+    /// The flow key of thread `t`'s wake-up at `woken_at`.
+    pub(crate) fn wake_flow_key(woken_at: Nanos, t: ThreadId) -> u64 {
+        (woken_at.0 << 20) | (1 << 19) | u64::from(t.0 & 0x7_FFFF)
+    }
+
+    /// An instant naming lock class `class` on the track of the vCPU thread `t` is on
+    /// (lock-holder and lock-waiter preemptions).
+    pub(crate) fn trace_lock_event(&mut self, what: &str, t: ThreadId, class: usize) {
+        if self.trace.is_some() {
+            let name = format!(
+                "{what}: {} ({})",
+                self.lock_classes[class].name,
+                self.threads[t.idx()].name
+            );
+            self.trace_instant(self.threads[t.idx()].vcpu, &name);
+        }
+    }
+
+    /// A counter on vCPU `v`'s track.
+    pub(crate) fn trace_vcpu_counter(&mut self, v: VcpuId, name: &str, value: f64) {
+        if let Some(t) = self.trace.as_mut() {
+            let vc = &self.vcpus[v.idx()];
+            t.counter(
+                crate::metrics::trace::CounterOwner::Vcpu(vc.vm, vc.index),
+                name,
+                self.now,
+                value,
+            );
+        }
     }
 
     fn start(&mut self) {
@@ -564,6 +647,9 @@ impl World {
             }
             let n = self.events + self.stale_events;
             if n & 0xFFF == 0 {
+                if self.trace.is_some() {
+                    self.trace_drain(false);
+                }
                 if n >= self.max_events {
                     self.stop = Some(StopCause::EventBudget);
                 } else if let Some(a) = &self.abort {
@@ -664,6 +750,7 @@ impl World {
         }
         self.frag.finish(now);
         self.runq.finish(now);
+        self.trace_drain(true);
         if let Some(t) = self.trace.as_mut() {
             t.finish();
         }
