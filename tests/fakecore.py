@@ -131,7 +131,14 @@ def version() -> str:
     return "fake-0"
 
 
-def trace(text: str, out_path: str, overrides: list[str], seed: int | None) -> str:
+def trace(
+    text: str,
+    out_path: str,
+    overrides: list[str],
+    seed: int | None,
+    window_from: str | None = None,
+    window_to: str | None = None,
+) -> str:
     report = run(text, overrides, seed)
     with open(out_path, "w", encoding="utf-8") as fh:
         json.dump({"traceEvents": []}, fh)
