@@ -325,3 +325,59 @@ def test_explain_lists_every_workload_parameter_with_its_default() -> None:
     assert '# vm "hog1": workload "cpu-bomb" has no parameters' in out
     missing = cli("explain")
     assert missing.returncode == 2 and "--columns" in missing.stderr
+
+
+@needs_core
+def test_undefined_values_are_null_and_schemas_do_not_depend_on_data(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    scenario = ROOT / "scenarios/examples/xen-slice-sweep.toml"
+    # 1 ms: nobody has woken yet; 300 ms: the sleeper has.
+    early = vcpulab.run(scenario, overrides={"run.duration": "1ms"})
+    later = vcpulab.run(scenario, overrides={"run.duration": "300ms"})
+    hog = early.to_dict()["vms"][0]
+    assert hog["wake_latency_count"] == 0
+    assert hog["wake_latency_mean_ns"] is None and hog["wake_latency_p99_ns"] is None
+    a, b = early.arrow("vms"), later.arrow("vms")
+    assert a.schema.field("wake_latency_p99_ns").type == pa.int64()
+    assert a.schema.equals(b.schema)
+    assert pa.concat_tables([a, b]).num_rows == 6
+    # Every report names the core and the input it came from.
+    for r in (early, later):
+        assert r.to_dict()["core_version"] == vcpulab.__version__
+        assert len(r.scenario["hash"]) == 16
+    assert early.scenario["hash"] != later.scenario["hash"]
+    assert (
+        vcpulab.run(scenario, overrides={"run.duration": "1ms"}).scenario["hash"]
+        == early.scenario["hash"]
+    )
+
+
+@needs_core
+def test_histograms_are_a_long_table_not_columns_per_vm(tmp_path: Path) -> None:
+    scenario = ROOT / "scenarios/examples/xen-slice-sweep.toml"
+    df = vcpulab.sweep(
+        scenario,
+        {"host.scheduler.slice_ms": [30, 1]},
+        1,
+        overrides={"run.duration": "200ms"},
+        store=":memory:",
+    )
+    assert not [c for c in df.columns if c.startswith("histograms.")]
+    assert {"core_version", "scenario.hash"} <= set(df.columns)
+    hist = vcpulab.sweep(
+        scenario,
+        {"host.scheduler.slice_ms": [30, 1]},
+        1,
+        overrides={"run.duration": "200ms"},
+        store=":memory:",
+        table="histograms",
+    )
+    assert {"histogram", "vm", "path", "p99_ns"} <= set(hist.columns)
+    sleeper = hist[
+        (hist["histogram"] == "wake_latency") & (hist["vm"] == "sleeper") & hist["path"].isna()
+    ]
+    assert len(sleeper) == 2
+    report = vcpulab.run(scenario, overrides={"run.duration": "200ms"})
+    table = report.histogram_table()
+    assert set(table["vm"].dropna()) >= {"hog1", "sleeper"}

@@ -12,6 +12,7 @@ for as Python objects (`to_dict`, `rows`, `report["vms"]`).
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -43,6 +44,35 @@ def flatten_scalars(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]
         else:
             out[name] = value
     return out
+
+
+@functools.cache
+def declared_nullable() -> frozenset[tuple[str, str]]:
+    """(table, column) pairs the core declares nullable numbers: a column null in every
+    row is still numeric (float64 in pandas, as Arrow gives it)."""
+    from vcpulab import _native
+
+    if not _native.core_available():
+        return frozenset()
+    fn = getattr(_native.core(), "nullable_columns", None)
+    return frozenset((t, c) for t, c, _ in fn()) if fn is not None else frozenset()
+
+
+HISTOGRAM_STATS = ("count", "mean_ns", "min_ns", "p50_ns", "p90_ns", "p99_ns", "max_ns")
+
+
+def histogram_rows(histograms: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The report's histogram summaries in long format: one row per histogram, its name
+    split into `histogram` (what was measured), `vm` and `path` (e.g.
+    `wake_latency/db/halted_busy_pcpu`), so that VMs are rows, not columns."""
+    rows: list[dict[str, Any]] = []
+    for name, summary in histograms.items():
+        kind, _, rest = name.partition("/")
+        vm, _, path = rest.partition("/")
+        row: dict[str, Any] = {"histogram": kind, "vm": vm or None, "path": path or None}
+        row.update({k: summary.get(k) for k in HISTOGRAM_STATS})
+        rows.append(row)
+    return rows
 
 
 class Report:
@@ -157,6 +187,16 @@ class Report:
             raise KeyError(f"no histogram {name!r} in this report (have: {known})")
         return pd.DataFrame(hist.get("buckets", []), columns=["lo_ns", "hi_ns", "count"])
 
+    def histogram_table(self) -> pd.DataFrame:
+        """Every histogram's summary, one row each (long format: see `histogram_rows`);
+        also what `vcpulab sweep --table histograms` collects."""
+        import pandas as pd
+
+        return pd.DataFrame.from_records(
+            histogram_rows(self._data.get("histograms") or {}),
+            columns=["histogram", "vm", "path", *HISTOGRAM_STATS],
+        )
+
     def scalars(self) -> dict[str, Any]:
         """Every scalar outside the tables and histograms, with dotted names."""
         data = {k: v for k, v in self._data.items() if k != "histograms"}
@@ -185,7 +225,14 @@ class Report:
             t = self._arrow[name]
             return t.to_pandas() if t.num_rows else pd.DataFrame()
         rows = self.rows(name)
-        return pd.DataFrame.from_records(rows) if rows else pd.DataFrame()
+        if not rows:
+            return pd.DataFrame()
+        frame = pd.DataFrame.from_records(rows)
+        declared = declared_nullable()
+        for column in frame.columns:
+            if (name, column) in declared and frame[column].isna().all():
+                frame[column] = frame[column].astype("float64")
+        return frame
 
     def to_pandas(self, table: str = "vms") -> pd.DataFrame:
         return self.table(table)

@@ -23,7 +23,7 @@ from vcpulab._worker import PointResult, PointTask, Runner, execute_point
 from vcpulab.errors import ScenarioError, UsageError
 from vcpulab.executors import Executor, make_executor
 from vcpulab.progress import Progress
-from vcpulab.report import flatten_scalars, is_table
+from vcpulab.report import flatten_scalars, histogram_rows, is_table
 from vcpulab.scenario import (
     ScenarioInput,
     check_override,
@@ -42,7 +42,7 @@ Resolver = Callable[[str, list[str], "int | None"], str]
 GridInput = Mapping[str, Sequence[Any]] | Sequence[str] | None
 
 # Columns that identify an entity within a report table (kept as group keys).
-ID_COLUMNS = ("vm", "vcpu", "pcpu", "lock", "thread", "name", "kind", "type")
+ID_COLUMNS = ("vm", "vcpu", "pcpu", "lock", "thread", "name", "kind", "type", "histogram", "path")
 DEFAULT_METRICS = {
     "vms": (
         "cpu_share",
@@ -413,11 +413,19 @@ def collect(
         head: dict[str, Any] = {k: parse_value(p["params"][k]) for k in grid_keys}
         head["seed"] = p["seed"]
         head["point"] = p["key"][:12]
-        rows = report.get(table)
+        rows = (
+            histogram_rows(report.get("histograms") or {})
+            if table == "histograms"
+            else report.get(table)
+        )
         if not is_table(rows):
             raise UsageError(f"reports have no table {table!r}")
+        # Histogram summaries are rows of their own table (long format), not one
+        # column per VM and statistic beside every row.
         extra = {
-            k: v for k, v in flatten_scalars(report).items() if k not in ("schema", "scenario.seed")
+            k: v
+            for k, v in flatten_scalars(report).items()
+            if k not in ("schema", "scenario.seed") and not k.startswith("histograms.")
         }
         for row in rows:
             rec = dict(head)

@@ -13,11 +13,11 @@ fn main() {
     let r = vcpulab_core::run(&sc).unwrap();
     let wall = t.elapsed().as_secs_f64();
     for v in &r.vms {
-        println!("{:8} share {:.3} done {} compl {:?} units {} user {:.3} kern {:.3} spin {:.3} ovh {:.3} halts {} wakes {} lhp {} lwp {} ple {} ok {} fail {} tlb {} wake mean {:.0} p99 {}", v.vm, v.cpu_share, v.finished, v.completion_ns.map(|c| c as f64/1e9), v.work_units, v.time.user_ns as f64/1e9, v.time.kernel_ns as f64/1e9, v.time.spin_ns as f64/1e9, v.time.overhead_ns as f64/1e9, v.halts, v.wakes, v.lhp, v.lwp, v.ple_exits, v.ple_yields_ok, v.ple_yields_failed, v.tlb_shootdowns, v.wake_latency_mean_ns, v.wake_latency_p99_ns);
+        println!("{:8} share {:.3} done {} compl {:?} units {} user {:.3} kern {:.3} spin {:.3} ovh {:.3} halts {} wakes {} lhp {} lwp {} ple {} ok {} fail {} tlb {} wake mean {:.0} p99 {:?}", v.vm, v.cpu_share, v.finished, v.completion_ns.map(|c| c as f64/1e9), v.work_units, v.time.user_ns as f64/1e9, v.time.kernel_ns as f64/1e9, v.time.spin_ns as f64/1e9, v.time.overhead_ns as f64/1e9, v.halts, v.wakes, v.lhp, v.lwp, v.ple_exits, v.ple_yields_ok, v.ple_yields_failed, v.tlb_shootdowns, v.wake_latency_mean_ns, v.wake_latency_p99_ns);
     }
     for l in &r.locks {
         println!(
-            "  lock {}/{} acq {} cont {} wait mean {:.0} p99 {} hold mean {:.0} lhp {} lwp {} halts {} kicks {} steals {}",
+            "  lock {}/{} acq {} cont {} wait mean {:.0} p99 {:?} hold mean {:.0} lhp {} lwp {} halts {} kicks {} steals {}",
             l.vm,
             l.lock,
             l.acquisitions,
@@ -34,7 +34,7 @@ fn main() {
     }
     for l in &r.latencies {
         println!(
-            "  lat {}/{} n {} mean {:.0} p50 {} p99 {}",
+            "  lat {}/{} n {} mean {:.0} p50 {:?} p99 {:?}",
             l.vm, l.kind, l.count, l.mean_ns, l.p50_ns, l.p99_ns
         );
     }

@@ -157,6 +157,8 @@ pub fn run_abortable(
     let cause = w.run();
     unfinished(&w, cause)?;
     let mut report = Report::build(&main, &w, cause);
+    // The hash names the scenario as given (the run may be a derived mode of it).
+    report.scenario.hash = crate::metrics::report::scenario_hash(sc);
     if !sc.run.compare.is_empty() {
         let focus = if sc.run.mode == Mode::Consolidated {
             scenario::modes::focus_index(sc)?

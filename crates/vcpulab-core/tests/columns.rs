@@ -1,6 +1,6 @@
 //! Every column a report has is in the glossary (metrics/columns.rs): scenarios that
 //! between them fill every table of the report.
-use vcpulab_core::metrics::columns::lookup;
+use vcpulab_core::metrics::columns::{lookup, nullable_kind, ValueKind};
 use vcpulab_core::{resolve, run};
 
 const IPERF: &str = r#"
@@ -57,6 +57,8 @@ fn every_report_column_is_in_the_glossary() {
     ];
     let mut tables_seen = std::collections::BTreeSet::new();
     let mut missing = Vec::new();
+    let mut undeclared_nulls = Vec::new();
+    let mut wrong_kind = Vec::new();
     for (file, overrides) in cases {
         let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
         let sc = resolve(&scenario(file), &o, Some(1)).unwrap_or_else(|e| panic!("{file}: {e}"));
@@ -75,6 +77,25 @@ fn every_report_column_is_in_the_glossary() {
                         for c in cols {
                             if lookup(key, &c).is_none() {
                                 missing.push(format!("{key}.{c} ({file})"));
+                            }
+                            // Nulls only where declared, values of the declared type.
+                            let v = &row[c.as_str()];
+                            let declared = nullable_kind(key, &c);
+                            match (v, declared) {
+                                (serde_json::Value::Null, None) => {
+                                    undeclared_nulls.push(format!("{key}.{c} ({file})"))
+                                }
+                                (serde_json::Value::Number(n), Some(ValueKind::Int))
+                                    if !(n.is_u64() || n.is_i64()) =>
+                                {
+                                    wrong_kind.push(format!("{key}.{c} = {n} is not an integer"))
+                                }
+                                (serde_json::Value::Number(n), Some(ValueKind::Float))
+                                    if !n.is_f64() =>
+                                {
+                                    wrong_kind.push(format!("{key}.{c} = {n} is not a float"))
+                                }
+                                _ => {}
                             }
                         }
                     }
@@ -106,6 +127,13 @@ fn every_report_column_is_in_the_glossary() {
         missing.is_empty(),
         "report columns without a glossary entry in metrics/columns.rs: {missing:?}"
     );
+    undeclared_nulls.sort();
+    undeclared_nulls.dedup();
+    assert!(
+        undeclared_nulls.is_empty(),
+        "null report values not declared in metrics/columns.rs NULLABLE: {undeclared_nulls:?}"
+    );
+    assert!(wrong_kind.is_empty(), "{wrong_kind:?}");
     for t in [
         "vms",
         "vcpus",

@@ -226,8 +226,10 @@ fn column(kind: Kind, values: &[Option<&OVal>]) -> (DataType, ArrayRef) {
     }
 }
 
-/// One table of flat records as a record batch; columns in first-seen key order.
-pub fn table_batch(rows: &[OVal]) -> Result<RecordBatch, ArrowError> {
+/// One table of flat records as a record batch; columns in first-seen key order. A
+/// column null in every row takes the type the core declares for it
+/// (`metrics::columns::NULLABLE`), so two runs' tables share one schema.
+pub fn table_batch(table: &str, rows: &[OVal]) -> Result<RecordBatch, ArrowError> {
     let records: Vec<&[(String, OVal)]> = rows
         .iter()
         .filter_map(|r| match r {
@@ -255,10 +257,18 @@ pub fn table_batch(rows: &[OVal]) -> Result<RecordBatch, ArrowError> {
                 _ => rec.iter().find(|(k, _)| k == name).map(|(_, v)| v),
             })
             .collect();
-        let kind = values
+        let mut kind = values
             .iter()
             .flatten()
             .fold(Kind::Null, |acc, v| unify(acc, kind_of(v)));
+        if kind == Kind::Null {
+            use vcpulab_core::metrics::columns::{nullable_kind, ValueKind};
+            kind = match nullable_kind(table, name) {
+                Some(ValueKind::Int) => Kind::Int,
+                Some(ValueKind::Float) => Kind::Float,
+                None => Kind::Null,
+            };
+        }
         let (dt, array) = column(kind, &values);
         fields.push(Field::new(*name, dt, true));
         arrays.push(array);
@@ -282,7 +292,7 @@ pub fn split_report(json: &str) -> Result<(String, Vec<(String, RecordBatch)>), 
             let OVal::Arr(rows) = &value else {
                 unreachable!()
             };
-            let batch = table_batch(rows).map_err(|e| format!("table {key}: {e}"))?;
+            let batch = table_batch(&key, rows).map_err(|e| format!("table {key}: {e}"))?;
             tables.push((key, batch));
         } else {
             scalars.push((key, value));
@@ -418,7 +428,30 @@ mod tests {
     #[test]
     fn large_unsigned_values_widen_to_uint64() {
         let rows = vec![OVal::Obj(vec![("n".into(), OVal::Num(u64::MAX.into()))])];
-        let batch = table_batch(&rows).unwrap();
+        let batch = table_batch("t", &rows).unwrap();
         assert_eq!(batch.schema().field(0).data_type(), &DataType::UInt64);
+    }
+
+    #[test]
+    fn an_all_null_column_takes_its_declared_type() {
+        // No VM finished and none woke: the columns still have the types of runs where
+        // they did, so the two runs' tables concatenate.
+        let row = |vm: &str| {
+            OVal::Obj(vec![
+                ("vm".into(), OVal::Str(vm.into())),
+                ("completion_ns".into(), OVal::Null),
+                ("wake_latency_mean_ns".into(), OVal::Null),
+                ("mystery".into(), OVal::Null),
+            ])
+        };
+        let batch = table_batch("vms", &[row("a"), row("b")]).unwrap();
+        let types: Vec<DataType> = batch
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.data_type().clone())
+            .collect();
+        use DataType::*;
+        assert_eq!(types, [Utf8, Int64, Float64, Null]);
     }
 }

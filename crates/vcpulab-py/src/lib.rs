@@ -359,6 +359,23 @@ fn columns() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
         .collect()
 }
 
+/// The report columns that can be null, with their value type ("int" or "float"): a
+/// column null in every row still has that type (in Arrow and in pandas).
+#[pyfunction]
+fn nullable_columns() -> Vec<(&'static str, &'static str, &'static str)> {
+    use vcpulab_core::metrics::columns::{ValueKind, NULLABLE};
+    NULLABLE
+        .iter()
+        .map(|(t, c, k)| {
+            let kind = match k {
+                ValueKind::Int => "int",
+                ValueKind::Float => "float",
+            };
+            (*t, *c, kind)
+        })
+        .collect()
+}
+
 #[pyfunction]
 fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
@@ -382,6 +399,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(presets, m)?)?;
     m.add_function(wrap_pyfunction!(workloads, m)?)?;
     m.add_function(wrap_pyfunction!(columns, m)?)?;
+    m.add_function(wrap_pyfunction!(nullable_columns, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(build_id, m)?)?;
     m.add_function(wrap_pyfunction!(run_arrow, m)?)?;

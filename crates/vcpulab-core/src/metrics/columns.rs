@@ -30,6 +30,13 @@ const fn c(
 
 pub static COLUMNS: &[Column] = &[
     c("report", "schema", "-", "version of the report's layout (raised when a column changes meaning)"),
+    c("report", "core_version", "-", "version of the simulation core that wrote the report"),
+    c(
+        "report",
+        "scenario.hash",
+        "-",
+        "FNV-1a (64 bit, hex) of the resolved scenario, seed included: equal hashes, same input",
+    ),
     c("report", "end_ns", "ns", "simulated time at which the run stopped"),
     c("report", "stop_reason", "-", "why it stopped: duration, all-finished, event-budget, no-progress or aborted"),
     c("report", "events", "count", "simulation events dispatched"),
@@ -192,6 +199,56 @@ pub static COLUMNS: &[Column] = &[
     c("dcs", "protected_deferrals", "count", "preemptions deferred because the running vCPU was protected"),
     c("dcs", "protections", "count", "protections granted (urgent slices and Resched-DP)"),
 ];
+
+/// The type of a column's values where it has any: a column that is null in every row
+/// of one report (no VM finished, no lock was contended) still gets its type, so the
+/// Arrow tables of two runs always have the same schema.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueKind {
+    Int,
+    Float,
+}
+
+/// Every report column that can be null (an `Option`, or a float that is NaN when it is
+/// undefined: a mean or percentile over no samples), with the type of its values. A test
+/// checks that every null a report writes is listed here with the right type.
+pub static NULLABLE: &[(&str, &str, ValueKind)] = &[
+    ("vms", "cap_pct", ValueKind::Float),
+    ("vms", "completion_ns", ValueKind::Int),
+    ("vms", "share_ratio", ValueKind::Float),
+    ("vms", "wake_latency_mean_ns", ValueKind::Float),
+    ("vms", "wake_latency_p50_ns", ValueKind::Int),
+    ("vms", "wake_latency_p99_ns", ValueKind::Int),
+    ("vms", "dispatch_wait_mean_ns", ValueKind::Float),
+    ("vms", "dispatch_wait_p99_ns", ValueKind::Int),
+    ("vms", "tlb_wait_mean_ns", ValueKind::Float),
+    ("locks", "wait_mean_ns", ValueKind::Float),
+    ("locks", "wait_p99_ns", ValueKind::Int),
+    ("locks", "wait_max_ns", ValueKind::Int),
+    ("locks", "hold_mean_ns", ValueKind::Float),
+    ("locks", "hold_p99_ns", ValueKind::Int),
+    ("latencies", "mean_ns", ValueKind::Float),
+    ("latencies", "p50_ns", ValueKind::Int),
+    ("latencies", "p99_ns", ValueKind::Int),
+    ("latencies", "max_ns", ValueKind::Int),
+    ("net", "jitter_ms", ValueKind::Float),
+    ("net", "delay_mean_ms", ValueKind::Float),
+    ("net", "delay_max_ms", ValueKind::Float),
+    ("modes", "completion_ns", ValueKind::Int),
+    ("modes", "slowdown", ValueKind::Float),
+    ("gleaner", "l_comp_ns", ValueKind::Float),
+    ("gleaner", "g_comp_ns", ValueKind::Float),
+    ("gleaner", "l_idle_ns", ValueKind::Float),
+    ("ple_epochs", "inefficiency", ValueKind::Float),
+];
+
+/// The declared type of a nullable column.
+pub fn nullable_kind(table: &str, column: &str) -> Option<ValueKind> {
+    NULLABLE
+        .iter()
+        .find(|(t, c, _)| *t == table && *c == column)
+        .map(|(_, _, k)| *k)
+}
 
 /// The entry documenting `column` of `table`, if any. Histogram summaries
 /// (`histograms.<name>….<stat>`) match their pattern entry.

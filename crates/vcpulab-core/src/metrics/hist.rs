@@ -60,12 +60,13 @@ fn bounds(i: usize) -> (u64, u64) {
 #[derive(Clone, Debug, Serialize)]
 pub struct HistSummary {
     pub count: u64,
+    /// NaN (null in JSON and Arrow) without samples, like every statistic below.
     pub mean_ns: f64,
-    pub min_ns: u64,
-    pub p50_ns: u64,
-    pub p90_ns: u64,
-    pub p99_ns: u64,
-    pub max_ns: u64,
+    pub min_ns: Option<u64>,
+    pub p50_ns: Option<u64>,
+    pub p90_ns: Option<u64>,
+    pub p99_ns: Option<u64>,
+    pub max_ns: Option<u64>,
     /// Non-empty buckets: [lo_ns, hi_ns, count].
     pub buckets: Vec<[u64; 3]>,
 }
@@ -140,15 +141,35 @@ impl Hist {
         self.min = self.min.min(o.min);
     }
 
+    /// The mean for a report: NaN (written as null) without samples, since a mean over
+    /// nothing is undefined, not zero.
+    pub fn mean_or_nan(&self) -> f64 {
+        if self.n == 0 {
+            f64::NAN
+        } else {
+            self.mean()
+        }
+    }
+
+    /// The q-quantile for a report: None (null) without samples.
+    pub fn quantile_opt(&self, q: f64) -> Option<u64> {
+        (self.n > 0).then(|| self.quantile(q))
+    }
+
+    /// The largest sample: None (null) without samples.
+    pub fn max_opt(&self) -> Option<u64> {
+        (self.n > 0).then_some(self.max)
+    }
+
     pub fn summary(&self) -> HistSummary {
         HistSummary {
             count: self.n,
-            mean_ns: self.mean(),
-            min_ns: if self.n == 0 { 0 } else { self.min },
-            p50_ns: self.quantile(0.5),
-            p90_ns: self.quantile(0.9),
-            p99_ns: self.quantile(0.99),
-            max_ns: self.max,
+            mean_ns: self.mean_or_nan(),
+            min_ns: (self.n > 0).then_some(self.min),
+            p50_ns: self.quantile_opt(0.5),
+            p90_ns: self.quantile_opt(0.9),
+            p99_ns: self.quantile_opt(0.99),
+            max_ns: self.max_opt(),
             buckets: self
                 .counts
                 .iter()

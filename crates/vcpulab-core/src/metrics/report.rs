@@ -17,7 +17,37 @@ pub struct ScenarioInfo {
     pub scheduler: String,
     pub pcpus: u32,
     pub duration_ns: u64,
+    /// FNV-1a (64 bit, hex) of the resolved scenario as TOML, seed included: two
+    /// results with the same hash come from the same input.
+    pub hash: String,
 }
+
+impl ScenarioInfo {
+    pub fn of(sc: &Scenario) -> ScenarioInfo {
+        ScenarioInfo {
+            name: sc.name.clone(),
+            seed: sc.seed,
+            preset: sc.preset.clone(),
+            scheduler: sc.host.scheduler.name().to_string(),
+            pcpus: sc.host.pcpus,
+            duration_ns: sc.run.duration.0 .0,
+            hash: scenario_hash(sc),
+        }
+    }
+}
+
+/// FNV-1a over the resolved scenario's TOML text (deterministic: the text is).
+pub fn scenario_hash(sc: &Scenario) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in sc.to_toml().bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+/// The version of the simulation core that wrote a report.
+pub const CORE_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct TimeBreakdown {
@@ -86,12 +116,13 @@ pub struct VmRow {
     pub idle_transitions_per_s: f64,
     pub cache_refill_ns: u64,
     pub wake_latency_count: u64,
+    /// Means and percentiles over no samples are undefined: NaN / None, null in JSON.
     pub wake_latency_mean_ns: f64,
-    pub wake_latency_p50_ns: u64,
-    pub wake_latency_p99_ns: u64,
+    pub wake_latency_p50_ns: Option<u64>,
+    pub wake_latency_p99_ns: Option<u64>,
     pub dispatch_wait_count: u64,
     pub dispatch_wait_mean_ns: f64,
-    pub dispatch_wait_p99_ns: u64,
+    pub dispatch_wait_p99_ns: Option<u64>,
     pub ple_exits: u64,
     pub ple_yields_ok: u64,
     pub ple_yields_failed: u64,
@@ -176,11 +207,12 @@ pub struct LockRow {
     pub lock: String,
     pub acquisitions: u64,
     pub contended: u64,
+    /// Undefined (null) without contended acquisitions / without acquisitions.
     pub wait_mean_ns: f64,
-    pub wait_p99_ns: u64,
-    pub wait_max_ns: u64,
+    pub wait_p99_ns: Option<u64>,
+    pub wait_max_ns: Option<u64>,
     pub hold_mean_ns: f64,
-    pub hold_p99_ns: u64,
+    pub hold_p99_ns: Option<u64>,
     pub lhp: u64,
     pub lwp: u64,
     /// pv spinlocks: waiters that halted their vCPU, kicks by unlockers.
@@ -196,10 +228,11 @@ pub struct LatencyRow {
     /// What was measured: a wake-up path, an IPI kind, an interrupt, a wait.
     pub kind: String,
     pub count: u64,
+    /// Undefined (null) without measurements.
     pub mean_ns: f64,
-    pub p50_ns: u64,
-    pub p99_ns: u64,
-    pub max_ns: u64,
+    pub p50_ns: Option<u64>,
+    pub p99_ns: Option<u64>,
+    pub max_ns: Option<u64>,
 }
 
 fn latency_row(vm: &str, kind: &str, h: &Hist) -> LatencyRow {
@@ -207,10 +240,10 @@ fn latency_row(vm: &str, kind: &str, h: &Hist) -> LatencyRow {
         vm: vm.to_string(),
         kind: kind.to_string(),
         count: h.count(),
-        mean_ns: h.mean(),
-        p50_ns: h.quantile(0.5),
-        p99_ns: h.quantile(0.99),
-        max_ns: h.summary().max_ns,
+        mean_ns: h.mean_or_nan(),
+        p50_ns: h.quantile_opt(0.5),
+        p99_ns: h.quantile_opt(0.99),
+        max_ns: h.max_opt(),
     }
 }
 
@@ -304,9 +337,22 @@ impl NetRow {
             dropped: n.dropped,
             drop_fraction: n.dropped as f64 / n.arrivals.max(1) as f64,
             throughput_mbps: (n.received * n.packet_bytes * 8) as f64 / secs / 1e6,
-            jitter_ms: n.jitter.j / 1e6,
-            delay_mean_ms: n.delay_sum as f64 / n.received.max(1) as f64 / 1e6,
-            delay_max_ms: n.delay_max as f64 / 1e6,
+            // RFC 3550's estimate needs two datagrams; delays need one.
+            jitter_ms: if n.received >= 2 {
+                n.jitter.j / 1e6
+            } else {
+                f64::NAN
+            },
+            delay_mean_ms: if n.received > 0 {
+                n.delay_sum as f64 / n.received as f64 / 1e6
+            } else {
+                f64::NAN
+            },
+            delay_max_ms: if n.received > 0 {
+                n.delay_max as f64 / 1e6
+            } else {
+                f64::NAN
+            },
         }
     }
 }
@@ -319,6 +365,7 @@ pub struct Fairness {
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
     pub schema: u32,
+    pub core_version: &'static str,
     pub scenario: ScenarioInfo,
     pub end_ns: u64,
     pub stop_reason: &'static str,
@@ -446,7 +493,7 @@ impl Report {
                 share_ratio: if entitlement > 0.0 {
                     share / entitlement
                 } else {
-                    0.0
+                    f64::NAN
                 },
                 finished,
                 completion_ns: m.completion.map(|c| c.0),
@@ -459,12 +506,12 @@ impl Report {
                 idle_transitions_per_s: halts as f64 / secs,
                 cache_refill_ns: vs.iter().map(|v| v.refill_ns).sum(),
                 wake_latency_count: m.wake_latency.count(),
-                wake_latency_mean_ns: m.wake_latency.mean(),
-                wake_latency_p50_ns: m.wake_latency.quantile(0.5),
-                wake_latency_p99_ns: m.wake_latency.quantile(0.99),
+                wake_latency_mean_ns: m.wake_latency.mean_or_nan(),
+                wake_latency_p50_ns: m.wake_latency.quantile_opt(0.5),
+                wake_latency_p99_ns: m.wake_latency.quantile_opt(0.99),
                 dispatch_wait_count: m.dispatch_wait.count(),
-                dispatch_wait_mean_ns: m.dispatch_wait.mean(),
-                dispatch_wait_p99_ns: m.dispatch_wait.quantile(0.99),
+                dispatch_wait_mean_ns: m.dispatch_wait.mean_or_nan(),
+                dispatch_wait_p99_ns: m.dispatch_wait.quantile_opt(0.99),
                 ple_exits: m.ple_exits,
                 ple_yields_ok: m.yields_ok,
                 ple_yields_failed: m.yields_failed,
@@ -485,7 +532,7 @@ impl Report {
                 irq_exits: m.exits.irq,
                 eoi_exits: m.exits.eoi,
                 timer_exits: m.exits.timer,
-                tlb_wait_mean_ns: m.tlb_wait.mean(),
+                tlb_wait_mean_ns: m.tlb_wait.mean_or_nan(),
                 halt_poll_hits: m.halt_poll_hits,
                 halt_poll_misses: m.halt_poll_misses,
                 ple_coschedules: w.cosched[i].coschedules,
@@ -572,11 +619,11 @@ impl Report {
                 lock: c.name.clone(),
                 acquisitions: c.acquisitions,
                 contended: c.contended,
-                wait_mean_ns: c.wait.mean(),
-                wait_p99_ns: c.wait.quantile(0.99),
-                wait_max_ns: c.wait.summary().max_ns,
-                hold_mean_ns: c.hold.mean(),
-                hold_p99_ns: c.hold.quantile(0.99),
+                wait_mean_ns: c.wait.mean_or_nan(),
+                wait_p99_ns: c.wait.quantile_opt(0.99),
+                wait_max_ns: c.wait.max_opt(),
+                hold_mean_ns: c.hold.mean_or_nan(),
+                hold_p99_ns: c.hold.quantile_opt(0.99),
                 lhp: c.lhp,
                 lwp: c.lwp,
                 halts: c.halts,
@@ -635,14 +682,8 @@ impl Report {
         }
         Report {
             schema: 1,
-            scenario: ScenarioInfo {
-                name: sc.name.clone(),
-                seed: sc.seed,
-                preset: sc.preset.clone(),
-                scheduler: sc.host.scheduler.name().to_string(),
-                pcpus: sc.host.pcpus,
-                duration_ns: sc.run.duration.0 .0,
-            },
+            core_version: CORE_VERSION,
+            scenario: ScenarioInfo::of(sc),
             end_ns: end,
             stop_reason: match cause {
                 StopCause::AllFinished => "all-finished",
@@ -680,14 +721,8 @@ impl Report {
     pub fn of_cache_study(sc: &Scenario, llc: Vec<crate::host::llc_study::LlcRow>) -> Report {
         Report {
             schema: 1,
-            scenario: ScenarioInfo {
-                name: sc.name.clone(),
-                seed: sc.seed,
-                preset: sc.preset.clone(),
-                scheduler: sc.host.scheduler.name().to_string(),
-                pcpus: sc.host.pcpus,
-                duration_ns: sc.run.duration.0 .0,
-            },
+            core_version: CORE_VERSION,
+            scenario: ScenarioInfo::of(sc),
             end_ns: sc.run.duration.0 .0,
             stop_reason: "duration",
             events: llc.iter().map(|r| r.simulated_accesses).sum(),
