@@ -112,3 +112,35 @@ def test_a_different_core_does_not_reuse_stored_results(tmp_path: Path) -> None:
         # The sweep's points are now those of the newer core; the old ones stay stored.
         assert sweep["cores"] == ["1+bb"]
         assert {p.core_version for p in db.points()} == {"1+aa", "1+bb"}
+
+
+def test_sweeps_are_planned_stored_and_run_in_chunks(
+    tmp_path: Path, fake_backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fakecore
+    from vcpulab import sweeps
+    from vcpulab.sweeps import Backend
+
+    monkeypatch.setattr(sweeps, "CHUNK_POINTS", 3)
+    store = tmp_path / "r.sqlite"
+    whole = run_sweep(SCENARIO, GRID, 2, store=tmp_path / "w.sqlite", backend=fake_backend)
+    chunked = run_sweep(SCENARIO, GRID, 2, store=store, backend=fake_backend, executor="serial")
+    assert (chunked.planned, chunked.computed) == (8, 8)
+    pd.testing.assert_frame_equal(whole.frame, chunked.frame)
+
+    # Killed in the third chunk: the two finished chunks are kept, and the rerun
+    # computes only the rest.
+    calls = {"n": 0}
+
+    def dies_on_the_seventh(text, overrides, seed):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        if calls["n"] == 7:
+            raise KeyboardInterrupt
+        return fakecore.run(text, overrides, seed)
+
+    store2 = tmp_path / "k.sqlite"
+    dying = Backend(run=dies_on_the_seventh, resolve=fakecore.resolve, version=fakecore.version)
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(SCENARIO, GRID, 2, store=store2, backend=dying, executor="serial")
+    again = run_sweep(SCENARIO, GRID, 2, store=store2, backend=fake_backend, executor="serial")
+    assert (again.skipped, again.computed) == (6, 2)

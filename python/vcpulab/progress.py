@@ -63,6 +63,7 @@ class Progress:
         self.total = total
         self.done = initial
         self.initial = initial
+        self.stored = initial
         self.label = label
         self.width = width
         self.failed = 0
@@ -82,6 +83,20 @@ class Progress:
             return
         self.draw()
 
+    def skip(self, n: int, *, stored: int = 0) -> None:
+        """`n` points are done without being computed (`stored` of them found in the
+        store, the rest not runnable or repeated): they count toward the total, not
+        toward the rate."""
+        if n <= 0:
+            return
+        self.done += n
+        self.initial += n
+        self.stored += stored
+        if self._bar is not None:
+            self._bar.update(n)
+            return
+        self.draw()
+
     def line(self) -> str:
         frac = self.done / self.total if self.total else 1.0
         filled = round(frac * self.width)
@@ -98,8 +113,8 @@ class Progress:
             f"elapsed {_clock(elapsed)}",
             f"left {eta}" if remaining else "done",
         ]
-        if self.initial:
-            parts.append(f"({self.initial} from store)")
+        if self.stored:
+            parts.append(f"({self.stored} from store)")
         if self.failed:
             parts.append(f"{self.failed} failed")
         return "  ".join(parts)

@@ -13,7 +13,7 @@ import itertools
 import json
 import math
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -109,6 +109,8 @@ class SweepOutcome:
 CONFIRM_ABOVE = 10_000
 #: The most points one sweep may have (its plan is held in memory).
 MAX_POINTS = 1_000_000
+# Points planned, stored and run at a time.
+CHUNK_POINTS = 2_000
 
 
 def parse_grid_arg(text: str) -> tuple[str, list[str]]:
@@ -180,16 +182,17 @@ def sweep_identity(
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:12]
 
 
-def plan_sweep(
+def iter_plan(
     text: str,
     base_overrides: Sequence[str],
     grid: Sequence[tuple[str, Sequence[str]]],
     seeds: Sequence[int],
     resolve: Resolver,
     core: str | None = None,
-) -> list[PlannedPoint]:
-    points: list[PlannedPoint] = []
-    combos = list(itertools.product(*(values for _, values in grid))) if grid else [()]
+) -> Iterator[PlannedPoint]:
+    """The sweep's points in order, each resolved as it is reached (lazily: a grid of a
+    million points is never resolved in memory at once)."""
+    combos = itertools.product(*(values for _, values in grid)) if grid else iter([()])
     idx = 0
     for combo in combos:
         params = {key: value for (key, _), value in zip(grid, combo, strict=True)}
@@ -204,9 +207,31 @@ def plan_sweep(
                 resolved, error = None, f"ScenarioError: {exc}"
                 unresolved = "\x00unresolved\x00" + text + "\x00" + "\x00".join(overrides)
                 key = point_key(unresolved, seed, core)
-            points.append(PlannedPoint(idx, params, seed, overrides, key, resolved, error))
+            yield PlannedPoint(idx, params, seed, overrides, key, resolved, error)
             idx += 1
-    return points
+
+
+def plan_sweep(
+    text: str,
+    base_overrides: Sequence[str],
+    grid: Sequence[tuple[str, Sequence[str]]],
+    seeds: Sequence[int],
+    resolve: Resolver,
+    core: str | None = None,
+) -> list[PlannedPoint]:
+    """Every point of the sweep, resolved (`iter_plan` as a list)."""
+    return list(iter_plan(text, base_overrides, grid, seeds, resolve, core))
+
+
+def _chunks(points: Iterable[PlannedPoint], size: int) -> Iterator[list[PlannedPoint]]:
+    chunk: list[PlannedPoint] = []
+    for p in points:
+        chunk.append(p)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 def _seeds_list(
@@ -270,60 +295,63 @@ def run_sweep(
     base_resolved = backend.resolve(text, base, None)
     seeds_list = _seeds_list(seeds, text, base, backend.resolve)
     version = backend.core_version()
-    plan = plan_sweep(text, base, grid_items, seeds_list, backend.resolve, version)
-    unresolved = [p for p in plan if p.resolved is None]
-    if plan and len(unresolved) == len(plan):
-        # Nothing can run (e.g. a typo in a grid key): that is bad input, not data.
-        raise ScenarioError(str(unresolved[0].error).removeprefix("ScenarioError: "))
+    # Planned, stored and run CHUNK_POINTS points at a time: memory does not grow with the
+    # grid, and a killed sweep keeps every chunk it finished.
+    chunks = _chunks(
+        iter_plan(text, base, grid_items, seeds_list, backend.resolve, version), CHUNK_POINTS
+    )
+    first = next(chunks, [])
+    if first and all(p.resolved is None for p in first):
+        # Nothing resolves (e.g. a typo in a grid key): that is bad input, not data.
+        raise ScenarioError(str(first[0].error).removeprefix("ScenarioError: "))
 
     sweep_id = sweep_identity(text, base, grid_items, seeds_list, table)
     own_store = not isinstance(store, ResultsStore)
     db = store if isinstance(store, ResultsStore) else ResultsStore(store or ":memory:")
     try:
         name = _scenario_name(base_resolved)
-        db.register_sweep(
-            sweep_id,
-            name=name,
-            source=source,
-            scenario=text,
-            overrides=base,
-            grid=grid_items,
-            seeds=seeds_list,
-            table=table,
-            points=[(p.idx, p.key, p.params, p.seed) for p in plan],
-        )
-        done = set() if force else db.finished_keys(p.key for p in plan)
-        for p in unresolved:
-            db.record(
-                p.key,
-                seed=p.seed,
-                resolved=text,
-                status="failed",
-                scenario=name,
-                error=p.error,
-                core_version=version,
-            )
-        tasks: dict[str, PointTask] = {}
-        for p in plan:
-            if p.resolved is not None and p.key not in done and p.key not in tasks:
-                tasks[p.key] = PointTask(p.key, p.resolved, p.seed, backend.run)
-        by_key = {p.key: p for p in plan}
-        skipped = len({p.key for p in plan if p.key in done})
-        total_unique = len({p.key for p in plan})
-        bar = Progress(
-            total_unique,
-            initial=skipped + len({p.key for p in unresolved}),
-            label="points",
-            enabled=progress,
-        )
-        computed = 0
+        bar = Progress(points, label="points", enabled=progress)
+        computed = skipped = planned = 0
         ex = make_executor(executor, jobs) if isinstance(executor, str) else executor
         try:
-            results = ex.map_unordered(execute_point, list(tasks.values()))
-            for result in results:
-                _record(db, result, by_key[result.key], name, version)
-                computed += 1
-                bar.update(failed=not result.ok)
+            for chunk in itertools.chain([first], chunks):
+                planned += len(chunk)
+                db.register_sweep(
+                    sweep_id,
+                    name=name,
+                    source=source,
+                    scenario=text,
+                    overrides=base,
+                    grid=grid_items,
+                    seeds=seeds_list,
+                    table=table,
+                    points=[(p.idx, p.key, p.params, p.seed) for p in chunk],
+                )
+                done = set() if force else db.finished_keys(p.key for p in chunk)
+                unresolved = [p for p in chunk if p.resolved is None]
+                for p in unresolved:
+                    db.record(
+                        p.key,
+                        seed=p.seed,
+                        resolved=text,
+                        status="failed",
+                        scenario=name,
+                        error=p.error,
+                        core_version=version,
+                    )
+                tasks: dict[str, PointTask] = {}
+                for p in chunk:
+                    if p.resolved is not None and p.key not in done and p.key not in tasks:
+                        tasks[p.key] = PointTask(p.key, p.resolved, p.seed, backend.run)
+                by_key = {p.key: p for p in chunk}
+                hits = len({p.key for p in chunk if p.key in done})
+                skipped += hits
+                # Store hits, failures to resolve and repeated points: done, not computed.
+                bar.skip(len(chunk) - len(tasks), stored=hits)
+                for result in ex.map_unordered(execute_point, list(tasks.values())):
+                    _record(db, result, by_key[result.key], name, version)
+                    computed += 1
+                    bar.update(failed=not result.ok)
         except BaseException:
             abort = getattr(ex, "abort", None)
             if callable(abort):
@@ -338,7 +366,7 @@ def run_sweep(
             store_path=db.path,
             table=table,
             grid_columns=[k for k, _ in grid_items],
-            planned=len(plan),
+            planned=planned,
             computed=computed,
             skipped=skipped,
         )
