@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from vcpulab.store import ResultsStore
     from vcpulab.sweeps import Backend
 
-_MODULES = ("examples", "gleaner", "gleaner_apps", "cvs", "apple", "cache", "workloads")
+_MODULES = ("examples", "gleaner", "gleaner_apps", "cvs", "apple", "cache", "workloads", "dcs")
 
 VERDICTS = ("agrees", "partly", "disagrees")
 
