@@ -1,4 +1,4 @@
-"""DCS: demand-based coordinated scheduling (Kim, Kang, Huh, "Demand-Based Coordinated
+"""DCS: demand-based coordinated scheduling (Kim, Kim, Jeong, Lee and Maeng, "Demand-Based Coordinated
 Scheduling for SMP VMs", ASPLOS 2013), on KVM with Linux 3.x guests (the platform
 profile `kvm-3.2-wsm`: the guest sends the reschedule IPI under the futex bucket lock).
 
@@ -42,7 +42,7 @@ from vcpulab.experiments.declare import (
 if TYPE_CHECKING:
     import pandas as pd
 
-PAPER = "DCS (Kim, Kang and Huh, ASPLOS 2013)"
+PAPER = "DCS (Kim, Kim, Jeong, Lee and Maeng, ASPLOS 2013)"
 MODEL = "vm.0.workload.model"
 
 # --- 1. the main study: PARSEC-like workloads beside four 1-vCPU VMs --------------------
