@@ -1,6 +1,7 @@
 """DCS: demand-based coordinated scheduling (Kim, Kim, Jeong, Lee and Maeng,
 "Demand-Based Coordinated Scheduling for SMP VMs", ASPLOS 2013), on KVM with Linux 3.x
-guests (the platform profile `kvm-3.2-wsm`: the guest sends the reschedule IPI under the futex bucket lock).
+guests (the platform profile `kvm-3.2-wsm`: the guest sends the reschedule IPI under
+the futex bucket lock).
 
 Seven reproductions, scenarios in `scenarios/dcs/`:
 
