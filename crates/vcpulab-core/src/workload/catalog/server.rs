@@ -155,8 +155,7 @@ pub(super) const DBENCH: ModelInfo = ModelInfo {
         // (assumed) an operation: 3 us user (parsing the load line), ≈40 us of kernel
         // work (data copies of ReadX / WriteX dominate); every other op modifies
         // metadata (2 journal buffers); one in 8 creates or unlinks an inode; one in 4
-        // dirties an inode; one in 32 is a Flush (fsync) that waits 200 us for the
-        // journal commit.
+        // dirties an inode; one in 32 is a Flush (fsync), below.
         let mut groups = Groups::new();
         for (slot, n) in slots(ops.div_ceil(32), t, forever).into_iter().enumerate() {
             let (dir_d, dir_i) = (format!("db_d_lock.{slot}"), format!("db_i_mutex.{slot}"));
@@ -189,6 +188,20 @@ pub(super) const DBENCH: ModelInfo = ModelInfo {
                 body.push(kern(dexp(16_000.0)));
                 body.push(kspin("db_dcache_lru_lock", khold()));
                 if j == 31 {
+                    // Flush (fsync): force a journal commit and wait for it. The commit
+                    // (fs/jbd2/commit.c jbd2_journal_commit_transaction, run by the
+                    // journal thread while this client waits; modelled inline) walks
+                    // the transaction's buffer lists under j_list_lock in three phases
+                    // (reserved/shadow list, write-out of metadata buffers, checkpoint
+                    // and forget lists), without breaking the lock on a non-preemptible
+                    // kernel (spin_needbreak is 0 without CONFIG_PREEMPT). ≈ 32 buffers
+                    // per commit (one per op per client, one Flush per 32 ops: derived)
+                    // at ≈ 100 ns each (assumed): a hold of 2-5 us per phase. Then the
+                    // commit block goes to the disk (200 us, assumed).
+                    for _ in 0..3 {
+                        body.push(kern(dexp(5_000.0)));
+                        body.push(kspin("db_j_list_lock", dunif(2_000.0, 5_000.0)));
+                    }
                     body.push(io(dexp(200_000.0)));
                 }
                 body.push(count(1));
