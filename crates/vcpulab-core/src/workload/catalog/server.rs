@@ -34,8 +34,8 @@ pub(super) const KERNBENCH: ModelInfo = ModelInfo {
         },
         ParamInfo {
             name: "cycles",
-            default: "800",
-            help: "pipe writes of cc1 per job (one voluntary sleep of as each; a real job has ≈800, derived)",
+            default: "100",
+            help: "pipe writes of cc1 per job, one voluntary sleep of as each (a real job has ≈800, derived; fewer keep default runs short and make process starts and exits ≈8x as frequent per CPU-second)",
         },
         FOREVER,
     ],
