@@ -47,7 +47,17 @@ if TYPE_CHECKING:
     from vcpulab.store import ResultsStore
     from vcpulab.sweeps import Backend
 
-_MODULES = ("examples", "gleaner", "gleaner_apps", "cvs", "apple", "cache", "workloads", "dcs")
+_MODULES = (
+    "examples",
+    "gleaner",
+    "gleaner_apps",
+    "cvs",
+    "apple",
+    "cache",
+    "workloads",
+    "dcs",
+    "microslice",
+)
 
 VERDICTS = ("agrees", "partly", "disagrees")
 
