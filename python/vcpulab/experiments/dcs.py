@@ -26,6 +26,7 @@ such as "DCS is no slower than the baseline") and the CSV carries the numbers.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from vcpulab.experiments import Point
@@ -93,6 +94,8 @@ def _small_vms(merged: pd.DataFrame) -> str:
         f"the 1-vCPU VMs get x{worst:.2f} to x{max(ratios):.2f} of their baseline "
         f"throughput under DCS: {kept} (paper: kept)"
     )
+
+
 X264 = Fn(_x264_throughput)
 
 PARSEC = Repro(
