@@ -381,3 +381,19 @@ def test_histograms_are_a_long_table_not_columns_per_vm(tmp_path: Path) -> None:
     report = vcpulab.run(scenario, overrides={"run.duration": "200ms"})
     table = report.histogram_table()
     assert set(table["vm"].dropna()) >= {"hog1", "sleeper"}
+
+
+@needs_core
+def test_reproduce_works_outside_a_checkout_from_the_packaged_scenarios(tmp_path: Path) -> None:
+    # The scenarios ship inside the package (vcpulab/scenarios), so an installed wheel
+    # reproduces from any directory; the checkout's scenarios/ points at the same files.
+    import vcpulab.experiments as experiments
+
+    packaged = Path(experiments.__file__).resolve().parents[1] / "scenarios"
+    assert (packaged / "examples" / "weights-1-1-2-4.toml").is_file()
+    assert (ROOT / "scenarios").resolve() == packaged
+    res = cli(
+        "reproduce", "examples-weights", "--quick", "--out", str(tmp_path / "o"), cwd=tmp_path
+    )
+    assert res.returncode == 0, res.stderr
+    assert "examples-weights: agrees" in res.stdout

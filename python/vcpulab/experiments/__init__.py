@@ -47,7 +47,17 @@ if TYPE_CHECKING:
     from vcpulab.store import ResultsStore
     from vcpulab.sweeps import Backend
 
-_MODULES = ("examples", "gleaner", "gleaner_apps", "cvs", "apple", "cache", "workloads", "dcs")
+_MODULES = (
+    "examples",
+    "gleaner",
+    "gleaner_apps",
+    "cvs",
+    "apple",
+    "cache",
+    "workloads",
+    "dcs",
+    "microslice",
+)
 
 VERDICTS = ("agrees", "partly", "disagrees")
 
@@ -204,8 +214,9 @@ def plotting_available() -> bool:
 
 
 def scenarios_dir() -> Path:
-    """The `scenarios/` folder: $VCPULAB_SCENARIOS, else up from the working directory,
-    else beside the source tree of this package."""
+    """The `scenarios/` folder: $VCPULAB_SCENARIOS, else up from the working directory
+    (a checkout's `scenarios/`), else the copy shipped inside the package (so that
+    `vcpulab reproduce` works from an installed wheel)."""
     env = os.environ.get("VCPULAB_SCENARIOS")
     if env:
         return Path(env)
@@ -214,7 +225,7 @@ def scenarios_dir() -> Path:
         cand = base / "scenarios"
         if (cand / "examples").is_dir():
             return cand
-    return Path(__file__).resolve().parents[3] / "scenarios"
+    return Path(__file__).resolve().parents[1] / "scenarios"
 
 
 def scenario_path(rel: str) -> Path:

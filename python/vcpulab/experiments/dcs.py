@@ -26,6 +26,7 @@ such as "DCS is no slower than the baseline") and the CSV carries the numbers.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from vcpulab.experiments import Point
@@ -80,6 +81,21 @@ def _x264_throughput(run: pd.DataFrame) -> float:
 
 
 MAIN = Col("throughput_per_s", vm="main")
+
+
+def _small_vms(merged: pd.DataFrame) -> str:
+    """The half of the paper's claim the judged column does not cover."""
+    ratios = [float(v) for v in merged["x264_vms_DCS_vs_baseline"] if not math.isnan(float(v))]
+    if not ratios:
+        return "1-vCPU VMs: no values"
+    worst = min(ratios)
+    kept = "kept" if worst >= 0.95 else "not kept"
+    return (
+        f"the 1-vCPU VMs get x{worst:.2f} to x{max(ratios):.2f} of their baseline "
+        f"throughput under DCS: {kept} (paper: kept)"
+    )
+
+
 X264 = Fn(_x264_throughput)
 
 PARSEC = Repro(
@@ -127,6 +143,7 @@ PARSEC = Repro(
     x="workload",
     x_label="workload in the 8-vCPU VM",
     y_label="speedup of DCS over baseline KVM",
+    explain=_small_vms,
     overrides=("run.duration=10s",),
     quick_overrides=("run.duration=1s",),
     seeds=2,

@@ -17,6 +17,11 @@ pub struct Jitter {
     last_transit: Option<i64>,
     /// Current estimate (ns).
     pub j: f64,
+    /// Σ of the estimate after each datagram (from the second on) and their number: the
+    /// estimate averaged over the run, steadier than its last value, which reflects only
+    /// the last ~16 datagrams.
+    pub j_sum: f64,
+    pub j_samples: u64,
 }
 
 impl Jitter {
@@ -25,8 +30,19 @@ impl Jitter {
         if let Some(prev) = self.last_transit {
             let d = (transit - prev).abs() as f64;
             self.j += (d - self.j) / 16.0;
+            self.j_sum += self.j;
+            self.j_samples += 1;
         }
         self.last_transit = Some(transit);
+    }
+
+    /// The estimate averaged over the run (ns); NaN before two datagrams.
+    pub fn mean(&self) -> f64 {
+        if self.j_samples == 0 {
+            f64::NAN
+        } else {
+            self.j_sum / self.j_samples as f64
+        }
     }
 }
 
@@ -147,6 +163,11 @@ mod tests {
         }
         assert!((j.j - e).abs() < 1e-12, "{} vs {e}", j.j);
         assert!((e - 0.28564453125).abs() < 1e-12);
+        // The run's mean of the estimate: (2/16 + (2/16 + (3 - 2/16)/16) + e) / 3.
+        let j1 = 2.0 / 16.0;
+        let j2 = j1 + (3.0 - j1) / 16.0;
+        assert!((j.mean() - (j1 + j2 + e) / 3.0).abs() < 1e-12);
+        assert!(Jitter::default().mean().is_nan());
     }
 
     #[test]

@@ -322,6 +322,8 @@ pub struct NetRow {
     pub drop_fraction: f64,
     pub throughput_mbps: f64,
     pub jitter_ms: f64,
+    /// The RFC 3550 estimate averaged over every datagram of the run.
+    pub jitter_mean_ms: f64,
     /// From the datagram's arrival at the NIC to the application's receive.
     pub delay_mean_ms: f64,
     pub delay_max_ms: f64,
@@ -343,6 +345,7 @@ impl NetRow {
             } else {
                 f64::NAN
             },
+            jitter_mean_ms: n.jitter.mean() / 1e6,
             delay_mean_ms: if n.received > 0 {
                 n.delay_sum as f64 / n.received as f64 / 1e6
             } else {
