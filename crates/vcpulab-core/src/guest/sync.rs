@@ -166,7 +166,11 @@ impl World {
         }
     }
 
-    pub(crate) fn futex_cost(&self) -> Micro {
+    /// The cost of a futex system call by `t` (wait or wake), counted in its VM's
+    /// futex calls.
+    pub(crate) fn futex_cost(&mut self, t: ThreadId) -> Micro {
+        let vm = self.threads[t.idx()].vm;
+        self.vms[vm.idx()].futex_calls += 1;
         Micro::Work {
             ns: self.costs.syscall_ns + self.costs.futex_ns,
             kernel: true,
@@ -219,6 +223,8 @@ impl World {
                 Flow::Wait
             }
             Micro::MutexSleep(mx) => {
+                let vm = self.threads[t.idx()].vm;
+                self.vms[vm.idx()].futex_calls += 1;
                 let bucket = self.mutexes[mx as usize].bucket;
                 let mu = &mut self.mutexes[mx as usize];
                 let th = &mut self.threads[t.idx()];
@@ -243,7 +249,7 @@ impl World {
                 let mu = &self.mutexes[mx as usize];
                 if !mu.waiters.is_empty() {
                     let bucket = mu.bucket;
-                    let f = self.futex_cost();
+                    let f = self.futex_cost(t);
                     self.push_wake_path(t, bucket, Micro::WakeMutexWaiter(mx), f);
                 }
                 Flow::Next
@@ -271,7 +277,7 @@ impl World {
                     let br = &mut self.barriers[b as usize];
                     if !br.waiters.is_empty() {
                         let bucket = br.bucket;
-                        let f = self.futex_cost();
+                        let f = self.futex_cost(t);
                         self.push_wake_path(
                             t,
                             bucket,
@@ -302,6 +308,8 @@ impl World {
                 Flow::Next
             }
             Micro::BarrierSleep(b, g) => {
+                let vm = self.threads[t.idx()].vm;
+                self.vms[vm.idx()].futex_calls += 1;
                 let br = &mut self.barriers[b as usize];
                 let bucket = br.bucket;
                 let th = &mut self.threads[t.idx()];
@@ -318,7 +326,7 @@ impl World {
                     return Flow::Next;
                 }
                 let bucket = self.sems[s as usize].bucket;
-                let f = self.futex_cost();
+                let f = self.futex_cost(t);
                 let th = &mut self.threads[t.idx()];
                 th.wait_start = self.now;
                 th.micro.push_front(Micro::SemSleep(s));
@@ -346,7 +354,7 @@ impl World {
                 sem.count += 1;
                 if !sem.waiters.is_empty() {
                     let bucket = sem.bucket;
-                    let f = self.futex_cost();
+                    let f = self.futex_cost(t);
                     self.push_wake_path(t, bucket, Micro::WakeSemWaiter(s), f);
                 }
                 Flow::Next
@@ -447,7 +455,7 @@ impl World {
     /// pthread_cond_wait(c, m), then `then`.
     pub(crate) fn push_cond_wait(&mut self, t: ThreadId, c: u32, m: u32, then: Option<Micro>) {
         let bucket = self.conds[c as usize].bucket;
-        let f = self.futex_cost();
+        let f = self.futex_cost(t);
         let th = &mut self.threads[t.idx()];
         if let Some(x) = then {
             th.micro.push_front(x);
@@ -467,7 +475,7 @@ impl World {
         th.micro.push_front(Micro::MutexUnlock(m));
         if !self.conds[c as usize].waiters.is_empty() {
             let bucket = self.conds[c as usize].bucket;
-            let f = self.futex_cost();
+            let f = self.futex_cost(t);
             self.push_wake_path(
                 t,
                 bucket,
