@@ -452,3 +452,44 @@ fn the_five_kinds_behave_differently_and_old_names_are_aliases() {
     let sc = resolve(&contended("pv", 4, 2, 10, ""), &[], None).unwrap();
     assert!(sc.to_toml().contains("spinlock = \"pv-ticket\""));
 }
+
+#[test]
+fn user_mutexes_report_acquisitions_waits_and_holds() {
+    // Four threads on four vCPUs take one mutex 200 times each, holding it 10 us with
+    // 5 us between: it is contended, every acquisition counts, and the mean hold is the
+    // critical section's length.
+    let text = r#"
+[run]
+duration = "10s"
+[host]
+pcpus = 4
+[[vm]]
+name = "bench"
+vcpus = 4
+[vm.workload]
+model = "program"
+[[vm.workload.group]]
+threads = 4
+ops = [{loop = {n = 200, body = [{compute = "5us"}, {lock = "m"}, {compute = "10us"}, {unlock = "m"}, {count = 1}]}}]
+"#;
+    let r = vcpulab_core::run(&resolve(text, &[], Some(1)).unwrap()).unwrap();
+    let m = r
+        .locks
+        .iter()
+        .find(|l| l.kind == "user" && l.lock == "m")
+        .expect("the user mutex has a row");
+    assert_eq!(m.acquisitions, 800);
+    assert!(m.contended > 100, "{m:?}");
+    let hold = m.hold_mean_ns;
+    assert!((10_000.0..12_000.0).contains(&hold), "hold {hold}");
+    // Waits are over all acquisitions; a contended one waits about a hold or more.
+    let wait = m.wait_mean_ns;
+    assert!(
+        wait > 1_000.0 && m.wait_max_ns.unwrap_or(0) >= 9_000,
+        "{m:?}"
+    );
+    assert!(r
+        .locks
+        .iter()
+        .any(|l| l.kind == "kernel" && l.lock == "futex-bucket"));
+}

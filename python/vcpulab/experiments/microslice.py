@@ -71,12 +71,13 @@ PARSEC_LIKE = (
 # --- 1. spinlock waiting and holding, solo vs co-run --------------------------------------
 
 
-def _lock_mean(column: str) -> Fn:
-    """The mean `column` (wait or hold, ns) over the kernel-lock acquisitions of VM `a`,
-    weighted by each lock's acquisitions, in us."""
+def _lock_mean(column: str, kind: str = "kernel") -> Fn:
+    """The mean `column` (wait or hold, ns) over the acquisitions of VM `a`'s locks of
+    `kind` (kernel spinlocks, or the workload's user mutexes), weighted by each lock's
+    acquisitions, in us."""
 
     def mean(run: pd.DataFrame) -> float:
-        rows = run[run["vm"] == "a"]
+        rows = run[(run["vm"] == "a") & (run["kind"] == kind)]
         n = rows["acquisitions"].astype(float)
         values = rows[column].astype(float).fillna(0.0)
         total = float(n.sum())
@@ -87,6 +88,8 @@ def _lock_mean(column: str) -> Fn:
 
 WAIT = _lock_mean("wait_mean_ns")
 HOLD = _lock_mean("hold_mean_ns")
+USER_WAIT = _lock_mean("wait_mean_ns", "user")
+USER_HOLD = _lock_mean("hold_mean_ns", "user")
 
 SPINLOCK = Repro(
     id="microslice-spinlock",
@@ -108,6 +111,10 @@ SPINLOCK = Repro(
         "hold_solo_us": Mean(HOLD, at="solo"),
         "hold_corun_us": Mean(HOLD, at="co-run"),
         "hold_ratio": Ratio(HOLD, "co-run", "solo"),
+        "user_wait_solo_us": Mean(USER_WAIT, at="solo"),
+        "user_wait_corun_us": Mean(USER_WAIT, at="co-run"),
+        "user_hold_solo_us": Mean(USER_HOLD, at="solo"),
+        "user_hold_corun_us": Mean(USER_HOLD, at="co-run"),
     },
     plot=Plot(
         "columns",
@@ -131,8 +138,10 @@ SPINLOCK = Repro(
     quick_seeds=1,
     tolerance=(0.02, 0.10),
     notes="Solo is `run.mode = dedicated` (VM a alone on the host's pCPUs). Times are "
-    "means over all acquisitions of the guest kernel's spinlocks (the `locks` table), "
-    "weighted by acquisitions; workloads that take none give no row value.",
+    "means over all acquisitions of the guest kernel's spinlocks (the `locks` table, "
+    "kind kernel), weighted by acquisitions; workloads that take none give no judged "
+    "value. The user_* columns are the same for the workload's own mutexes (kind user: "
+    "spin, then futex sleep).",
 )
 
 # --- 2. PARSEC-like pairs over slices -----------------------------------------------------

@@ -78,11 +78,14 @@ impl SpinLock {
     }
 }
 
-/// Statistics of a class of locks (a named kernel lock, or a VM's futex buckets).
+/// Statistics of a class of locks (a named kernel lock, a VM's futex buckets, or a
+/// named user-space mutex of the workload).
 #[derive(Clone, Debug)]
 pub struct LockClass {
     pub vm: VmId,
     pub name: String,
+    /// A user-space mutex (pthread-like: spin, then futex sleep), not a kernel lock.
+    pub user: bool,
     pub acquisitions: u64,
     pub contended: u64,
     pub wait: Hist,
@@ -102,6 +105,7 @@ impl LockClass {
         LockClass {
             vm,
             name,
+            user: false,
             acquisitions: 0,
             contended: 0,
             wait: Hist::default(),

@@ -16,6 +16,9 @@ pub struct Mutex {
     pub spinners: u32,
     pub waiters: VecDeque<ThreadId>,
     pub bucket: LockId,
+    /// Its statistics class (world.lock_classes, a user class), and when its holder took it.
+    pub class: u32,
+    pub acquired_at: Nanos,
 }
 
 #[derive(Clone, Debug)]
@@ -61,6 +64,26 @@ pub enum Flow {
 }
 
 impl World {
+    /// `t` took user mutex `m`: count the acquisition, and the wait if it had to wait
+    /// (from its first failed attempt, through spinning and sleeping, to now).
+    fn mutex_acquired(&mut self, m: u32, t: ThreadId) {
+        let now = self.now;
+        let mu = &mut self.mutexes[m as usize];
+        mu.acquired_at = now;
+        let class = mu.class as usize;
+        let th = &mut self.threads[t.idx()];
+        let since = std::mem::replace(&mut th.mutex_wait_since, Nanos::MAX);
+        let c = &mut self.lock_classes[class];
+        c.acquisitions += 1;
+        // As for kernel locks, every acquisition records its wait (0 when uncontended).
+        if since != Nanos::MAX {
+            c.contended += 1;
+            c.wait.record(now.0.saturating_sub(since.0));
+        } else {
+            c.wait.record(0);
+        }
+    }
+
     /// Whether spinning thread `t` may stop spinning now (and takes what it waited for).
     pub(crate) fn spin_ready(&mut self, t: ThreadId) -> bool {
         match self.threads[t.idx()].act {
@@ -68,6 +91,7 @@ impl World {
             TAct::SpinMutex(m) => {
                 if self.mutexes[m as usize].holder.is_none() {
                     self.mutexes[m as usize].holder = Some(t);
+                    self.mutex_acquired(m, t);
                     self.mutexes[m as usize].spinners -= 1;
                     self.threads[t.idx()].act = TAct::Work;
                     true
@@ -206,11 +230,15 @@ impl World {
                 let mu = &mut self.mutexes[mx as usize];
                 if mu.holder.is_none() {
                     mu.holder = Some(t);
+                    self.mutex_acquired(mx, t);
                     return Flow::Next;
                 }
                 let spin = self.vms[self.threads[t.idx()].vm.idx()].guest.mutex_spin;
                 let th = &mut self.threads[t.idx()];
                 th.wait_start = self.now;
+                if th.mutex_wait_since == Nanos::MAX {
+                    th.mutex_wait_since = self.now;
+                }
                 self.mutexes[mx as usize].spinners += 1;
                 let th = &mut self.threads[t.idx()];
                 if spin == 0 {
@@ -231,6 +259,7 @@ impl World {
                 if mu.holder.is_none() {
                     mu.holder = Some(t);
                     th.micro.push_front(Micro::KUnlock(bucket));
+                    self.mutex_acquired(mx, t);
                 } else {
                     mu.waiters.push_back(t);
                     th.micro.push_front(Micro::MutexLock(mx));
@@ -242,6 +271,11 @@ impl World {
             Micro::MutexUnlock(mx) => {
                 let mu = &mut self.mutexes[mx as usize];
                 mu.holder = None;
+                let (class, held) = (
+                    mu.class as usize,
+                    self.now.0.saturating_sub(mu.acquired_at.0),
+                );
+                self.lock_classes[class].hold.record(held);
                 // A spinner on a running vCPU sees the unlock at once and takes it.
                 if self.mutexes[mx as usize].spinners > 0 {
                     self.poke_spinners(t, |a| a == TAct::SpinMutex(mx), true);

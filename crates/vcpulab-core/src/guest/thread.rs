@@ -115,6 +115,8 @@ pub struct Thread {
     pub timer_gen: u32,
     /// When it was last made runnable by a wake-up, and by which path.
     pub woken_at: Option<Nanos>,
+    /// When it first failed to take the user mutex it is waiting for (MAX: not waiting).
+    pub mutex_wait_since: Nanos,
     pub wake_path: u8,
     pub rng: Rng,
     pub finite: bool,
@@ -156,6 +158,7 @@ impl Thread {
             slice_used: 0,
             timer_gen: 0,
             woken_at: None,
+            mutex_wait_since: Nanos::MAX,
             wake_path: 0,
             rng,
             idle_prio: false,

@@ -241,8 +241,10 @@ impl World {
         vc.woke_from_halt = false;
         vc.switches += switched as u64;
         vc.migrations += migrated as u64;
-        // The category is set by the guest below; until then it is overhead anyway.
-        vc.cat = VCat::Overhead;
+        // The category is set by the guest below; until then it is overhead anyway
+        // (set_cat after the charge above books nothing more; it keeps a trace's state
+        // track in step).
+        vc.set_cat(now, VCat::Overhead);
         if let Some(t) = vc.cur {
             // The lock holder runs again: a new preemption is a new LHP episode.
             for &l in &self.threads[t.idx()].held {

@@ -63,8 +63,8 @@ impl World {
             };
             let entry = Nanos(self.costs.vmexit_ns + tick);
             let vc = &mut self.vcpus[v.idx()];
-            vc.charge(now);
-            vc.cat = VCat::Overhead;
+            // (set_cat: charges, and keeps a trace's state track in step.)
+            vc.set_cat(now, VCat::Overhead);
             vc.act = Act::Off;
             vc.overhead_until = now + entry;
             vc.resume_at = vc.overhead_until;

@@ -208,6 +208,8 @@ impl ModeRow {
 pub struct LockRow {
     pub vm: String,
     pub lock: String,
+    /// "kernel" (a guest kernel spinlock) or "user" (a workload's pthread-like mutex).
+    pub kind: &'static str,
     pub acquisitions: u64,
     pub contended: u64,
     /// Undefined (null) without contended acquisitions / without acquisitions.
@@ -626,6 +628,7 @@ impl Report {
             .map(|c| LockRow {
                 vm: w.vms[c.vm.idx()].name.clone(),
                 lock: c.name.clone(),
+                kind: if c.user { "user" } else { "kernel" },
                 acquisitions: c.acquisitions,
                 contended: c.contended,
                 wait_mean_ns: c.wait.mean_or_nan(),

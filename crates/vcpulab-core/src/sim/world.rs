@@ -216,14 +216,31 @@ impl World {
                 new_lock(c);
             }
             let futex_class = new_class("futex-bucket".into());
+            // User mutexes: one statistics class per name (hash-bucket mutexes of one
+            // name share it); queue mutexes are the class "queue".
+            let mut user_classes: std::collections::HashMap<String, u32> = Default::default();
+            let mut user_class = |name: &str, lock_classes: &mut Vec<LockClass>| -> u32 {
+                *user_classes.entry(name.to_string()).or_insert_with(|| {
+                    let mut c = LockClass::new(vm_id, name.to_string());
+                    c.user = true;
+                    lock_classes.push(c);
+                    (lock_classes.len() - 1) as u32
+                })
+            };
             let mutex_base = mutexes.len() as u32;
-            for _ in &w.symbols.mutexes {
+            let mut mutex_classes = Vec::new();
+            for name in &w.symbols.mutexes {
+                mutex_classes.push(user_class(mutex_class_name(name), &mut lock_classes));
+            }
+            for class in mutex_classes {
                 let b = new_lock(futex_class);
                 mutexes.push(Mutex {
                     holder: None,
                     spinners: 0,
                     waiters: Default::default(),
                     bucket: b,
+                    class,
+                    acquired_at: Nanos::ZERO,
                 });
             }
             let barrier_base = barriers.len() as u32;
@@ -247,6 +264,11 @@ impl World {
                 });
             }
             let queue_base = queues.len() as u32;
+            let queue_class = if w.symbols.queues.is_empty() {
+                0
+            } else {
+                user_class("queue", &mut lock_classes)
+            };
             for _ in &w.symbols.queues {
                 // A pipeline queue: a mutex and two condition variables of its own.
                 let b = new_lock(futex_class);
@@ -255,6 +277,8 @@ impl World {
                     spinners: 0,
                     waiters: Default::default(),
                     bucket: b,
+                    class: queue_class,
+                    acquired_at: Nanos::ZERO,
                 });
                 let m = mutexes.len() as u32 - 1;
                 let b1 = new_lock(futex_class);
@@ -767,5 +791,18 @@ impl World {
     pub fn vcpu_label(&self, v: VcpuId) -> String {
         let vc = &self.vcpus[v.idx()];
         format!("{}/vcpu{}", self.vms[vc.vm.idx()].name, vc.index)
+    }
+}
+
+/// The statistics class of a user mutex named `name`: its name without a trailing
+/// index (`bucket17` and `bucket3` are both `bucket`), so that a family of mutexes
+/// reports as one lock.
+fn mutex_class_name(name: &str) -> &str {
+    let trimmed = name.trim_end_matches(|c: char| c.is_ascii_digit());
+    let trimmed = trimmed.trim_end_matches(['-', '_', '.', '[', ']', '#']);
+    if trimmed.is_empty() {
+        name
+    } else {
+        trimmed
     }
 }
