@@ -229,6 +229,11 @@ impl World {
         let vc = &mut self.vcpus[v.idx()];
         vc.charge(now);
         vc.hv = HvState::Running(p);
+        // Back in its PLE handler, which ends: out of the spin loop, not eligible.
+        if vc.in_spin_loop {
+            vc.in_spin_loop = false;
+            vc.dy_eligible = false;
+        }
         vc.overhead_until = now + Nanos(overhead);
         // The TLB refill stalls the wake path; the cache refill slows the run instead
         // (guest/kernel.rs: sync_progress, arm_work).

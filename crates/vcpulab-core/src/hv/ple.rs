@@ -156,6 +156,12 @@ impl World {
             PleAction::DirectedYield => {
                 if let Some(tp) = self.directed_yield(p, v) {
                     self.vms[vm].yields_ok += 1;
+                    // It yields from inside its handler: in the spin loop until it runs
+                    // again (kvm_vcpu_set_in_spin_loop), then not eligible (the handler's
+                    // end: kvm_vcpu_set_dy_eligible(me, false)).
+                    let vc = &mut self.vcpus[v.idx()];
+                    vc.in_spin_loop = true;
+                    vc.dy_eligible = false;
                     self.deschedule(p, v, StopReason::Yielded);
                     if tp != p {
                         self.request_resched(tp, now);
@@ -163,6 +169,7 @@ impl World {
                     self.schedule(p);
                 } else {
                     self.vms[vm].yields_failed += 1;
+                    self.vcpus[v.idx()].dy_eligible = false;
                     let entry = self.vcpus[v.idx()].overhead_until;
                     self.ple_reentry(v, entry);
                     self.vcpu_continue(v);
@@ -176,8 +183,9 @@ impl World {
 
     /// kvm_vcpu_on_spin: scan the VM's vCPUs round-robin after the last boosted one
     /// (two passes), skipping itself, running and voluntarily halted vCPUs, in
-    /// yield-to-kernel mode those preempted in user mode, and spinning candidates
-    /// whose dy_eligible flag is off; try yield_to on each, up to three failures.
+    /// yield-to-kernel mode those preempted in user mode, and candidates inside their
+    /// own PLE handler whose dy_eligible flag is off (it flips on each look); try
+    /// yield_to on each, until three fail with -ESRCH.
     /// Returns the target's pCPU on success.
     fn directed_yield(&mut self, p: crate::sim::PcpuId, me: VcpuId) -> Option<crate::sim::PcpuId> {
         let now = self.now;
@@ -207,25 +215,25 @@ impl World {
                 if in_kernel && !cv.preempted_in_kernel {
                     continue;
                 }
-                let spinning = cv.cur.is_some_and(|t| self.threads[t.idx()].act.is_spin());
-                if spinning {
-                    let e = &mut self.vcpus[c.idx()].dy_eligible;
-                    *e = !*e;
-                    if !*e {
-                        continue;
-                    }
+                // kvm_vcpu_eligible_for_directed_yield: a candidate inside its own PLE
+                // handler is eligible every other time it is considered; any other
+                // candidate always is.
+                if !eligible_for_directed_yield(&mut self.vcpus[c.idx()]) {
+                    continue;
                 }
                 match self.sched.yield_to(p, me, c, now) {
                     Some(tp) => {
                         self.vms[vm].last_boosted = i;
                         return Some(tp);
                     }
-                    None => {
+                    // Only -ESRCH uses up one of the three tries.
+                    None if self.sched.yield_to_esrch(p, c) => {
                         tries += 1;
                         if tries >= 3 {
                             return None;
                         }
                     }
+                    None => {}
                 }
             }
         }
@@ -233,9 +241,39 @@ impl World {
     }
 }
 
+/// kvm_vcpu_eligible_for_directed_yield (virt/kvm/kvm_main.c): eligible unless inside its
+/// own PLE handler with dy_eligible off; inside it, each look flips dy_eligible.
+pub(crate) fn eligible_for_directed_yield(v: &mut crate::hv::vcpu::Vcpu) -> bool {
+    let eligible = !v.in_spin_loop || v.dy_eligible;
+    if v.in_spin_loop {
+        v.dy_eligible = !v.dy_eligible;
+    }
+    eligible
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dy_eligible_flips_only_inside_the_ple_handler() {
+        let mut v = crate::hv::vcpu::Vcpu::new(
+            crate::sim::VmId(0),
+            0,
+            crate::host::cpumask::CpuMask::all(4),
+        );
+        // Preempted outside its handler (a tick, a wake-up): always eligible.
+        for _ in 0..3 {
+            assert!(eligible_for_directed_yield(&mut v));
+        }
+        assert!(!v.dy_eligible, "the flag is left alone outside the handler");
+        // Yielded from inside its handler: every other look.
+        v.in_spin_loop = true;
+        let looks: Vec<bool> = (0..4)
+            .map(|_| eligible_for_directed_yield(&mut v))
+            .collect();
+        assert_eq!(looks, [false, true, false, true]);
+    }
 
     fn kvm() -> KvmGrowShrink {
         KvmGrowShrink::new(&PleConfig::default(), 2)

@@ -131,6 +131,10 @@ pub struct Vcpu {
     /// Has run a thread of the VM's process (it is in the mm's CPU mask).
     pub ran_threads: bool,
     pub preempted_in_kernel: bool,
+    /// KVM's spin_loop state: `in_spin_loop` while inside its own PLE handler
+    /// (kvm_vcpu_on_spin) — here, descheduled by the handler's directed yield and not
+    /// run since; `dy_eligible` flips each time another handler considers it then.
+    pub in_spin_loop: bool,
     pub dy_eligible: bool,
     pub ple_deadline: Nanos,
     pub ple_exits: u64,
@@ -184,6 +188,7 @@ impl Vcpu {
             pending_irq: Vec::new(),
             ran_threads: false,
             preempted_in_kernel: false,
+            in_spin_loop: false,
             dy_eligible: false,
             ple_deadline: Nanos::MAX,
             ple_exits: 0,

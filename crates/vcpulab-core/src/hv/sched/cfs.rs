@@ -562,6 +562,11 @@ impl HostScheduler for Cfs {
         self.rqs[p.idx()].queue.len()
     }
 
+    fn yield_to_esrch(&self, p: PcpuId, to: VcpuId) -> bool {
+        let tp = self.ent[to.idx()].rq as usize;
+        self.nr_running(p.idx()) == 1 && self.nr_running(tp) == 1
+    }
+
     fn home_of(&self, v: VcpuId) -> PcpuId {
         PcpuId(self.ent[v.idx()].rq)
     }

@@ -882,6 +882,11 @@ impl HostScheduler for Eevdf {
         }
     }
 
+    fn yield_to_esrch(&self, p: PcpuId, to: VcpuId) -> bool {
+        let tp = self.home[to.idx()];
+        self.nr_running(p.0) == 1 && self.nr_running(tp) == 1
+    }
+
     fn yield_to(&mut self, p: PcpuId, _from: VcpuId, to: VcpuId, _now: Nanos) -> Option<PcpuId> {
         let tp = self.home[to.idx()];
         let queued = self.se[to.idx()].on_rq && self.cpus[tp as usize].curr != Some(to);

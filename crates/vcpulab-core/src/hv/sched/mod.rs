@@ -77,6 +77,13 @@ pub trait HostScheduler {
         None
     }
 
+    /// Whether a directed yield from `p` to `to` fails with -ESRCH: yield_to() in
+    /// kernel/sched/core.c returns it when both runqueues hold a single task, the only
+    /// failure kvm_vcpu_on_spin counts against its three tries (others return 0).
+    fn yield_to_esrch(&self, _p: PcpuId, _to: VcpuId) -> bool {
+        false
+    }
+
     /// Where `v` is queued or last ran (its runqueue).
     fn home_of(&self, v: VcpuId) -> PcpuId;
 
