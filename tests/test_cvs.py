@@ -86,12 +86,13 @@ def test_overhead_is_measured(reproduced: dict[str, tuple[str, Rows, Path]]) -> 
     rows = reproduced["cvs-overhead"][1]
     assert [int(_f(r, "vcpus")) for r in rows] == [8, 16, 32, 64]
     # Where CVS decided (PLE exits), its decision time is charged: a positive share of
-    # the CPU time, and a small one; where it never ran, none.
+    # the CPU time (in percent); where it never ran, none. Whether the share stays below
+    # the 1% the paper's "low" is read as is the verdict's call, not this test's.
     decided = [r for r in rows if _f(r, "decisions_per_s") > 0]
     assert decided, rows
     for r in rows:
         share = _f(r, "simulated")
-        assert (0 < share < 1) if r in decided else share == 0, r
+        assert (0 < share < 100) if r in decided else share == 0, r
 
 
 def test_published_ranges_are_coded() -> None:

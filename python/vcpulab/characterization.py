@@ -1,7 +1,8 @@
 """`vcpulab characterize`: a catalog model run natively (preset "native", as many CPUs
 as threads unless given) at several thread counts, with the counters that say how it
 synchronizes: run time, speedup, idle transitions, wake-ups, lock traffic, spinning and
-TLB shootdowns. All numbers come from the core's report; nothing is simulated here."""
+TLB shootdowns, futex calls and IPIs. All numbers come from the core's report; nothing
+is simulated here."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("lock_contended_pct", "contended %", "{:.1f}"),
     ("spin_pct", "spin %", "{:.1f}"),
     ("tlb_shootdowns_per_s", "shootdowns/s", "{:.0f}"),
+    ("futex_per_s", "futex/s", "{:.0f}"),
+    ("ipis_per_s", "IPIs/s", "{:.0f}"),
 )
 
 
@@ -102,6 +105,8 @@ def characterize(
                 "lock_contended_pct": 100.0 * cont / acq if acq else 0.0,
                 "spin_pct": 100.0 * spin / busy if busy else 0.0,
                 "tlb_shootdowns_per_s": float(vm["tlb_shootdowns"]) / secs,
+                "futex_per_s": float(vm["futex_calls"]) / secs,
+                "ipis_per_s": float(int(vm["ipis_resched"]) + int(vm["ipis_tlb"])) / secs,
                 "work_units": int(vm["work_units"]),
             }
         )

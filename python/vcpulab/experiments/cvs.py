@@ -253,7 +253,7 @@ VOR = Experiment(
     quick_seeds=1,
     quick_overrides=(
         "vm.0.workload.params.jobs=8",
-        "vm.0.workload.params.cycles=3",
+        "vm.0.workload.params.cycles=30",
     ),
     # A categorical match: the code must be the same.
     tolerance=(0.0, 0.0),
@@ -414,10 +414,11 @@ OVERHEAD = Repro(
     seeds=5,
     quick_seeds=1,
     # `jobs` is the VM's total (fixed work): a quick run needs enough of them to keep
-    # the vCPUs busy enough to spin, or CVS never decides.
+    # the vCPUs busy enough to spin, or CVS never decides; its jobs are as long as the
+    # full run's (30 cycles), so processes start and exit no more often.
     quick_overrides=(
         "vm.0.workload.params.jobs=32",
-        "vm.0.workload.params.cycles=3",
+        "vm.0.workload.params.cycles=30",
     ),
     plot=Plot("line"),
 )

@@ -107,7 +107,7 @@ impl World {
                     let c = bases.cond + c;
                     if !self.conds[c as usize].waiters.is_empty() {
                         let bucket = self.conds[c as usize].bucket;
-                        let f = self.futex_cost();
+                        let f = self.futex_cost(t);
                         self.push_wake_path(t, bucket, Micro::WakeCond { cond: c, all }, f);
                     }
                 }

@@ -190,7 +190,11 @@ impl World {
         }
     }
 
-    pub(crate) fn futex_cost(&self) -> Micro {
+    /// The cost of a futex system call by `t` (wait or wake), counted in its VM's
+    /// futex calls.
+    pub(crate) fn futex_cost(&mut self, t: ThreadId) -> Micro {
+        let vm = self.threads[t.idx()].vm;
+        self.vms[vm.idx()].futex_calls += 1;
         Micro::Work {
             ns: self.costs.syscall_ns + self.costs.futex_ns,
             kernel: true,
@@ -247,6 +251,8 @@ impl World {
                 Flow::Wait
             }
             Micro::MutexSleep(mx) => {
+                let vm = self.threads[t.idx()].vm;
+                self.vms[vm.idx()].futex_calls += 1;
                 let bucket = self.mutexes[mx as usize].bucket;
                 let mu = &mut self.mutexes[mx as usize];
                 let th = &mut self.threads[t.idx()];
@@ -277,7 +283,7 @@ impl World {
                 let mu = &self.mutexes[mx as usize];
                 if !mu.waiters.is_empty() {
                     let bucket = mu.bucket;
-                    let f = self.futex_cost();
+                    let f = self.futex_cost(t);
                     self.push_wake_path(t, bucket, Micro::WakeMutexWaiter(mx), f);
                 }
                 Flow::Next
@@ -305,7 +311,7 @@ impl World {
                     let br = &mut self.barriers[b as usize];
                     if !br.waiters.is_empty() {
                         let bucket = br.bucket;
-                        let f = self.futex_cost();
+                        let f = self.futex_cost(t);
                         self.push_wake_path(
                             t,
                             bucket,
@@ -336,6 +342,8 @@ impl World {
                 Flow::Next
             }
             Micro::BarrierSleep(b, g) => {
+                let vm = self.threads[t.idx()].vm;
+                self.vms[vm.idx()].futex_calls += 1;
                 let br = &mut self.barriers[b as usize];
                 let bucket = br.bucket;
                 let th = &mut self.threads[t.idx()];
@@ -352,7 +360,7 @@ impl World {
                     return Flow::Next;
                 }
                 let bucket = self.sems[s as usize].bucket;
-                let f = self.futex_cost();
+                let f = self.futex_cost(t);
                 let th = &mut self.threads[t.idx()];
                 th.wait_start = self.now;
                 th.micro.push_front(Micro::SemSleep(s));
@@ -380,7 +388,7 @@ impl World {
                 sem.count += 1;
                 if !sem.waiters.is_empty() {
                     let bucket = sem.bucket;
-                    let f = self.futex_cost();
+                    let f = self.futex_cost(t);
                     self.push_wake_path(t, bucket, Micro::WakeSemWaiter(s), f);
                 }
                 Flow::Next
@@ -481,7 +489,7 @@ impl World {
     /// pthread_cond_wait(c, m), then `then`.
     pub(crate) fn push_cond_wait(&mut self, t: ThreadId, c: u32, m: u32, then: Option<Micro>) {
         let bucket = self.conds[c as usize].bucket;
-        let f = self.futex_cost();
+        let f = self.futex_cost(t);
         let th = &mut self.threads[t.idx()];
         if let Some(x) = then {
             th.micro.push_front(x);
@@ -501,7 +509,7 @@ impl World {
         th.micro.push_front(Micro::MutexUnlock(m));
         if !self.conds[c as usize].waiters.is_empty() {
             let bucket = self.conds[c as usize].bucket;
-            let f = self.futex_cost();
+            let f = self.futex_cost(t);
             self.push_wake_path(
                 t,
                 bucket,

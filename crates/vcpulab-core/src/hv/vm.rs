@@ -54,6 +54,8 @@ pub struct Vm {
     pub tlb_wait: Hist,
     pub irq_latency: Hist,
     pub tlb_shootdowns: u64,
+    /// futex system calls of the VM's threads (waits and wakes; guest/sync.rs).
+    pub futex_calls: u64,
     /// Exits of the wake path (hv/wake_path.rs): ICR writes, interrupt deliveries to
     /// running vCPUs, EOI writes, timer (TSC-deadline) writes.
     pub exits: crate::hv::wake_path::ApicExits,

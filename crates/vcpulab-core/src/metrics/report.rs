@@ -129,6 +129,9 @@ pub struct VmRow {
     pub lhp: u64,
     pub lwp: u64,
     pub tlb_shootdowns: u64,
+    pub futex_calls: u64,
+    pub ipis_resched: u64,
+    pub ipis_tlb: u64,
     pub tlb_wait_mean_ns: f64,
     /// Wake-path exits (hv/wake_path.rs): ICR writes, interrupts forcing a running vCPU
     /// out, EOI writes, timer writes.
@@ -508,7 +511,7 @@ impl Report {
                 migrations: vs.iter().map(|v| v.migrations).sum(),
                 halts,
                 wakes: vs.iter().map(|v| v.wakes).sum(),
-                idle_transitions_per_s: halts as f64 / secs,
+                idle_transitions_per_s: halts as f64 / secs / m.nvcpus.max(1) as f64,
                 cache_refill_ns: vs.iter().map(|v| v.refill_ns).sum(),
                 wake_latency_count: m.wake_latency.count(),
                 wake_latency_mean_ns: m.wake_latency.mean_or_nan(),
@@ -533,6 +536,9 @@ impl Report {
                     .map(|c| c.lwp)
                     .sum(),
                 tlb_shootdowns: m.tlb_shootdowns,
+                futex_calls: m.futex_calls,
+                ipis_resched: m.ipi_resched.count(),
+                ipis_tlb: m.ipi_tlb.count(),
                 icr_exits: m.exits.icr,
                 irq_exits: m.exits.irq,
                 eoi_exits: m.exits.eoi,

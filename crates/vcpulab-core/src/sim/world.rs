@@ -414,6 +414,7 @@ impl World {
                 tlb_wait: Default::default(),
                 irq_latency: Default::default(),
                 tlb_shootdowns: 0,
+                futex_calls: 0,
                 exits: Default::default(),
                 ple_exits: 0,
                 yields_ok: 0,
