@@ -164,7 +164,10 @@ impl World {
                     vc.dy_eligible = false;
                     self.deschedule(p, v, StopReason::Yielded);
                     if tp != p {
-                        self.request_resched(tp, now);
+                        // yield_to → resched_curr on the target's pCPU: a reschedule IPI
+                        // (smp_send_reschedule), which takes the host's IPI latency.
+                        let ipi = Nanos(self.costs.native_ipi_ns);
+                        self.request_resched(tp, now + ipi);
                     }
                     self.schedule(p);
                 } else {
