@@ -215,7 +215,10 @@ impl World {
                 if cv.hv != HvState::Runnable {
                     continue;
                 }
-                if in_kernel && !cv.preempted_in_kernel {
+                // Linux 5.3+: a pending interrupt makes a user-mode candidate a target.
+                let pending = self.ple_pending_irq_counts
+                    && (!cv.pending.is_empty() || !cv.pending_irq.is_empty());
+                if in_kernel && !cv.preempted_in_kernel && !pending {
                     continue;
                 }
                 // kvm_vcpu_eligible_for_directed_yield: a candidate inside its own PLE
