@@ -493,3 +493,48 @@ ops = [{loop = {n = 200, body = [{compute = "5us"}, {lock = "m"}, {compute = "10
         .iter()
         .any(|l| l.kind == "kernel" && l.lock == "futex-bucket"));
 }
+
+/// Two threads on two CPUs taking one mutex held 10 us at a time: with `lock_spin`'s
+/// budget above the hold, a waiter spins and never sleeps on the futex; with a budget
+/// below it, it sleeps (and the holder's unlock wakes it).
+#[test]
+fn lock_spin_spins_its_budget_then_blocks() {
+    let run = |spin: &str| {
+        run_toml(&format!(
+            r#"
+[run]
+duration = "10s"
+[host]
+pcpus = 2
+[[vm]]
+vcpus = 2
+[vm.workload]
+model = "program"
+[[vm.workload.group]]
+threads = 2
+ops = [{{loop = {{n = 200, body = [
+  {{lock_spin = {{mutex = "m", spin = "{spin}"}}}}, {{compute = "10us"}}, {{unlock = "m"}},
+  {{compute = "2us"}}, {{count = 1}},
+]}}}}]
+"#
+        ))
+    };
+    let long = run("50us");
+    let short = run("100ns");
+    for r in [&long, &short] {
+        assert!(r.vms[0].finished);
+        assert_eq!(r.vms[0].work_units, 400);
+    }
+    assert_eq!(long.vms[0].futex_calls, 0, "spun through every wait");
+    assert!(
+        long.vms[0].time.spin_ns > 100_000,
+        "{}",
+        long.vms[0].time.spin_ns
+    );
+    assert!(
+        short.vms[0].futex_calls > 100,
+        "{}",
+        short.vms[0].futex_calls
+    );
+    assert!(short.vms[0].time.spin_ns < long.vms[0].time.spin_ns / 4);
+}

@@ -82,6 +82,11 @@ impl World {
                     }
                 }
                 Instr::Lock(m) => th.micro.push_back(Micro::MutexLock(bases.mutex + m)),
+                Instr::LockSpin { mutex, spin } => {
+                    let ns = spin.sample(&mut th.rng).0;
+                    th.micro
+                        .push_back(Micro::MutexLockSpin(bases.mutex + mutex, ns));
+                }
                 Instr::Unlock(m) => th.micro.push_back(Micro::MutexUnlock(bases.mutex + m)),
                 Instr::Kspin { lock, hold } => {
                     let l = LockId(bases.spin + lock);

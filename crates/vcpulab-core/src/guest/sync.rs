@@ -201,6 +201,32 @@ impl World {
         }
     }
 
+    /// pthread_mutex_lock-like acquisition of `mx` by `t`: take it if free, else spin up
+    /// to `spin` ns (then sleep on its futex).
+    fn mutex_lock(&mut self, t: ThreadId, mx: u32, spin: u64) -> Flow {
+        let mu = &mut self.mutexes[mx as usize];
+        if mu.holder.is_none() {
+            mu.holder = Some(t);
+            self.mutex_acquired(mx, t);
+            return Flow::Next;
+        }
+        let th = &mut self.threads[t.idx()];
+        th.wait_start = self.now;
+        if th.mutex_wait_since == Nanos::MAX {
+            th.mutex_wait_since = self.now;
+        }
+        self.mutexes[mx as usize].spinners += 1;
+        let th = &mut self.threads[t.idx()];
+        if spin == 0 {
+            th.act = TAct::SpinMutex(mx);
+            self.spin_exhausted(t);
+            return Flow::Next;
+        }
+        th.act = TAct::SpinMutex(mx);
+        th.spin_left = spin;
+        Flow::Wait
+    }
+
     /// Executes one kernel step of thread `t` running on `v`.
     pub(crate) fn exec_micro(&mut self, t: ThreadId, v: VcpuId, m: Micro) -> Flow {
         match m {
@@ -227,29 +253,10 @@ impl World {
                 Flow::Next
             }
             Micro::MutexLock(mx) => {
-                let mu = &mut self.mutexes[mx as usize];
-                if mu.holder.is_none() {
-                    mu.holder = Some(t);
-                    self.mutex_acquired(mx, t);
-                    return Flow::Next;
-                }
                 let spin = self.vms[self.threads[t.idx()].vm.idx()].guest.mutex_spin;
-                let th = &mut self.threads[t.idx()];
-                th.wait_start = self.now;
-                if th.mutex_wait_since == Nanos::MAX {
-                    th.mutex_wait_since = self.now;
-                }
-                self.mutexes[mx as usize].spinners += 1;
-                let th = &mut self.threads[t.idx()];
-                if spin == 0 {
-                    th.act = TAct::SpinMutex(mx);
-                    self.spin_exhausted(t);
-                    return Flow::Next;
-                }
-                th.act = TAct::SpinMutex(mx);
-                th.spin_left = spin;
-                Flow::Wait
+                self.mutex_lock(t, mx, spin)
             }
+            Micro::MutexLockSpin(mx, spin) => self.mutex_lock(t, mx, spin),
             Micro::MutexSleep(mx) => {
                 let vm = self.threads[t.idx()].vm;
                 self.vms[vm.idx()].futex_calls += 1;

@@ -54,6 +54,9 @@ pub enum Micro {
     KLock(LockId),
     KUnlock(LockId),
     MutexLock(u32),
+    /// Take the mutex, spinning up to the given ns (not the guest's default) before
+    /// sleeping on its futex.
+    MutexLockSpin(u32, u64),
     /// Holding the mutex's futex bucket: take it if free, else queue and sleep.
     MutexSleep(u32),
     MutexUnlock(u32),

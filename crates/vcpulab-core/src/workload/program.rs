@@ -29,6 +29,9 @@ pub enum OpSpec {
     Loop(LoopSpec),
     /// Acquire a user mutex (glibc-style: brief spin, then futex).
     Lock(String),
+    /// Acquire a mutex spinning up to `spin` before sleeping on its futex (a
+    /// spin-then-block mutex such as InnoDB's), instead of the guest's default spin.
+    LockSpin(LockSpinSpec),
     Unlock(String),
     /// A guest-kernel critical section under a spinlock.
     Kspin(KspinSpec),
@@ -66,6 +69,13 @@ pub enum OpSpec {
 pub struct KspinSpec {
     pub lock: String,
     pub hold: Dist,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockSpinSpec {
+    pub mutex: String,
+    pub spin: Dist,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -108,6 +118,10 @@ pub enum Instr {
         start: u32,
     },
     Lock(u32),
+    LockSpin {
+        mutex: u32,
+        spin: Dist,
+    },
     Unlock(u32),
     Kspin {
         lock: u32,
@@ -228,6 +242,10 @@ impl Program {
                 OpSpec::Sleep(d) => self.code.push(Instr::Sleep(d.clone())),
                 OpSpec::Count(n) => self.code.push(Instr::Count(*n)),
                 OpSpec::Lock(m) => self.code.push(Instr::Lock(intern(&mut syms.mutexes, m))),
+                OpSpec::LockSpin(l) => self.code.push(Instr::LockSpin {
+                    mutex: intern(&mut syms.mutexes, &l.mutex),
+                    spin: l.spin.clone(),
+                }),
                 OpSpec::Unlock(m) => self.code.push(Instr::Unlock(intern(&mut syms.mutexes, m))),
                 OpSpec::Kspin(k) => self.code.push(Instr::Kspin {
                     lock: intern(&mut syms.spinlocks, &k.lock),

@@ -278,16 +278,32 @@ fn oltp(p: &Params, t: u32, prefix: &str) -> Result<Groups, WorkloadError> {
     let fsync = p.dist("fsync")?;
     let forever = p.boolean("forever")?;
     let m = |s: &str| format!("{prefix}_{s}");
+    // InnoDB's mutexes spin before they block (storage/innobase/sync/sync0sync.cc
+    // mutex_spin_wait): innodb_sync_spin_loops = 30 rounds, each a ut_delay of
+    // ut_rnd_interval(0, innodb_spin_wait_delay = 6) × 50 PAUSEs (ut0ut.cc ut_delay),
+    // ≈ 4,500 PAUSEs, then sync_array_reserve_cell and os_event_wait (a futex). At ≈ 10
+    // cycles per PAUSE before Skylake (Intel's optimization manual) and 3 GHz: ≈ 15 us
+    // (derived), 13-17 us over the rounds' random delays.
+    let innodb = |name: &str, hold: Dist| {
+        vec![
+            OpSpec::LockSpin(crate::workload::program::LockSpinSpec {
+                mutex: m(name),
+                spin: dunif(13_000.0, 17_000.0),
+            }),
+            cpu(hold),
+            unlock(&m(name)),
+        ]
+    };
     // A statement: receive (io), parse (5 us, assumed), execute with InnoDB mutex
     // sections (buffer pool page lookups, lock table), send (kernel 3 us).
     let stmt = |exec: f64, pages: u64, lock_sys: bool| {
         let mut v = vec![io(rtt.clone()), kern(dc(3_000.0)), cpu(dexp(5_000.0))];
         for _ in 0..pages {
-            v.extend(critical(&m("buf_pool"), dc(300.0)));
+            v.extend(innodb("buf_pool", dc(300.0)));
             v.push(cpu(dexp(exec / pages as f64)));
         }
         if lock_sys {
-            v.extend(critical(&m("lock_sys"), dc(1_000.0)));
+            v.extend(innodb("lock_sys", dc(1_000.0)));
         }
         v.push(kern(dc(3_000.0)));
         v
@@ -295,9 +311,7 @@ fn oltp(p: &Params, t: u32, prefix: &str) -> Result<Groups, WorkloadError> {
     // BEGIN, 10 point selects, 4 range queries of 100 rows, 2 updates, 1 delete, 1 insert,
     // COMMIT (sysbench oltp read/write).
     let mut tx = stmt(1_000.0, 1, false);
-    tx.push(lock(&m("trx_sys")));
-    tx.push(cpu(dc(500.0)));
-    tx.push(unlock(&m("trx_sys")));
+    tx.extend(innodb("trx_sys", dc(500.0)));
     tx.push(rep(10, stmt(10_000.0, 3, false)));
     tx.push(rep(4, stmt(60_000.0, 4, false)));
     tx.push(rep(2, stmt(20_000.0, 3, true)));
@@ -305,8 +319,8 @@ fn oltp(p: &Params, t: u32, prefix: &str) -> Result<Groups, WorkloadError> {
     tx.extend(stmt(25_000.0, 4, true));
     // COMMIT: trx_sys, log_sys, then the redo-log flush
     tx.extend(stmt(2_000.0, 1, false));
-    tx.extend(critical(&m("trx_sys"), dc(800.0)));
-    tx.extend(critical(&m("log_sys"), dc(1_500.0)));
+    tx.extend(innodb("trx_sys", dc(800.0)));
+    tx.extend(innodb("log_sys", dc(1_500.0)));
     tx.push(io(fsync));
     tx.push(count(1));
     Ok(split_groups("connection", n, t, forever, tx))
