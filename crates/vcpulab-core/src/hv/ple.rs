@@ -138,10 +138,7 @@ impl World {
         }
         {
             let exit = Nanos(self.costs.vmexit_ns);
-            let vc = &mut self.vcpus[v.idx()];
-            vc.charge(now);
-            vc.overhead_until = vc.overhead_until.max(now) + exit;
-            vc.resume_at = vc.resume_at.max(vc.overhead_until);
+            self.vcpus[v.idx()].charge_overhead(now, exit);
         }
         match self.ple_action {
             PleAction::Yield => {
