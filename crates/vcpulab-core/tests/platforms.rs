@@ -45,6 +45,10 @@ fn a_host_platform_sets_its_keys_and_its_guest_kernel() {
     assert_eq!(sc.host.costs.vmexit_ns, 723);
     assert!(!sc.host.posted_interrupts);
     assert!(!sc.host.halt_poll.enabled);
+    assert!(
+        !sc.host.ple.pending_irq_counts_as_kernel,
+        "a Linux 3.9 host"
+    );
     assert!(matches!(sc.host.scheduler, SchedulerConfig::Cfs(_)));
     for vm in &sc.vm {
         assert_eq!(vm.guest.kernel.as_deref(), Some("linux-3.9"));
@@ -55,6 +59,10 @@ fn a_host_platform_sets_its_keys_and_its_guest_kernel() {
     // The modern one: APICv, halt polling, a modern guest.
     let m = ok(&scenario("", ""), &["host.platform=kvm-6.6-spr"]);
     assert!(m.host.posted_interrupts && m.host.halt_poll.enabled);
+    assert!(
+        m.host.ple.pending_irq_counts_as_kernel,
+        "Linux 5.3+ directed yield"
+    );
     assert_eq!(m.host.costs.vmexit_ns, 742); // 1484 cycles at 2.0 GHz
     let g = &m.vm[0].guest;
     assert!(!g.ipi_under_lock && g.pv_tlb_flush && g.vcpu_is_preempted && g.haltpoll_available);

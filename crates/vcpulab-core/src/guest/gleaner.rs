@@ -271,16 +271,9 @@ impl World {
         }
         if self.normal_queued(v) {
             // sched_yield finds a runnable thread: it runs, the yielder queues behind.
-            let max_vr = self.vcpus[v.idx()]
-                .rq
-                .iter()
-                .map(|o| self.threads[o.idx()].vruntime)
-                .max()
-                .unwrap_or(0);
             let syscall = self.costs.syscall_ns;
-            let th = &mut self.threads[t.idx()];
-            th.debt += Nanos(syscall);
-            th.vruntime = th.vruntime.max(max_vr + 1);
+            self.threads[t.idx()].debt += Nanos(syscall);
+            self.yield_behind_queued(v, t);
             if let Some(g) = self.vms[vm].gleaner.as_mut() {
                 g.yielders[i].in_streak = false;
             }

@@ -125,14 +125,7 @@ impl World {
                     if self.vcpus[v.idx()].rq.is_empty() {
                         continue;
                     }
-                    let max_vr = self.vcpus[v.idx()]
-                        .rq
-                        .iter()
-                        .map(|o| self.threads[o.idx()].vruntime)
-                        .max()
-                        .unwrap_or(0);
-                    let th = &mut self.threads[t.idx()];
-                    th.vruntime = th.vruntime.max(max_vr + 1);
+                    self.yield_behind_queued(v, t);
                     self.guest_preempt(v, t);
                     return Advance::Left;
                 }

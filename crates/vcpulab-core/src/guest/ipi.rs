@@ -77,16 +77,16 @@ impl World {
         let vm = &self.vms[th.vm.idx()];
         let allowed = |v: VcpuId| vm.cpuset >> (v.0 - vm.first_vcpu) & 1 == 1;
         let prev = th.vcpu;
-        if allowed(prev) && self.vcpu_idle(prev) {
-            return prev;
-        }
         let n = vm.nvcpus;
-        let base = prev.0 - vm.first_vcpu;
-        for k in 1..n {
-            let c = VcpuId(vm.first_vcpu + (base + k) % n);
-            if allowed(c) && self.vcpu_idle(c) {
-                return c;
-            }
+        let at = |i: usize| VcpuId(vm.first_vcpu + i as u32);
+        let base = (prev.0 - vm.first_vcpu) as usize;
+        if let Some(i) = crate::hv::placement::prev_else_next_idle(
+            base,
+            n as usize,
+            |i| allowed(at(i)),
+            |i| self.vcpu_idle(at(i)),
+        ) {
+            return at(i);
         }
         if allowed(prev) {
             return prev;
@@ -284,10 +284,7 @@ impl World {
             cost += self.costs.tlb_flush_ns;
         }
         let vc = &mut self.vcpus[v.idx()];
-        vc.charge(now);
-        vc.overhead_until = vc.overhead_until.max(now) + Nanos(cost);
-        vc.resume_at = vc.resume_at.max(vc.overhead_until);
-        let done = vc.overhead_until;
+        let done = vc.charge_overhead(now, Nanos(cost));
         let vm = vc.vm.idx();
         let lat = done.0.saturating_sub(sent.0);
         match kind {
@@ -319,9 +316,7 @@ impl World {
             let vm = self.vcpus[v.idx()].vm.idx();
             let inject = self.irq_at_entry_cost(vm);
             let vc = &mut self.vcpus[v.idx()];
-            vc.overhead_until = vc.overhead_until.max(now) + Nanos(inject);
-            vc.resume_at = vc.resume_at.max(vc.overhead_until);
-            let done = vc.overhead_until;
+            let done = vc.add_overhead(now, Nanos(inject));
             let vm = vc.vm.idx();
             self.vms[vm]
                 .irq_latency

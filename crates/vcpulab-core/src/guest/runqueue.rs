@@ -9,6 +9,19 @@ use crate::sim::world::World;
 use crate::sim::{ThreadId, VcpuId};
 
 impl World {
+    /// sched_yield's effect on the runqueue (yield_task_fair): the yielder `t` goes
+    /// behind every thread queued on `v`.
+    pub(crate) fn yield_behind_queued(&mut self, v: VcpuId, t: ThreadId) {
+        let max_vr = self.vcpus[v.idx()]
+            .rq
+            .iter()
+            .map(|o| self.threads[o.idx()].vruntime)
+            .max()
+            .unwrap_or(0);
+        let th = &mut self.threads[t.idx()];
+        th.vruntime = th.vruntime.max(max_vr + 1);
+    }
+
     pub(crate) fn guest_slice(&self, v: VcpuId) -> u64 {
         let vc = &self.vcpus[v.idx()];
         let g = &self.vms[vc.vm.idx()].guest;

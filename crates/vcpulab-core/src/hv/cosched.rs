@@ -177,10 +177,7 @@ impl World {
         let choice = cvs_choice(vor, self.cvs_coschedule_below, self.cvs_yield_head_below);
         match choice {
             CvsChoice::Coschedule => {
-                let vc = &mut self.vcpus[v.idx()];
-                vc.charge(now);
-                vc.overhead_until = vc.overhead_until.max(now) + Nanos(cost);
-                vc.resume_at = vc.resume_at.max(vc.overhead_until);
+                self.vcpus[v.idx()].charge_overhead(now, Nanos(cost));
                 if !self.ple_coschedule(p, v) {
                     // Nobody to co-schedule: yield as the VOR range says (the decision
                     // is paid already, by the spinner).

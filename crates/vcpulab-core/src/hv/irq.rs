@@ -189,10 +189,7 @@ impl World {
         self.sync_progress(v);
         let vm = self.vcpus[v.idx()].vm.idx();
         let deliver = Nanos(self.irq_running_cost(vm));
-        let vc = &mut self.vcpus[v.idx()];
-        vc.charge(now);
-        vc.overhead_until = vc.overhead_until.max(now) + deliver;
-        vc.resume_at = vc.resume_at.max(vc.overhead_until);
-        (vc.overhead_until - now).0
+        let resumes = self.vcpus[v.idx()].charge_overhead(now, deliver);
+        (resumes - now).0
     }
 }

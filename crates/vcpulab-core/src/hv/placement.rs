@@ -54,9 +54,34 @@ pub fn choose(
         .min_by_key(|&p| (load(p), p != prev, p))
 }
 
+/// The wake-up placement rule the kernels share (select_idle_sibling's first steps,
+/// csched_cpu_pick, the guest's select_task_rq): `prev` if it is allowed and idle, else
+/// the next allowed idle one in round-robin order from it, else None. Positions are
+/// 0..n.
+pub fn prev_else_next_idle(
+    prev: usize,
+    n: usize,
+    allowed: impl Fn(usize) -> bool,
+    idle: impl Fn(usize) -> bool,
+) -> Option<usize> {
+    (0..n)
+        .map(|k| (prev + k) % n)
+        .find(|&q| allowed(q) && idle(q))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prev_first_then_round_robin_then_none() {
+        let idle = [false, true, false, true];
+        let all = |_: usize| true;
+        assert_eq!(prev_else_next_idle(1, 4, all, |q| idle[q]), Some(1));
+        assert_eq!(prev_else_next_idle(2, 4, all, |q| idle[q]), Some(3));
+        assert_eq!(prev_else_next_idle(0, 4, |q| q != 1, |q| idle[q]), Some(3));
+        assert_eq!(prev_else_next_idle(0, 4, |q| q == 2, |q| idle[q]), None);
+    }
     use proptest::prelude::*;
 
     #[test]

@@ -138,10 +138,7 @@ impl World {
         }
         {
             let exit = Nanos(self.costs.vmexit_ns);
-            let vc = &mut self.vcpus[v.idx()];
-            vc.charge(now);
-            vc.overhead_until = vc.overhead_until.max(now) + exit;
-            vc.resume_at = vc.resume_at.max(vc.overhead_until);
+            self.vcpus[v.idx()].charge_overhead(now, exit);
         }
         match self.ple_action {
             PleAction::Yield => {
@@ -215,7 +212,10 @@ impl World {
                 if cv.hv != HvState::Runnable {
                     continue;
                 }
-                if in_kernel && !cv.preempted_in_kernel {
+                // Linux 5.3+: a pending interrupt makes a user-mode candidate a target.
+                let pending = self.ple_pending_irq_counts
+                    && (!cv.pending.is_empty() || !cv.pending_irq.is_empty());
+                if in_kernel && !cv.preempted_in_kernel && !pending {
                     continue;
                 }
                 // kvm_vcpu_eligible_for_directed_yield: a candidate inside its own PLE

@@ -217,6 +217,24 @@ impl Vcpu {
         self.cat_since = now;
     }
 
+    /// The hypervisor works `ns` on this running vCPU's behalf from `now` (an exit, an
+    /// injection, a decision): books the time so far, extends the overhead interval and
+    /// holds guest progress until it ends. Returns when the vCPU resumes the guest.
+    #[inline]
+    pub fn charge_overhead(&mut self, now: Nanos, ns: Nanos) -> Nanos {
+        self.charge(now);
+        self.add_overhead(now, ns)
+    }
+
+    /// `charge_overhead` without the booking, for a vCPU being dispatched (its time is
+    /// booked at the dispatch).
+    #[inline]
+    pub fn add_overhead(&mut self, now: Nanos, ns: Nanos) -> Nanos {
+        self.overhead_until = self.overhead_until.max(now) + ns;
+        self.resume_at = self.resume_at.max(self.overhead_until);
+        self.overhead_until
+    }
+
     #[inline]
     pub fn set_cat(&mut self, now: Nanos, cat: VCat) {
         self.charge(now);

@@ -269,6 +269,10 @@ pub struct PleConfig {
     /// unit of the report's `ple_epochs` series under every policy).
     pub epoch_exits: u64,
     pub apple: AppleConfig,
+    /// Linux 5.3 and later (kvm_vcpu_on_spin with kvm_arch_dy_has_pending_interrupt): in
+    /// yield-to-kernel mode, a candidate preempted in user mode is still a target when
+    /// an interrupt is pending for it. Off on the studies' older hosts.
+    pub pending_irq_counts_as_kernel: bool,
 }
 impl Default for PleConfig {
     fn default() -> Self {
@@ -283,6 +287,7 @@ impl Default for PleConfig {
             cvs_yield_head_below: 5.0,
             epoch_exits: 1000,
             apple: AppleConfig::default(),
+            pending_irq_counts_as_kernel: false,
         }
     }
 }

@@ -82,6 +82,9 @@ pub struct HostPlatform {
     pub ipiv: bool,
     /// KVM host halt polling (`halt_poll_ns`, Linux 4.0 and later; 200 us on x86).
     pub halt_poll: bool,
+    /// KVM's PLE handler of Linux 5.3 and later: a preempted candidate with a pending
+    /// interrupt counts as in-kernel (`host.ple.pending_irq_counts_as_kernel`).
+    pub ple_pending_irq: bool,
     /// Xen's scheduler rate limit (`sched_ratelimit_us`, Xen 4.2 and later; none in
     /// 4.1). `None` on KVM.
     pub xen_ratelimit_us: Option<f64>,
@@ -129,6 +132,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         apicv: false,
         ipiv: false,
         halt_poll: false,
+        ple_pending_irq: false,
         xen_ratelimit_us: None,
         scheduler: "cfs",
         guest_kernel: "linux-3.9",
@@ -145,6 +149,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         apicv: false,
         ipiv: false,
         halt_poll: false,
+        ple_pending_irq: false,
         xen_ratelimit_us: Some(0.0),
         scheduler: "credit",
         guest_kernel: "linux-3.2",
@@ -161,6 +166,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         apicv: false,
         ipiv: false,
         halt_poll: false,
+        ple_pending_irq: false,
         xen_ratelimit_us: Some(1000.0),
         scheduler: "credit",
         guest_kernel: "linux-3.5",
@@ -177,6 +183,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         apicv: false,
         ipiv: false,
         halt_poll: false,
+        ple_pending_irq: false,
         xen_ratelimit_us: None,
         scheduler: "cfs",
         guest_kernel: "linux-3.2",
@@ -193,6 +200,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         apicv: true,
         ipiv: false,
         halt_poll: false,
+        ple_pending_irq: false,
         xen_ratelimit_us: None,
         scheduler: "cfs",
         guest_kernel: "linux-3.19",
@@ -209,6 +217,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         apicv: true,
         ipiv: true,
         halt_poll: true,
+        ple_pending_irq: true,
         xen_ratelimit_us: None,
         scheduler: "eevdf",
         guest_kernel: "linux-6.6",
@@ -225,6 +234,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         apicv: true,
         ipiv: false,
         halt_poll: false,
+        ple_pending_irq: false,
         xen_ratelimit_us: Some(1000.0),
         scheduler: "credit2",
         guest_kernel: "linux-6.6",
@@ -396,6 +406,13 @@ impl HostPlatform {
             &["host", "scheduler", "kind"],
             Value::String(self.scheduler.into()),
         );
+        if self.hypervisor == Hypervisor::Kvm {
+            set(
+                &mut t,
+                &["host", "ple", "pending_irq_counts_as_kernel"],
+                Value::Boolean(self.ple_pending_irq),
+            );
+        }
         if let Some(r) = self.xen_ratelimit_us {
             if is_xen_scheduler(kind) {
                 set(

@@ -102,6 +102,8 @@ pub struct World {
     pub sems: Vec<Sem>,
     pub ple: Box<dyn PleWindow>,
     pub ple_action: PleAction,
+    /// `host.ple.pending_irq_counts_as_kernel` (Linux 5.3+ directed-yield rule).
+    pub ple_pending_irq_counts: bool,
     /// PLE exits counted in epochs, per VM (APPLE's input, the report's series).
     pub ple_epochs: crate::hv::ple_epochs::PleEpochs,
     pub clock_ghz: f64,
@@ -454,6 +456,7 @@ impl World {
             trace: None,
             ple: ple::build(&sc.host.ple, &vcpu_vm),
             ple_action: sc.host.ple.action,
+            ple_pending_irq_counts: sc.host.ple.pending_irq_counts_as_kernel,
             ple_epochs: crate::hv::ple_epochs::PleEpochs::new(&sc.host.ple, sc.vm.len(), nvcpus),
             clock_ghz: sc.host.clock_ghz,
             halt_poll: sc.host.halt_poll.clone(),

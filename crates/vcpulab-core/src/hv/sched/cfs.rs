@@ -5,6 +5,7 @@
 //! migration cost, and CFS bandwidth control for caps.
 
 use super::{HostScheduler, SchedSetup, StopReason, WakePlacement};
+use crate::hv::placement::prev_else_next_idle;
 use crate::scenario::CfsParams;
 use crate::sim::{Nanos, PcpuId, VcpuId};
 use std::cell::Cell;
@@ -253,15 +254,9 @@ impl Cfs {
         ) {
             return p as usize;
         }
-        if mask.contains(prev as u32) && self.rq_idle(prev) {
-            return prev;
-        }
-        let n = self.rqs.len();
-        for k in 1..=n {
-            let q = (prev + k) % n;
-            if mask.contains(q as u32) && self.rq_idle(q) {
-                return q;
-            }
+        let allowed = |q: usize| mask.contains(q as u32);
+        if let Some(q) = prev_else_next_idle(prev, self.rqs.len(), allowed, |q| self.rq_idle(q)) {
+            return q;
         }
         if mask.contains(prev as u32) && self.ent[v.idx()].ran {
             return prev;

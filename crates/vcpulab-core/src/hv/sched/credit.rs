@@ -7,6 +7,7 @@
 //! nanoseconds of run time (Xen: 10 credits per ms).
 
 use super::{HostScheduler, SchedSetup, StopReason, WakePlacement};
+use crate::hv::placement::prev_else_next_idle;
 use crate::scenario::CreditParams;
 use crate::sim::{Nanos, PcpuId, VcpuId};
 
@@ -206,15 +207,9 @@ impl Credit {
     fn pick_cpu(&self, v: VcpuId) -> usize {
         let mask = self.setup.vcpu_mask[v.idx()];
         let prev = self.svc[v.idx()].cpu as usize;
-        if mask.contains(prev as u32) && self.is_idle(prev) {
-            return prev;
-        }
-        let n = self.pcpus.len();
-        for k in 1..=n {
-            let q = (prev + k) % n;
-            if mask.contains(q as u32) && self.is_idle(q) {
-                return q;
-            }
+        let allowed = |q: usize| mask.contains(q as u32);
+        if let Some(q) = prev_else_next_idle(prev, self.pcpus.len(), allowed, |q| self.is_idle(q)) {
+            return q;
         }
         if mask.contains(prev as u32) {
             prev
