@@ -538,3 +538,35 @@ ops = [{{loop = {{n = 200, body = [
     );
     assert!(short.vms[0].time.spin_ns < long.vms[0].time.spin_ns / 4);
 }
+
+/// A read-write semaphore: four threads on four CPUs holding it 50 us at a time run
+/// in parallel when they read and one at a time when they write; with one writer
+/// among readers, everything finishes and the writer's exclusion costs time.
+#[test]
+fn rw_semaphore_shares_reads_and_serializes_writes() {
+    let run = |groups: &str| {
+        let r = run_toml(&format!(
+            "[run]\nduration = \"10s\"\n[host]\npcpus = 4\n[[vm]]\nvcpus = 4\n\
+             [vm.workload]\nmodel = \"program\"\n{groups}"
+        ));
+        assert!(r.vms[0].finished, "{groups}");
+        r.vms[0].completion_ns.unwrap()
+    };
+    let group = |threads: u32, op: &str| {
+        format!(
+            "[[vm.workload.group]]\nthreads = {threads}\nops = [{{loop = {{n = 100, body = [\
+             {{{op} = \"s\"}}, {{kernel = \"50us\"}}, {{rw_unlock = \"s\"}}, {{compute = \"1us\"}}, \
+             {{count = 1}}]}}}}]\n"
+        )
+    };
+    let readers = run(&group(4, "rw_read"));
+    let writers = run(&group(4, "rw_write"));
+    let mixed = run(&(group(3, "rw_read") + &group(1, "rw_write")));
+    // 100 holds of 50 us each: ≈ 5 ms in parallel, ≈ 20 ms serialized.
+    assert!(readers < 6_000_000, "readers {readers}");
+    assert!(writers > 19_000_000, "writers {writers}");
+    assert!(
+        mixed > readers + 4_000_000 && mixed < writers,
+        "mixed {mixed}"
+    );
+}

@@ -118,6 +118,17 @@ impl World {
                 }
                 Instr::SemPost(s) => th.micro.push_back(Micro::SemPost(bases.sem + s)),
                 Instr::SemWait(s) => th.micro.push_back(Micro::SemWait(bases.sem + s)),
+                Instr::RwRead(s) => th.micro.push_back(Micro::RwDown {
+                    s: bases.rwsem + s,
+                    write: false,
+                    retry: false,
+                }),
+                Instr::RwWrite(s) => th.micro.push_back(Micro::RwDown {
+                    s: bases.rwsem + s,
+                    write: true,
+                    retry: false,
+                }),
+                Instr::RwUnlock(s) => th.micro.push_back(Micro::RwUp(bases.rwsem + s)),
                 Instr::Yield => {
                     // sched_yield: the syscall's cost, then the runqueue's best thread
                     // (if any) runs and the yielder goes behind it.

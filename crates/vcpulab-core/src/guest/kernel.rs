@@ -24,6 +24,7 @@ pub struct ObjBases {
     pub cond: u32,
     pub queue: u32,
     pub sem: u32,
+    pub rwsem: u32,
 }
 
 impl World {

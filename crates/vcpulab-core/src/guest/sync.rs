@@ -44,6 +44,33 @@ pub struct Sem {
     pub bucket: LockId,
 }
 
+/// A kernel read-write semaphore (kernel/locking/rwsem.c in Linux 3.x terms): readers
+/// share it, a writer excludes everyone; a newcomer queues behind any waiter (so
+/// writers are not starved); a release that frees it wakes the writer at the front of
+/// the queue, or all readers before the first queued writer (__rwsem_do_wake).
+#[derive(Clone, Debug)]
+pub struct RwSem {
+    pub readers: u32,
+    pub writer: Option<ThreadId>,
+    pub waiters: VecDeque<(ThreadId, bool)>,
+    /// The semaphore's wait_lock (a kernel spinlock).
+    pub wait_lock: LockId,
+}
+
+impl RwSem {
+    fn grantable(&self, write: bool, queue_checked: bool) -> bool {
+        let queue_ok = !queue_checked || self.waiters.is_empty();
+        self.writer.is_none() && (!write || self.readers == 0) && queue_ok
+    }
+    fn take(&mut self, t: ThreadId, write: bool) {
+        if write {
+            self.writer = Some(t);
+        } else {
+            self.readers += 1;
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Queue {
     pub items: u32,
@@ -387,6 +414,74 @@ impl World {
                     th.micro.push_front(Micro::SemWait(s));
                     th.micro.push_front(Micro::Block);
                     th.micro.push_front(Micro::KUnlock(bucket));
+                }
+                Flow::Next
+            }
+            Micro::RwDown { s, write, retry } => {
+                let rw = &mut self.rwsems[s as usize];
+                if rw.grantable(write, !retry) {
+                    rw.take(t, write);
+                    return Flow::Next;
+                }
+                let wait_lock = rw.wait_lock;
+                let th = &mut self.threads[t.idx()];
+                th.wait_start = self.now;
+                th.micro.push_front(Micro::RwSleep { s, write });
+                th.micro.push_front(Micro::KLock(wait_lock));
+                Flow::Next
+            }
+            Micro::RwSleep { s, write } => {
+                let rw = &mut self.rwsems[s as usize];
+                let wait_lock = rw.wait_lock;
+                let th = &mut self.threads[t.idx()];
+                if rw.grantable(write, true) {
+                    rw.take(t, write);
+                    th.micro.push_front(Micro::KUnlock(wait_lock));
+                } else {
+                    rw.waiters.push_back((t, write));
+                    th.micro.push_front(Micro::RwDown {
+                        s,
+                        write,
+                        retry: true,
+                    });
+                    th.micro.push_front(Micro::Block);
+                    th.micro.push_front(Micro::KUnlock(wait_lock));
+                }
+                Flow::Next
+            }
+            Micro::RwUp(s) => {
+                let rw = &mut self.rwsems[s as usize];
+                if rw.writer == Some(t) {
+                    rw.writer = None;
+                } else {
+                    rw.readers = rw.readers.saturating_sub(1);
+                }
+                if rw.writer.is_none() && rw.readers == 0 && !rw.waiters.is_empty() {
+                    let wait_lock = rw.wait_lock;
+                    let cost = Micro::Work {
+                        ns: self.costs.futex_ns,
+                        kernel: true,
+                    };
+                    self.push_wake_path(t, wait_lock, Micro::WakeRw(s), cost);
+                }
+                Flow::Next
+            }
+            Micro::WakeRw(s) => {
+                let rw = &mut self.rwsems[s as usize];
+                let mut woken = Vec::new();
+                if let Some(&(w, write)) = rw.waiters.front() {
+                    if write {
+                        rw.waiters.pop_front();
+                        woken.push(w);
+                    } else {
+                        while let Some(&(w, false)) = rw.waiters.front() {
+                            rw.waiters.pop_front();
+                            woken.push(w);
+                        }
+                    }
+                }
+                for w in woken {
+                    self.futex_wake_one(t, v, w);
                 }
                 Flow::Next
             }

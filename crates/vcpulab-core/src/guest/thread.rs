@@ -54,6 +54,23 @@ pub enum Micro {
     KLock(LockId),
     KUnlock(LockId),
     MutexLock(u32),
+    /// down_read / down_write of a read-write semaphore; `retry` after a wake-up (the
+    /// queue is not checked again, so a woken waiter is not sent to its back).
+    RwDown {
+        s: u32,
+        write: bool,
+        retry: bool,
+    },
+    /// Holding the semaphore's wait_lock: take it if now available, else queue and sleep.
+    RwSleep {
+        s: u32,
+        write: bool,
+    },
+    /// up_read / up_write (the mode the thread holds it in).
+    RwUp(u32),
+    /// Holding the wait_lock: wake the writer at the front, or every reader before the
+    /// first queued writer.
+    WakeRw(u32),
     /// Take the mutex, spinning up to the given ns (not the guest's default) before
     /// sleeping on its futex.
     MutexLockSpin(u32, u64),

@@ -5,7 +5,7 @@
 use super::rng::Stream;
 use super::{EventQueue, Nanos, PcpuId, Rng, ThreadId, VcpuId, VmId};
 use crate::guest::spinlock::{LockClass, SpinLock};
-use crate::guest::sync::{Barrier, Cond, Mutex, Queue, Sem};
+use crate::guest::sync::{Barrier, Cond, Mutex, Queue, RwSem, Sem};
 use crate::guest::thread::Thread;
 use crate::host::cache::Footprint;
 use crate::host::pcpu::Pcpu;
@@ -100,6 +100,7 @@ pub struct World {
     pub conds: Vec<Cond>,
     pub queues: Vec<Queue>,
     pub sems: Vec<Sem>,
+    pub rwsems: Vec<RwSem>,
     pub ple: Box<dyn PleWindow>,
     pub ple_action: PleAction,
     /// `host.ple.pending_irq_counts_as_kernel` (Linux 5.3+ directed-yield rule).
@@ -171,6 +172,7 @@ impl World {
         let mut obj_bases = Vec::new();
         let mut nics: Vec<crate::guest::nic::Nic> = Vec::new();
         let mut sems: Vec<Sem> = Vec::new();
+        let mut rwsems: Vec<RwSem> = Vec::new();
         for (vi, vc) in sc.vm.iter().enumerate() {
             let vm_id = VmId(vi as u32);
             let masks = crate::scenario::vcpu_masks(&vc.pin, vc.vcpus, npcpu)
@@ -218,6 +220,13 @@ impl World {
                 new_lock(c);
             }
             let futex_class = new_class("futex-bucket".into());
+            // Each read-write semaphore's wait_lock is a kernel spinlock class of its own.
+            let rw_classes: Vec<u32> = w
+                .symbols
+                .rwsems
+                .iter()
+                .map(|n| new_class(format!("{n}.wait_lock")))
+                .collect();
             // User mutexes: one statistics class per name (hash-bucket mutexes of one
             // name share it); queue mutexes are the class "queue".
             let mut user_classes: std::collections::HashMap<String, u32> = Default::default();
@@ -311,7 +320,17 @@ impl World {
                     bucket: b,
                 });
             }
+            let rwsem_base = rwsems.len() as u32;
+            for c in rw_classes {
+                rwsems.push(RwSem {
+                    readers: 0,
+                    writer: None,
+                    waiters: Default::default(),
+                    wait_lock: new_lock(c),
+                });
+            }
             let bases = crate::guest::kernel::ObjBases {
+                rwsem: rwsem_base,
                 sem: sem_base,
                 spin: spin_base,
                 mutex: mutex_base,
@@ -472,6 +491,7 @@ impl World {
             conds,
             queues,
             sems,
+            rwsems,
             lock_log: None,
             events: 0,
             stale_events: 0,

@@ -40,6 +40,12 @@ pub enum OpSpec {
     /// A spin-then-block barrier: spin up to `spin`, then futex-wait.
     SpinBarrier(SpinBarrierSpec),
     CondWait(CondWaitSpec),
+    /// A kernel read-write semaphore (Linux's rw_semaphore, e.g. mmap_sem): take it
+    /// shared / exclusive, sleeping while it is not available; release it (the mode
+    /// it was taken in).
+    RwRead(String),
+    RwWrite(String),
+    RwUnlock(String),
     /// Counting semaphore (futex-based): post adds one and wakes a waiter, wait takes
     /// one or sleeps.
     SemPost(String),
@@ -140,6 +146,9 @@ pub enum Instr {
     CondBroadcast(u32),
     SemPost(u32),
     SemWait(u32),
+    RwRead(u32),
+    RwWrite(u32),
+    RwUnlock(u32),
     Yield,
     Cpuset(u128),
     Push(u32),
@@ -163,6 +172,7 @@ pub struct Symbols {
     pub conds: Vec<String>,
     pub queues: Vec<String>,
     pub sems: Vec<String>,
+    pub rwsems: Vec<String>,
 }
 
 fn intern(v: &mut Vec<String>, name: &str) -> u32 {
@@ -270,6 +280,9 @@ impl Program {
                     .push(Instr::CondBroadcast(intern(&mut syms.conds, c))),
                 OpSpec::SemPost(s) => self.code.push(Instr::SemPost(intern(&mut syms.sems, s))),
                 OpSpec::SemWait(s) => self.code.push(Instr::SemWait(intern(&mut syms.sems, s))),
+                OpSpec::RwRead(s) => self.code.push(Instr::RwRead(intern(&mut syms.rwsems, s))),
+                OpSpec::RwWrite(s) => self.code.push(Instr::RwWrite(intern(&mut syms.rwsems, s))),
+                OpSpec::RwUnlock(s) => self.code.push(Instr::RwUnlock(intern(&mut syms.rwsems, s))),
                 OpSpec::Yield(_) => self.code.push(Instr::Yield),
                 OpSpec::Cpuset(s) => {
                     let m = crate::host::cpumask::CpuMask::parse(s, 128)

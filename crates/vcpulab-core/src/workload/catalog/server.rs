@@ -216,7 +216,7 @@ pub(super) const DBENCH: ModelInfo = ModelInfo {
 
 pub(super) const EBIZZY: ModelInfo = ModelInfo {
     name: "ebizzy",
-    description: "ebizzy-like: 2 x threads; each loop mmaps 512 KiB, copies, binary-searches, munmaps (TLB shootdown)",
+    description: "ebizzy-like: 2 x threads; each loop mmaps 512 KiB (mmap_sem written), copies (128 page faults, mmap_sem read), binary-searches, munmaps (mmap_sem written, TLB shootdown)",
     params: &[
         ParamInfo {
             name: "iterations",
@@ -227,24 +227,43 @@ pub(super) const EBIZZY: ModelInfo = ModelInfo {
     ],
     footprint_kib: 5_120,
     build: |p, t| {
-        // 512 KiB per loop (ebizzy -m). (assumed) mmap 3 us + 128 page faults x 0.5 us,
-        // copy 512 KiB at ≈10 GB/s = 50 us, search 20 us, munmap 15 us + shootdown. The
-        // mmap/munmap write side of mmap_sem is modelled as a mutex.
+        // 512 KiB per loop (ebizzy -m: mmap instead of malloc). Every address-space
+        // change takes the process's mmap_sem (an rw_semaphore) for writing — mmap
+        // (mm/mmap.c vm_mmap_pgoff), munmap (vm_munmap, whose unmap_region flushes the
+        // other CPUs' TLBs while it is held) — and every page fault takes it for
+        // reading (arch/x86/mm/fault.c __do_page_fault), so the copy's faults wait
+        // behind another thread's mmap or munmap. (assumed) mmap 3 us; 128 faults of
+        // 0.5 us (a zeroed 4 KiB page each; zone->lock when the per-CPU list refills,
+        // every ≈ 32 pages); copy 512 KiB at ≈ 10 GB/s = 50 us; search 20 us; munmap
+        // 15 us plus the shootdown.
         let n = p.int("iterations", 1, 100_000_000)? as u64;
         let forever = p.boolean("forever")?;
+        let sem = "eb_mmap_sem";
         let body = vec![
-            lock("eb_mmap_sem"),
+            OpSpec::RwWrite(sem.into()),
             kern(dc(3_000.0)),
-            unlock("eb_mmap_sem"),
-            kern(dexp(64_000.0)),
-            kspin("eb_zone", khold()),
+            OpSpec::RwUnlock(sem.into()),
+            rep(
+                4,
+                vec![
+                    kspin("eb_zone", khold()),
+                    rep(
+                        32,
+                        vec![
+                            OpSpec::RwRead(sem.into()),
+                            kern(dc(500.0)),
+                            OpSpec::RwUnlock(sem.into()),
+                        ],
+                    ),
+                ],
+            ),
             cpu(dlog(50_000.0, 0.1)),
             cpu(dlog(20_000.0, 0.3)),
-            lock("eb_mmap_sem"),
+            OpSpec::RwWrite(sem.into()),
             kern(dc(15_000.0)),
             kspin("eb_zone", khold()),
             tlb(),
-            unlock("eb_mmap_sem"),
+            OpSpec::RwUnlock(sem.into()),
             count(1),
         ];
         Ok(split_groups("worker", n, 2 * t, forever, body))
