@@ -588,3 +588,114 @@ impl HostScheduler for Cfs {
         (e.vruntime as i64 - min_vr as i64) * e.load as i64 / NICE_0_LOAD as i64
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! CFS on its own, on hand-made situations (as credit.rs is tested): the pick, the
+    //! tick, wake-up placement and preemption, directed yield.
+    use super::*;
+    use crate::host::cpumask::CpuMask;
+    use crate::sim::VmId;
+
+    /// `weights[i]` is VM i's weight (one vCPU each), on `pcpus` pCPUs.
+    fn cfs(pcpus: u32, weights: &[u32]) -> Cfs {
+        let n = weights.len();
+        let setup = SchedSetup {
+            pcpus,
+            vcpu_vm: (0..n).map(|i| VmId(i as u32)).collect(),
+            vcpu_mask: vec![CpuMask::all(pcpus); n],
+            vm_weight: weights.to_vec(),
+            vm_cap: vec![None; n],
+        };
+        Cfs::new(&CfsParams::default(), setup)
+    }
+
+    /// Runs pCPU 0 tick by tick for `ms` with every vCPU always runnable; returns the
+    /// CPU time each got (ns).
+    fn run_ticks(c: &mut Cfs, n: usize, ms: u64) -> Vec<u64> {
+        let tick = c.tick_period().expect("CFS ticks").0;
+        let mut got = vec![0u64; n];
+        let mut now = Nanos(0);
+        let p = PcpuId(0);
+        let (mut cur, _) = c.pick_next(p, now).expect("something runs");
+        while now.0 < ms * 1_000_000 {
+            now = Nanos(now.0 + tick);
+            got[cur.idx()] += tick;
+            if c.tick(p, now) {
+                c.put_prev(p, cur, StopReason::Preempted, now);
+                cur = c.pick_next(p, now).expect("still runnable").0;
+            }
+        }
+        got
+    }
+
+    #[test]
+    fn cpu_time_follows_the_weights_on_one_pcpu() {
+        let mut c = cfs(1, &[256, 512, 1024]);
+        for v in 0..3 {
+            c.enqueue_wake(VcpuId(v), Nanos(0));
+        }
+        let got = run_ticks(&mut c, 3, 10_000);
+        let total: u64 = got.iter().sum();
+        for (v, w) in [(0, 1.0 / 7.0), (1, 2.0 / 7.0), (2, 4.0 / 7.0)] {
+            let share = got[v] as f64 / total as f64;
+            assert!((share - w).abs() < 0.01, "vCPU {v}: {share} vs {w}");
+        }
+    }
+
+    #[test]
+    fn the_leftmost_vruntime_runs_and_a_tick_preempts_after_the_ideal_slice() {
+        let mut c = cfs(1, &[256, 256]);
+        c.enqueue_wake(VcpuId(0), Nanos(0));
+        c.enqueue_wake(VcpuId(1), Nanos(0));
+        let (first, _) = c.pick_next(PcpuId(0), Nanos(0)).unwrap();
+        // Two equal tasks share the 24 ms latency: 12 ms each, checked at 4 ms ticks.
+        assert!(!c.tick(PcpuId(0), Nanos(4_000_000)));
+        assert!(!c.tick(PcpuId(0), Nanos(8_000_000)));
+        assert!(c.tick(PcpuId(0), Nanos(16_000_000)), "past its 12 ms slice");
+        c.put_prev(PcpuId(0), first, StopReason::Preempted, Nanos(16_000_000));
+        let (second, _) = c.pick_next(PcpuId(0), Nanos(16_000_000)).unwrap();
+        assert_ne!(first, second, "the other one has the smaller vruntime now");
+    }
+
+    #[test]
+    fn a_waking_vcpu_takes_an_idle_pcpu_and_preempts_only_beyond_the_granularity() {
+        let mut c = cfs(2, &[256, 256, 256]);
+        // vCPU 0 runs on pCPU 0; vCPU 1 wakes: pCPU 1 is idle, it goes there.
+        let w0 = c.enqueue_wake(VcpuId(0), Nanos(0));
+        c.pick_next(w0.pcpu, Nanos(0)).unwrap();
+        let w1 = c.enqueue_wake(VcpuId(1), Nanos(0));
+        assert_ne!(w1.pcpu, w0.pcpu, "an idle pCPU is preferred");
+        assert!(w1.preempt, "waking on an idle pCPU reschedules it");
+        c.pick_next(w1.pcpu, Nanos(0)).unwrap();
+        // Both busy: vCPU 2 queues somewhere; right after the others started it is not
+        // far enough behind to preempt (wake-up granularity).
+        let w2 = c.enqueue_wake(VcpuId(2), Nanos(1_000));
+        assert!(!w2.preempt);
+    }
+
+    #[test]
+    fn yield_to_needs_two_tasks_somewhere_and_steers_the_next_pick() {
+        let mut c = cfs(2, &[256, 256, 256]);
+        // pCPU 0 runs vCPU 0 alone; vCPU 1 runs on pCPU 1 with vCPU 2 queued behind.
+        c.enqueue_wake(VcpuId(0), Nanos(0));
+        c.pick_next(PcpuId(0), Nanos(0)).unwrap();
+        let w1 = c.enqueue_wake(VcpuId(1), Nanos(0));
+        assert_eq!(w1.pcpu, PcpuId(1));
+        c.pick_next(PcpuId(1), Nanos(0)).unwrap();
+        let w2 = c.enqueue_wake(VcpuId(2), Nanos(0));
+        let tp = w2.pcpu;
+        // Yielding from pCPU 0 (one task) to a vCPU queued with a running one: allowed.
+        assert!(!c.yield_to_esrch(PcpuId(0), VcpuId(2)));
+        assert_eq!(
+            c.yield_to(PcpuId(0), VcpuId(0), VcpuId(2), Nanos(10)),
+            Some(tp)
+        );
+        // A running target cannot be yielded to.
+        assert_eq!(c.yield_to(PcpuId(0), VcpuId(0), VcpuId(1), Nanos(10)), None);
+        // The target's runqueue picks it next (next buddy) when it is preempted.
+        let curr = c.rqs[tp.idx()].curr.expect("something runs there");
+        c.put_prev(tp, curr, StopReason::Preempted, Nanos(20));
+        assert_eq!(c.pick_next(tp, Nanos(20)).map(|x| x.0), Some(VcpuId(2)));
+    }
+}

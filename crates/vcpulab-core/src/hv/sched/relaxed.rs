@@ -224,3 +224,79 @@ impl HostScheduler for RelaxedCo {
         out.append(&mut self.pending);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Relaxed co-scheduling on its own, on hand-made situations: the skew that co-stops a
+    //! leading vCPU, the release at half the threshold, a waking vCPU resuming at its
+    //! slowest sibling's progress, and the slice cut at the threshold.
+    use super::*;
+    use crate::host::cpumask::CpuMask;
+    use crate::sim::VmId;
+
+    const MS: u64 = 1_000_000;
+
+    /// One VM of two vCPUs (0, 1) and one VM of one vCPU (2), on `pcpus` pCPUs; skew
+    /// threshold 3 ms.
+    fn relaxed(pcpus: u32) -> RelaxedCo {
+        let setup = SchedSetup {
+            pcpus,
+            vcpu_vm: vec![VmId(0), VmId(0), VmId(1)],
+            vcpu_mask: vec![CpuMask::all(pcpus); 3],
+            vm_weight: vec![256, 256],
+            vm_cap: vec![None; 2],
+        };
+        let p = RelaxedCoParams {
+            skew_threshold_ms: 3.0,
+            ..RelaxedCoParams::default()
+        };
+        RelaxedCo::new(&p, setup)
+    }
+
+    #[test]
+    fn a_vcpu_leading_its_sibling_past_the_threshold_is_co_stopped_then_released() {
+        let mut r = relaxed(1);
+        for v in 0..2 {
+            r.enqueue_wake(VcpuId(v), Nanos(0));
+        }
+        let (lead, slice) = r.pick_next(PcpuId(0), Nanos(0)).unwrap();
+        // Its slice is cut where its lead over the waiting sibling reaches 3 ms.
+        assert_eq!(slice, Some(Nanos(3 * MS)));
+        r.put_prev(PcpuId(0), lead, StopReason::Preempted, Nanos(3 * MS));
+        assert!(r.inner.is_held(lead), "3 ms ahead: co-stopped");
+        assert_eq!(r.costops, 1);
+        // The sibling runs; once it is within half the threshold, the leader is released.
+        let (lag, _) = r.pick_next(PcpuId(0), Nanos(3 * MS)).unwrap();
+        assert_ne!(lag, lead);
+        r.tick(PcpuId(0), Nanos(4 * MS));
+        assert!(r.inner.is_held(lead), "2 ms ahead still: held");
+        r.tick(PcpuId(0), Nanos(5 * MS) + Nanos(1));
+        assert!(!r.inner.is_held(lead), "under 1.5 ms ahead: released");
+    }
+
+    #[test]
+    fn a_waking_vcpu_resumes_at_its_slowest_runnable_siblings_progress() {
+        let mut r = relaxed(2);
+        r.enqueue_wake(VcpuId(0), Nanos(0));
+        let (v0, _) = r.pick_next(PcpuId(0), Nanos(0)).unwrap();
+        assert_eq!(v0, VcpuId(0));
+        // vCPU 1 was halted all along: it wakes at 10 ms at vCPU 0's progress, so it
+        // neither lags (no co-stop of vCPU 0) nor leads.
+        r.enqueue_wake(VcpuId(1), Nanos(10 * MS));
+        assert_eq!(r.progress[1], 10 * MS);
+        assert_eq!(r.lead(VcpuId(0), Nanos(10 * MS)), 0);
+        assert!(!r.inner.is_held(VcpuId(1)));
+    }
+
+    #[test]
+    fn a_single_vcpu_vm_is_never_co_stopped() {
+        let mut r = relaxed(1);
+        r.enqueue_wake(VcpuId(2), Nanos(0));
+        let (v, slice) = r.pick_next(PcpuId(0), Nanos(0)).unwrap();
+        assert_eq!(v, VcpuId(2));
+        assert_ne!(slice, Some(Nanos(3 * MS)), "no sibling: credit's own slice");
+        r.put_prev(PcpuId(0), v, StopReason::Preempted, Nanos(100 * MS));
+        assert!(!r.inner.is_held(v));
+        assert_eq!(r.costops, 0);
+    }
+}
