@@ -103,11 +103,17 @@ impl World {
         let latency = self.vms[self.vcpus[v.idx()].vm.idx()].guest.latency;
         let min_vr = self.vcpus[v.idx()].min_vr;
         self.move_thread(t, v);
+        if self.guest_eevdf(v) {
+            self.eevdf_place(v, t);
+        }
+        let eevdf = self.guest_eevdf(v);
         let th = &mut self.threads[t.idx()];
         th.state = ThreadState::Runnable;
         th.woken_at = Some(now);
         th.wake_path = path;
-        th.vruntime = th.vruntime.max(min_vr.saturating_sub(latency / 2));
+        if !eevdf {
+            th.vruntime = th.vruntime.max(min_vr.saturating_sub(latency / 2));
+        }
         self.rq_push(v, t);
     }
 
@@ -238,7 +244,11 @@ impl World {
             // behind the current one takes the vCPU (never inside a kernel spin
             // section: preemption is off there).
             let th = &self.threads[c.idx()];
-            if kind == IpiKind::Resched && th.held.is_empty() && th.act == TAct::Work {
+            if kind == IpiKind::Resched && self.vms[vm].guest.eevdf {
+                if self.eevdf_wakeup_preempts(v, c) && self.eevdf_resched_now(v, c, false) {
+                    self.guest_preempt(v, c);
+                }
+            } else if kind == IpiKind::Resched && th.held.is_empty() && th.act == TAct::Work {
                 let gran = self.vms[vm].guest.wakeup_gran;
                 let cvr = th.vruntime;
                 let best = self.vcpus[v.idx()]

@@ -39,8 +39,13 @@ impl World {
         }
         let mut el = (now - vc.seg_start).0;
         vc.seg_start = now;
+        let vm = vc.vm.idx();
         let th = &mut self.threads[t.idx()];
-        th.vruntime += el;
+        th.vruntime += if th.idle_prio && self.vms[vm].guest.eevdf {
+            crate::hv::sched::eevdf::fair(el, crate::guest::eevdf::IDLE_WEIGHT) as u64
+        } else {
+            el
+        };
         th.slice_used += el;
         if th.act != TAct::Work {
             th.spin_left = th.spin_left.saturating_sub(el);
@@ -79,6 +84,10 @@ impl World {
         if self.vms[vm].gleaner.is_some() {
             self.gleaner_switch_in(v, t, fresh);
         }
+        if self.vms[vm].guest.eevdf {
+            self.eevdf_switched(v);
+        }
+        self.vms[vm].thread_switches += fresh as u64;
         let th = &mut self.threads[t.idx()];
         th.state = ThreadState::Running;
         th.vcpu = v;
@@ -127,10 +136,23 @@ impl World {
                     }
                     let th = &self.threads[t.idx()];
                     if th.debt.0 == 0 && th.remaining.0 == 0 {
+                        // Between operations the thread is back in user mode: a pending
+                        // reschedule takes effect here.
+                        if self.guest_eevdf(v) && self.eevdf_pending_resched(v, t) {
+                            self.guest_preempt(v, t);
+                            continue;
+                        }
                         if let Advance::Left = self.thread_advance(t, v) {
+                            if self.guest_eevdf(v) && self.leaves_runqueue(t) {
+                                self.eevdf_save_lag(v, t);
+                            }
                             self.guest_tlb_leave(v, t);
                             self.vcpus[v.idx()].cur = None;
                         }
+                        continue;
+                    }
+                    if self.guest_eevdf(v) && self.eevdf_pending_resched(v, t) {
+                        self.guest_preempt(v, t);
                         continue;
                     }
                     return self.arm_work(v, t, t0);
@@ -189,8 +211,13 @@ impl World {
         );
         // Guest time slicing; never inside a kernel spinlock section.
         if th.held.is_empty() && !self.vcpus[v.idx()].rq.is_empty() {
-            let left = self.guest_slice(v).saturating_sub(th.slice_used).max(1_000);
-            seg = seg.min(left);
+            if self.vms[th.vm.idx()].guest.eevdf {
+                let at = self.eevdf_next_check(v, t, t0);
+                seg = seg.min(at.0.saturating_sub(t0.0).max(1_000));
+            } else {
+                let left = self.guest_slice(v).saturating_sub(th.slice_used).max(1_000);
+                seg = seg.min(left);
+            }
         }
         let vc = &mut self.vcpus[v.idx()];
         vc.set_cat(now, cat);
@@ -243,6 +270,12 @@ impl World {
                 };
                 let th = &self.threads[t.idx()];
                 match th.act {
+                    TAct::Work if self.vms[th.vm.idx()].guest.eevdf => {
+                        let busy = th.debt.0 > 0 || th.remaining.0 > 0;
+                        if busy && self.eevdf_tick(v, t) {
+                            self.guest_preempt(v, t);
+                        }
+                    }
                     TAct::Work => {
                         let busy = th.debt.0 > 0 || th.remaining.0 > 0;
                         if busy

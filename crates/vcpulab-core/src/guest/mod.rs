@@ -1,7 +1,8 @@
-//! The guest kernel: per-vCPU thread runqueues (CFS-like), idle, wake-ups, and the
+//! The guest kernel: per-vCPU thread runqueues (CFS or EEVDF), idle, wake-ups, and the
 //! execution of workload programs.
 
 pub mod consolidation;
+pub mod eevdf;
 pub mod gleaner;
 pub mod idle;
 pub mod interpreter;

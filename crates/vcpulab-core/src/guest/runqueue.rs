@@ -12,6 +12,9 @@ impl World {
     /// sched_yield's effect on the runqueue (yield_task_fair): the yielder `t` goes
     /// behind every thread queued on `v`.
     pub(crate) fn yield_behind_queued(&mut self, v: VcpuId, t: ThreadId) {
+        if self.guest_eevdf(v) {
+            return self.eevdf_yield(v, t);
+        }
         let max_vr = self.vcpus[v.idx()]
             .rq
             .iter()
@@ -34,6 +37,14 @@ impl World {
     pub(crate) fn guest_pick(&mut self, v: VcpuId) -> Option<ThreadId> {
         if self.vcpus[v.idx()].rq.is_empty() {
             self.guest_pull(v);
+        }
+        if self.guest_eevdf(v) {
+            let i = self.eevdf_pick_index(v)?;
+            let vc = &mut self.vcpus[v.idx()];
+            let t = vc.rq.remove(i);
+            self.vms[vc.vm.idx()].queued -= 1;
+            self.eevdf_set_next(t);
+            return Some(t);
         }
         let vc = &mut self.vcpus[v.idx()];
         let (i, _) = vc
@@ -98,7 +109,18 @@ impl World {
     /// behind, or one from an idler runqueue far ahead).
     pub(crate) fn move_thread(&mut self, t: ThreadId, to: VcpuId) {
         let from = self.threads[t.idx()].vcpu;
-        if from != to {
+        if from != to && self.guest_eevdf(to) {
+            // EEVDF carries the lag: a queued thread leaves with it and is placed with it
+            // (a blocked one saved it when it blocked and is placed as it wakes).
+            let queued = self.threads[t.idx()].state == ThreadState::Runnable;
+            if queued {
+                self.eevdf_save_lag(from, t);
+            }
+            self.threads[t.idx()].vcpu = to;
+            if queued {
+                self.eevdf_place(to, t);
+            }
+        } else if from != to {
             let (old, new) = (self.vcpus[from.idx()].min_vr, self.vcpus[to.idx()].min_vr);
             let th = &mut self.threads[t.idx()];
             let rel = th.vruntime as i128 - old as i128;

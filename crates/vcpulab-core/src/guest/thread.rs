@@ -132,6 +132,11 @@ pub struct Thread {
     pub tlb_gen: u32,
     pub vruntime: u64,
     pub slice_used: u64,
+    /// Guest EEVDF (guest/eevdf.rs): virtual deadline, the lag kept while dequeued, and
+    /// run-to-parity (picked, no new deadline since).
+    pub deadline: u64,
+    pub vlag: i64,
+    pub protect: bool,
     pub timer_gen: u32,
     /// When it was last made runnable by a wake-up, and by which path.
     pub woken_at: Option<Nanos>,
@@ -176,6 +181,9 @@ impl Thread {
             tlb_gen: 0,
             vruntime: 0,
             slice_used: 0,
+            deadline: 0,
+            vlag: 0,
+            protect: false,
             timer_gen: 0,
             woken_at: None,
             mutex_wait_since: Nanos::MAX,

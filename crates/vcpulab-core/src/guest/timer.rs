@@ -35,19 +35,29 @@ impl World {
             (g.latency, g.wakeup_gran)
         };
         let min_vr = self.vcpus[v.idx()].min_vr;
-        let th = &mut self.threads[t.idx()];
-        if th.state != ThreadState::Blocked {
+        if self.threads[t.idx()].state != ThreadState::Blocked {
             return;
         }
+        let eevdf = self.guest_eevdf(v);
+        if eevdf {
+            self.eevdf_place(v, t);
+        }
+        let th = &mut self.threads[t.idx()];
         th.state = ThreadState::Runnable;
         th.woken_at = Some(now);
-        th.vruntime = th.vruntime.max(min_vr.saturating_sub(latency / 2));
+        if !eevdf {
+            th.vruntime = th.vruntime.max(min_vr.saturating_sub(latency / 2));
+        }
         let wake_vr = th.vruntime;
         self.rq_push(v, t);
         let how = self.irq_deliver(v, Irq::Timer);
         self.threads[t.idx()].wake_path = wake_path_of(how);
         if how == Delivered::Running {
-            if let Some(c) = self.vcpus[v.idx()].cur {
+            if let Some(c) = self.vcpus[v.idx()].cur.filter(|_| eevdf) {
+                if self.eevdf_wakeup_preempts(v, c) && self.eevdf_resched_now(v, c, false) {
+                    self.guest_preempt(v, c);
+                }
+            } else if let Some(c) = self.vcpus[v.idx()].cur {
                 let cth = &self.threads[c.idx()];
                 let woken_normal = !self.threads[t.idx()].idle_prio;
                 if cth.held.is_empty()

@@ -80,6 +80,12 @@ pub struct Vcpu {
     pub rq: Vec<ThreadId>,
     pub min_vr: u64,
     pub last_thread: Option<ThreadId>,
+    /// Guest EEVDF (guest/eevdf.rs): a reschedule asked for and not yet honoured
+    /// (TIF_NEED_RESCHED; `resched_lazy`: PREEMPT_LAZY's, upgraded at the tick), and
+    /// the tick at which the current thread's used-up slice is noticed.
+    pub need_resched: bool,
+    pub resched_lazy: bool,
+    pub tick_at: Nanos,
 
     // accounting
     pub cat: VCat,
@@ -160,6 +166,9 @@ impl Vcpu {
             rq: Vec::new(),
             min_vr: 0,
             last_thread: None,
+            need_resched: false,
+            resched_lazy: false,
+            tick_at: Nanos::MAX,
             cat: VCat::Halted,
             cat_since: Nanos::ZERO,
             overhead_until: Nanos::ZERO,

@@ -7,6 +7,12 @@ use crate::sim::Nanos;
 #[derive(Clone, Debug)]
 pub struct GuestParams {
     pub idle_poll: bool,
+    /// The guest runs EEVDF (guest/eevdf.rs) rather than CFS.
+    pub eevdf: bool,
+    /// EEVDF: the base slice scaled for the VM's vCPUs, and the tick period.
+    pub base_slice: u64,
+    pub tick: u64,
+    pub preemption: crate::scenario::PreemptionModel,
     pub latency: u64,
     pub min_gran: u64,
     pub wakeup_gran: u64,
@@ -55,6 +61,8 @@ pub struct Vm {
     pub irq_latency: Hist,
     pub tlb_shootdowns: u64,
     /// futex system calls of the VM's threads (waits and wakes; guest/sync.rs).
+    /// Guest context switches (guest/kernel.rs become_current).
+    pub thread_switches: u64,
     pub futex_calls: u64,
     /// Exits of the wake path (hv/wake_path.rs): ICR writes, interrupt deliveries to
     /// running vCPUs, EOI writes, timer (TSC-deadline) writes.

@@ -91,6 +91,7 @@ pub static COLUMNS: &[Column] = &[
     c("vms", "lhp", "count", "lock-holder preemptions: a lock holder descheduled while others wait for the lock"),
     c("vms", "lwp", "count", "lock-waiter preemptions: the next waiter in a fair lock's queue descheduled when the lock is handed to it"),
     c("vms", "tlb_shootdowns", "count", "TLB shootdowns initiated (IPIs to every other vCPU of the mm)"),
+    c("vms", "thread_switches", "count", "context switches between the VM's threads inside the guest (a vCPU starting a thread other than the one it ran last, or coming out of its idle task), as vmstat's cs counts them"),
     c("vms", "futex_calls", "count", "futex system calls of the VM's threads: waits (a mutex, barrier, condition variable or semaphore sleep) and wakes of a sleeping waiter"),
     c("vms", "ipis_resched", "count", "reschedule IPIs (wake-ups of a thread on another vCPU) handled by their target"),
     c("vms", "ipis_tlb", "count", "TLB-shootdown IPIs handled by their target"),

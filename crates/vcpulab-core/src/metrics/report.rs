@@ -129,6 +129,7 @@ pub struct VmRow {
     pub lhp: u64,
     pub lwp: u64,
     pub tlb_shootdowns: u64,
+    pub thread_switches: u64,
     pub futex_calls: u64,
     pub ipis_resched: u64,
     pub ipis_tlb: u64,
@@ -536,6 +537,7 @@ impl Report {
                     .map(|c| c.lwp)
                     .sum(),
                 tlb_shootdowns: m.tlb_shootdowns,
+                thread_switches: m.thread_switches,
                 futex_calls: m.futex_calls,
                 ipis_resched: m.ipi_resched.count(),
                 ipis_tlb: m.ipi_tlb.count(),

@@ -70,6 +70,9 @@ pub fn resolve(
         })?;
         table.insert("seed".into(), Value::Integer(s));
     }
+    if let Some(preset) = default_preset(&table) {
+        table.insert("preset".into(), Value::String(preset.into()));
+    }
     let mut merged = match table.get("preset") {
         None => table,
         Some(Value::String(name)) => {
@@ -96,6 +99,29 @@ pub fn resolve(
     })?;
     super::validate::validate(&sc)?;
     Ok(sc)
+}
+
+/// A scenario that names neither a preset nor a host platform runs on today's platform:
+/// `xen-modern` when its host scheduler is one of Xen's (credit, credit2, or the
+/// co-schedulers built on credit), else `kvm-modern`. `preset = "kvm-default"` (or
+/// `xen-default`) asks for the built-in pre-6.6 defaults instead.
+pub fn default_preset(table: &Table) -> Option<&'static str> {
+    if table.contains_key("preset") {
+        return None;
+    }
+    let host = table.get("host").and_then(Value::as_table);
+    if host.is_some_and(|h| h.contains_key("platform")) {
+        return None;
+    }
+    let kind = host
+        .and_then(|h| h.get("scheduler"))
+        .and_then(Value::as_table)
+        .and_then(|s| s.get("kind"))
+        .and_then(Value::as_str);
+    Some(match kind {
+        Some("credit" | "credit2" | "gang" | "relaxed_co") => "xen-modern",
+        _ => "kvm-modern",
+    })
 }
 
 /// Fills what serde cannot default (the scheduler kind), copies the scenario-wide guest

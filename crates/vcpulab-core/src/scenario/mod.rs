@@ -727,6 +727,37 @@ pub enum IdleMode {
     Haltpoll,
 }
 
+/// The guest kernel's fair scheduler (guest/runqueue.rs, guest/eevdf.rs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GuestScheduler {
+    /// CFS as in Linux 2.6.23 to 6.5: least vruntime first, slices from
+    /// `latency_ms` / `min_granularity_ms`, wake-up preemption past
+    /// `wakeup_granularity_ms`.
+    Cfs,
+    /// EEVDF as in Linux 6.6 to 6.12: eligible earliest virtual deadline first, lag kept
+    /// across sleep, run to parity, slice ends noticed at the tick.
+    Eevdf,
+}
+
+/// CONFIG_PREEMPT_*: whether a wake-up preemption interrupts a thread running in the
+/// kernel (a thread in user mode is preempted on the interrupt's return in every model;
+/// a spinlock section is never preempted).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PreemptionModel {
+    /// PREEMPT_NONE (server kernels): at the return to user mode.
+    None,
+    /// PREEMPT_VOLUNTARY (most distribution kernels): also at cond_resched() points,
+    /// which the model's kernel paths do not have, so as `none`.
+    Voluntary,
+    /// PREEMPT (full): at once.
+    Full,
+    /// PREEMPT_LAZY (Linux 6.13+): a fair-class preemption of kernel code waits for the
+    /// next tick (or the return to user mode, if sooner).
+    Lazy,
+}
+
 /// The guest kernel's spinlock implementation (guest/spinlock.rs; docs/model.md has a
 /// section per kind with its kernel source). The old names are aliases: `pv` reads as
 /// `pv-ticket` (what it always modelled) and `queued` as `qspinlock`; the resolved
@@ -771,6 +802,17 @@ pub struct GuestConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kernel: Option<String>,
     pub idle: IdleMode,
+    /// The guest kernel's fair scheduler: CFS (Linux before 6.6) or EEVDF (6.6 and
+    /// later); guest/eevdf.rs.
+    pub scheduler: GuestScheduler,
+    /// EEVDF's base slice before the kernel scales it by 1 + ilog2(min(vCPUs, 8))
+    /// (sysctl_sched_base_slice, 0.75 ms; SCHED_TUNABLESCALING_LOG).
+    pub base_slice_ms: f64,
+    /// CONFIG_HZ: EEVDF notices a used-up slice at the tick (no HRTICK).
+    pub tick_hz: u32,
+    /// The kernel's preemption model: when a wake-up preemption of a thread in kernel
+    /// mode takes effect.
+    pub preemption: PreemptionModel,
     /// Guest CFS: latency and minimum granularity of thread time slices.
     pub latency_ms: f64,
     pub min_granularity_ms: f64,
@@ -813,6 +855,10 @@ impl Default for GuestConfig {
         GuestConfig {
             kernel: None,
             idle: IdleMode::Hlt,
+            scheduler: GuestScheduler::Cfs,
+            base_slice_ms: 0.75,
+            tick_hz: 250,
+            preemption: PreemptionModel::Voluntary,
             latency_ms: 6.0,
             min_granularity_ms: 0.75,
             wakeup_granularity_ms: 1.0,

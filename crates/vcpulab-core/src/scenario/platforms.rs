@@ -102,6 +102,12 @@ pub struct GuestKernel {
     pub name: &'static str,
     pub version: &'static str,
     pub study: &'static str,
+    /// `guest.scheduler`: the fair scheduler (CFS before 6.6, EEVDF from 6.6).
+    pub scheduler: &'static str,
+    /// `guest.tick_hz` and `guest.preemption` (EEVDF notices slice ends at the tick;
+    /// the preemption model decides when kernel code gives way).
+    pub tick_hz: u32,
+    pub preemption: &'static str,
     /// `guest.spinlock`.
     pub spinlock: &'static str,
     /// futex_wake sends the reschedule IPI under the hash-bucket lock (before wake_q,
@@ -247,6 +253,9 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         name: "linux-3.2",
         version: "Linux 3.2",
         study: "CVS (HVM guest), DCS",
+        scheduler: "cfs",
+        tick_hz: 250,
+        preemption: "voluntary",
         spinlock: "ticket",
         ipi_under_lock: true,
         pv_tlb_flush: false,
@@ -259,6 +268,9 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         name: "linux-3.5",
         version: "Linux 3.5.7",
         study: "micro-sliced vCPUs",
+        scheduler: "cfs",
+        tick_hz: 250,
+        preemption: "voluntary",
         spinlock: "ticket",
         ipi_under_lock: true,
         pv_tlb_flush: false,
@@ -271,6 +283,9 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         name: "linux-3.9",
         version: "Linux 3.9",
         study: "Gleaner",
+        scheduler: "cfs",
+        tick_hz: 250,
+        preemption: "voluntary",
         spinlock: "ticket",
         ipi_under_lock: true,
         pv_tlb_flush: false,
@@ -283,6 +298,9 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         name: "linux-3.19",
         version: "Linux 3.19 (Ubuntu 14.04)",
         study: "APPLE",
+        scheduler: "cfs",
+        tick_hz: 250,
+        preemption: "voluntary",
         spinlock: "ticket",
         ipi_under_lock: true,
         pv_tlb_flush: false,
@@ -295,6 +313,9 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         name: "linux-6.6",
         version: "Linux 6.6",
         study: "a modern guest",
+        scheduler: "eevdf",
+        tick_hz: 250,
+        preemption: "voluntary",
         spinlock: "pv-qspinlock",
         ipi_under_lock: false,
         pv_tlb_flush: true,
@@ -457,6 +478,11 @@ impl GuestKernel {
     /// The keys this kernel sets in a `guest` table.
     pub fn table(&self) -> Table {
         let mut t = Table::new();
+        t.insert("scheduler".into(), Value::String(self.scheduler.into()));
+        if self.scheduler == "eevdf" {
+            t.insert("tick_hz".into(), Value::Integer(self.tick_hz as i64));
+            t.insert("preemption".into(), Value::String(self.preemption.into()));
+        }
         t.insert("spinlock".into(), Value::String(self.spinlock.into()));
         t.insert("ipi_under_lock".into(), Value::Boolean(self.ipi_under_lock));
         t.insert("pv_tlb_flush".into(), Value::Boolean(self.pv_tlb_flush));

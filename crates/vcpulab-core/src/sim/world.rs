@@ -398,6 +398,13 @@ impl World {
                 nvcpus: vc.vcpus,
                 guest: GuestParams {
                     idle_poll: g.idle == IdleMode::Poll,
+                    eevdf: g.scheduler == crate::scenario::GuestScheduler::Eevdf,
+                    base_slice: crate::guest::eevdf::scaled_base_slice(
+                        ns(g.base_slice_ms),
+                        vc.vcpus,
+                    ),
+                    tick: (1e9 / g.tick_hz.max(1) as f64).round() as u64,
+                    preemption: g.preemption,
                     latency: ns(g.latency_ms),
                     min_gran: ns(g.min_granularity_ms),
                     wakeup_gran: ns(g.wakeup_granularity_ms),
@@ -435,6 +442,7 @@ impl World {
                 tlb_wait: Default::default(),
                 irq_latency: Default::default(),
                 tlb_shootdowns: 0,
+                thread_switches: 0,
                 futex_calls: 0,
                 exits: Default::default(),
                 ple_exits: 0,
@@ -629,6 +637,9 @@ impl World {
         // Threads start queued on their vCPUs; vCPUs with threads become runnable.
         for t in 0..self.threads.len() {
             let v = self.threads[t].vcpu;
+            if self.guest_eevdf(v) {
+                self.eevdf_initial_deadline(ThreadId(t as u32));
+            }
             self.rq_push(v, ThreadId(t as u32));
         }
         for v in 0..self.vcpus.len() {

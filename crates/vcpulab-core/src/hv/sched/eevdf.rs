@@ -29,7 +29,7 @@ use crate::host::cpumask::CpuMask;
 use crate::scenario::EevdfParams;
 use crate::sim::{Nanos, PcpuId, VcpuId};
 
-const NICE_0_LOAD: u64 = 1024;
+pub(crate) const NICE_0_LOAD: u64 = 1024;
 /// The smallest group share (kernel/sched/sched.h MIN_SHARES).
 const MIN_SHARES: u64 = 2;
 /// pCPUs in a balancing domain (one last-level cache's worth on a server CPU).
@@ -126,10 +126,36 @@ fn ms(x: f64) -> u64 {
     (x * 1e6).round() as u64
 }
 
+// The EEVDF arithmetic shared with the guest's EEVDF (guest/eevdf.rs).
+
 /// calc_delta_fair: `delta` of wall time in virtual time at weight `w`.
 #[inline]
-fn fair(delta: u64, w: u64) -> i64 {
+pub(crate) fn fair(delta: u64, w: u64) -> i64 {
     (delta as u128 * NICE_0_LOAD as u128 / w.max(1) as u128) as i64
+}
+
+/// The base slice's scaling for `cpus` CPUs: 1 + ilog2(min(CPUs, 8)) (update_sysctl,
+/// SCHED_TUNABLESCALING_LOG).
+pub(crate) fn slice_factor(cpus: u32) -> u64 {
+    1 + cpus.clamp(1, 8).ilog2() as u64
+}
+
+/// update_entity_lag(): the most lag an entity of weight `w` keeps, ± max(2 slices, a
+/// tick) of virtual time.
+pub(crate) fn lag_limit(base_slice: u64, tick: u64, w: u64) -> i64 {
+    fair((2 * base_slice).max(tick), w)
+}
+
+/// place_entity() with PLACE_LAG: the kept lag scaled by (load + w) / load, so that
+/// adding the entity to a runqueue of `load` leaves it that lag.
+pub(crate) fn scale_lag(vlag: i64, load: i128, w: u64) -> i128 {
+    vlag as i128 * (load + w as i128) / load.max(1)
+}
+
+/// entity_eligible(): Σ w·(v − base) ≥ (v_e − base)·Σ w, exactly.
+#[inline]
+pub(crate) fn eligible(sum: i128, load: i128, key: i128) -> bool {
+    sum >= key * load
 }
 
 impl Eevdf {
@@ -140,7 +166,7 @@ impl Eevdf {
         let groups = p.per_vm_groups;
         // sysctl_sched_base_slice 0.75 ms scaled by 1 + ilog2(min(CPUs, 8))
         // (update_sysctl, SCHED_TUNABLESCALING_LOG).
-        let factor = 1 + (np.clamp(1, 8)).ilog2() as u64;
+        let factor = slice_factor(np);
         let base_slice = p
             .base_slice_ms
             .map_or(750_000 * factor, |s| ms(s).max(1_000));
@@ -270,7 +296,7 @@ impl Eevdf {
     /// entity_eligible(): vruntime at or before the weighted mean, exactly.
     fn eligible_with(&self, rq: RqId, parts: (i128, i128), e: EntId) -> bool {
         let key = (self.se[e as usize].vruntime - self.rqs[rq as usize].min_vr) as i128;
-        parts.0 >= key * parts.1
+        eligible(parts.0, parts.1, key)
     }
 
     /// update_min_vruntime(): never moves backwards.
@@ -384,7 +410,7 @@ impl Eevdf {
         let avg = self.avg_vruntime(rq);
         let tick = self.tick.0;
         let s = &mut self.se[e as usize];
-        let limit = fair((2 * self.base_slice).max(tick), s.weight);
+        let limit = lag_limit(self.base_slice, tick, s.weight);
         s.vlag = (avg - s.vruntime).clamp(-limit, limit);
     }
 
@@ -400,10 +426,9 @@ impl Eevdf {
             .any(|&x| self.active(x));
         let load = self.avg_parts(rq).1;
         let s = &self.se[e as usize];
-        let w = s.weight as i128;
         let mut lag = 0i128;
         if nonempty {
-            lag = s.vlag as i128 * (load + w) / load.max(1);
+            lag = scale_lag(s.vlag, load, s.weight);
         }
         let initial = !s.placed;
         let mut vslice = fair(self.base_slice, s.weight);

@@ -1,0 +1,129 @@
+//! The guest kernel's EEVDF (guest/eevdf.rs) and the modern default platform: slice ends
+//! noticed at the guest's tick, the preemption model deciding when kernel code gives way
+//! to a woken thread, and a scenario naming no preset resolving to today's platform.
+mod common;
+use common::*;
+use vcpulab_core::resolve;
+
+/// One vCPU alone on one pCPU running three CPU-bound threads.
+const HOGS: &str = r#"
+seed = 1
+[run]
+duration = "5s"
+[host]
+pcpus = 1
+[[vm]]
+vcpus = 1
+[vm.workload]
+model = "program"
+[[vm.workload.group]]
+name = "hog"
+threads = 3
+ops = [{ loop = { n = "forever", body = [{ compute = "exp(1ms)" }, { count = 1 }] } }]
+"#;
+
+fn switches(text: &str, overrides: &[&str]) -> u64 {
+    run_with(text, overrides).vms[0].thread_switches
+}
+
+/// With three threads on a one-vCPU guest, EEVDF's base slice is 0.75 ms (1 + ilog2(1)
+/// = 1); a thread runs past its deadline until the next tick, so it switches once per
+/// tick period when that is longer than the slice: 5 s / 4 ms = 1250 at HZ=250, 5000
+/// at HZ=1000, 500 at HZ=100. CFS switches at its slice, 6 ms / 3 threads = 2 ms.
+#[test]
+fn eevdf_notices_a_used_up_slice_at_the_tick() {
+    assert_eq!(switches(HOGS, &["guest.scheduler=cfs"]), 2500);
+    assert_eq!(switches(HOGS, &["guest.scheduler=eevdf"]), 1250);
+    assert_eq!(switches(HOGS, &["guest.tick_hz=1000"]), 5000);
+    assert_eq!(switches(HOGS, &["guest.tick_hz=100"]), 500);
+    // A 3 ms slice still ends at a 4 ms tick; a 5 ms one at the 8 ms tick (the first
+    // round is shorter: new threads start with half a slice, PLACE_DEADLINE_INITIAL).
+    assert_eq!(switches(HOGS, &["guest.base_slice_ms=3"]), 1250);
+    let five = switches(HOGS, &["guest.base_slice_ms=5"]);
+    assert!((625..=628).contains(&five), "{five} switches");
+}
+
+/// A thread in kernel code (exponential 2 ms system calls) and a thread waking every
+/// 3 ms: with full preemption the wakee runs at once; with PREEMPT_NONE / VOLUNTARY it
+/// waits for the system call to return (mean residual 2 ms); with PREEMPT_LAZY for the
+/// next tick or the return, whichever is first.
+#[test]
+fn the_preemption_model_decides_when_kernel_code_gives_way() {
+    let text = r#"
+seed = 1
+[run]
+duration = "5s"
+[host]
+pcpus = 1
+[[vm]]
+vcpus = 1
+[vm.workload]
+model = "program"
+[[vm.workload.group]]
+name = "syscalls"
+threads = 1
+ops = [{ loop = { n = "forever", body = [{ kernel = "exp(2ms)" }, { count = 1 }] } }]
+[[vm.workload.group]]
+name = "sleeper"
+threads = 1
+ops = [{ loop = { n = "forever", body = [{ compute = "50us" }, { sleep = "3ms" }] } }]
+"#;
+    let mean = |model: &str| {
+        let r = run_with(text, &[&format!("guest.preemption={model}")]);
+        r.vms[0].wake_latency_mean_ns
+    };
+    let (full, none, voluntary, lazy) = (mean("full"), mean("none"), mean("voluntary"), mean("lazy"));
+    assert!(full < 20_000.0, "full preemption: {full} ns");
+    assert!(none > 1_000_000.0, "PREEMPT_NONE waits for the system call: {none} ns");
+    assert_eq!(none, voluntary, "no cond_resched points in the model's kernel paths");
+    assert!(lazy > full && lazy < none, "lazy {lazy} between {full} and {none}");
+}
+
+/// A thread that sleeps most of the time keeps its lag and runs soon after waking,
+/// while CPU-bound threads share the vCPU: EEVDF places it eligible with an early
+/// deadline.
+#[test]
+fn a_short_sleeper_keeps_its_lag_and_runs_promptly() {
+    let text = format!(
+        "{HOGS}\n[[vm.workload.group]]\nname = \"sleeper\"\nthreads = 1\nops = [{{ loop = {{ n = \"forever\", body = [{{ compute = \"100us\" }}, {{ sleep = \"2ms\" }}] }} }}]\n"
+    );
+    let r = run_with(&text, &["guest.preemption=full"]);
+    let vm = &r.vms[0];
+    assert!(vm.wake_latency_count > 1500, "{} wake-ups", vm.wake_latency_count);
+    let p50 = vm.wake_latency_p50_ns.expect("wake-ups");
+    assert!(p50 < 50_000, "median wake-up latency {p50} ns");
+}
+
+/// Same scenario, same seed: the same report, with EEVDF in the guest.
+#[test]
+fn guest_eevdf_is_deterministic() {
+    let a = serde_json::to_string(&run_with(HOGS, &["guest.tick_hz=300"])).unwrap();
+    let b = serde_json::to_string(&run_with(HOGS, &["guest.tick_hz=300"])).unwrap();
+    assert_eq!(a, b);
+}
+
+#[test]
+fn a_bad_tick_or_preemption_model_is_refused_by_name() {
+    let e = resolve(HOGS, &["guest.tick_hz=500".into()], None).unwrap_err();
+    assert!(e.to_string().contains("tick_hz") && e.to_string().contains("250"), "{e}");
+    let e = resolve(HOGS, &["guest.preemption=rt".into()], None).unwrap_err();
+    assert!(e.to_string().contains("preemption"), "{e}");
+}
+
+/// A scenario naming neither a preset nor a platform runs on today's platform: KVM on
+/// Linux 6.6 (EEVDF host and guest), or Xen 4.19 when its scheduler is one of Xen's.
+#[test]
+fn a_scenario_naming_no_platform_gets_todays() {
+    let sc = resolve(HOGS, &[], None).unwrap();
+    assert_eq!(sc.preset.as_deref(), Some("kvm-modern"));
+    assert_eq!(sc.host.platform.as_deref(), Some("kvm-6.6-spr"));
+    let text = format!("{HOGS}\n[host.scheduler]\nkind = \"credit\"\n");
+    let sc = resolve(&text, &[], None).unwrap();
+    assert_eq!(sc.preset.as_deref(), Some("xen-modern"));
+    // Naming a preset or a platform keeps it.
+    let sc = resolve(HOGS, &["preset=kvm-default".into()], None).unwrap();
+    assert_eq!(sc.preset.as_deref(), Some("kvm-default"));
+    assert_eq!(sc.host.platform, None);
+    let sc = resolve(HOGS, &["host.platform=kvm-3.9-snb".into()], None).unwrap();
+    assert_eq!(sc.preset, None);
+}
