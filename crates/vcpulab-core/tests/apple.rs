@@ -9,7 +9,7 @@ use vcpulab_core::scenario::AppleConfig;
 /// overcommit, so PLE exits happen.
 fn contended(ple: &str) -> String {
     format!(
-        "seed = 5\n[run]\nduration = \"300ms\"\n[host]\npcpus = 8\n[host.ple]\n{ple}\n[[vm]]\nvcpus = 8\ncount = 2\nworkload = {{ model = \"dbench\", params = {{ forever = true }} }}\n"
+        "seed = 5\npreset = \"kvm-default\"\n[run]\nduration = \"300ms\"\n[host]\npcpus = 8\n[host.ple]\n{ple}\n[[vm]]\nvcpus = 8\ncount = 2\nworkload = {{ model = \"dbench\", params = {{ forever = true }} }}\n"
     )
 }
 
@@ -92,7 +92,8 @@ fn series_under_fixed_and_kvm_windows_and_none_without_ple() {
 
 #[test]
 fn apple_runs_are_deterministic_and_the_preset_resolves() {
-    let text = contended("epoch_exits = 20").replace("seed = 5", "seed = 5\npreset = \"apple\"");
+    let text =
+        contended("epoch_exits = 20").replace("preset = \"kvm-default\"", "preset = \"apple\"");
     let a = run_toml(&text);
     let b = run_toml(&text);
     assert_eq!(a.to_json(), b.to_json());

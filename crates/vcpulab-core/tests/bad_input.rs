@@ -103,7 +103,7 @@ fn a_ple_action_the_scheduler_cannot_do_is_refused() {
     assert!(
         e.starts_with("host.ple.action")
             && e.contains("yield-to-head")
-            && e.contains("cfs")
+            && e.contains("eevdf")
             && e.contains("directed-yield, yield, coschedule"),
         "{e}"
     );

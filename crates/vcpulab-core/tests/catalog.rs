@@ -61,11 +61,11 @@ fn forever_models_run_for_the_whole_run() {
         if !quick(m).is_empty() {
             p = format!("{p}, {}", quick(m));
         }
-        let r = run_toml(&alone(m, 4, &p, "100ms"));
+        let r = run_toml(&alone(m, 4, &p, "300ms"));
         let v = &r.vms[0];
         assert!(!v.finished, "{m}: a forever run finished");
         assert_eq!(r.stop_reason, "duration", "{m}");
-        assert!(v.work_units > 0, "{m}: no units in 100 ms");
+        assert!(v.work_units > 0, "{m}: no units in 300 ms");
     }
 }
 

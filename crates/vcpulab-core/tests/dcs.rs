@@ -10,6 +10,7 @@ use common::*;
 fn shootdowns(sched: &str, extra: &str) -> String {
     format!(
         r#"
+preset = "kvm-default"
 [run]
 duration = "20s"
 [host]

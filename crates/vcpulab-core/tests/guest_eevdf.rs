@@ -72,11 +72,21 @@ ops = [{ loop = { n = "forever", body = [{ compute = "50us" }, { sleep = "3ms" }
         let r = run_with(text, &[&format!("guest.preemption={model}")]);
         r.vms[0].wake_latency_mean_ns
     };
-    let (full, none, voluntary, lazy) = (mean("full"), mean("none"), mean("voluntary"), mean("lazy"));
+    let (full, none, voluntary, lazy) =
+        (mean("full"), mean("none"), mean("voluntary"), mean("lazy"));
     assert!(full < 20_000.0, "full preemption: {full} ns");
-    assert!(none > 1_000_000.0, "PREEMPT_NONE waits for the system call: {none} ns");
-    assert_eq!(none, voluntary, "no cond_resched points in the model's kernel paths");
-    assert!(lazy > full && lazy < none, "lazy {lazy} between {full} and {none}");
+    assert!(
+        none > 1_000_000.0,
+        "PREEMPT_NONE waits for the system call: {none} ns"
+    );
+    assert_eq!(
+        none, voluntary,
+        "no cond_resched points in the model's kernel paths"
+    );
+    assert!(
+        lazy > full && lazy < none,
+        "lazy {lazy} between {full} and {none}"
+    );
 }
 
 /// A thread that sleeps most of the time keeps its lag and runs soon after waking,
@@ -89,7 +99,11 @@ fn a_short_sleeper_keeps_its_lag_and_runs_promptly() {
     );
     let r = run_with(&text, &["guest.preemption=full"]);
     let vm = &r.vms[0];
-    assert!(vm.wake_latency_count > 1500, "{} wake-ups", vm.wake_latency_count);
+    assert!(
+        vm.wake_latency_count > 1500,
+        "{} wake-ups",
+        vm.wake_latency_count
+    );
     let p50 = vm.wake_latency_p50_ns.expect("wake-ups");
     assert!(p50 < 50_000, "median wake-up latency {p50} ns");
 }
@@ -105,7 +119,10 @@ fn guest_eevdf_is_deterministic() {
 #[test]
 fn a_bad_tick_or_preemption_model_is_refused_by_name() {
     let e = resolve(HOGS, &["guest.tick_hz=500".into()], None).unwrap_err();
-    assert!(e.to_string().contains("tick_hz") && e.to_string().contains("250"), "{e}");
+    assert!(
+        e.to_string().contains("tick_hz") && e.to_string().contains("250"),
+        "{e}"
+    );
     let e = resolve(HOGS, &["guest.preemption=rt".into()], None).unwrap_err();
     assert!(e.to_string().contains("preemption"), "{e}");
 }

@@ -102,8 +102,12 @@ fn explicit_keys_win_over_the_preset_which_wins_over_the_profile() {
     );
     assert_eq!(sc.vm[0].guest.spinlock, SpinlockKind::Tas);
     assert_eq!(sc.vm[1].guest.spinlock, SpinlockKind::Ticket);
-    // No platform, no kernel: the built-in defaults, unchanged.
+    // No preset, no platform: today's platform (kvm-modern).
     let sc = ok(&scenario("", ""), &[]);
+    assert_eq!(sc.host.costs.vmexit_ns, 742);
+    assert_eq!(sc.host.platform.as_deref(), Some("kvm-6.6-spr"));
+    // kvm-default and no platform: the built-in defaults, unchanged.
+    let sc = ok(&scenario("preset = \"kvm-default\"", ""), &[]);
     assert_eq!(sc.host.costs.vmexit_ns, 500);
     assert!(sc.host.platform.is_none() && sc.vm[0].guest.kernel.is_none());
 }

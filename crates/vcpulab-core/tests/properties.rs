@@ -72,11 +72,14 @@ proptest! {
         let pcpu_busy: u64 = r.pcpus.iter().map(|p| p.guest_ns + p.overhead_ns).sum();
         prop_assert_eq!(vcpu_cpu, pcpu_busy);
         for p in &r.pcpus {
-            prop_assert_eq!(p.guest_ns + p.overhead_ns + p.idle_ns, end);
+            prop_assert_eq!(p.guest_ns + p.overhead_ns + p.idle_ns + p.poll_ns, end);
         }
         // Every running or runnable vCPU counts in exactly one pCPU's run queue: the
         // time-weighted queue lengths add up to the vCPUs' running + runnable time.
-        let wanting: u64 = r.vcpus.iter().map(|v| v.time.cpu_ns + v.time.runnable_ns).sum();
+        // A vCPU the host halt-polls for stays on its runqueue (kvm_vcpu_halt polls in
+        // the vCPU thread): its pCPU's poll time counts too.
+        let polled: u64 = r.pcpus.iter().map(|p| p.poll_ns).sum();
+        let wanting: u64 = r.vcpus.iter().map(|v| v.time.cpu_ns + v.time.runnable_ns).sum::<u64>() + polled;
         let queued: f64 = r.pcpus.iter().map(|p| p.runq_mean * end as f64).sum();
         prop_assert!((queued - wanting as f64).abs() <= 1e-6 * wanting.max(1) as f64 + 1.0,
             "run-queue time {} vs running+runnable {}", queued, wanting);

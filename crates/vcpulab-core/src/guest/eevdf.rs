@@ -152,7 +152,8 @@ impl World {
         let th = &self.threads[t.idx()];
         let w = self.thread_weight(t);
         // Wall time until the deadline: virtual time at weight w runs 1024/w as fast.
-        let to_dl = th.deadline.saturating_sub(th.vruntime) as u128 * w as u128 / NICE_0_LOAD as u128;
+        let to_dl =
+            th.deadline.saturating_sub(th.vruntime) as u128 * w as u128 / NICE_0_LOAD as u128;
         let mut at = tick_after(t0 + Nanos(to_dl as u64), tick);
         let vc = &mut self.vcpus[v.idx()];
         if vc.resched_lazy {

@@ -27,7 +27,8 @@ pub struct Barrier {
     pub spinners: u32,
     pub arrived: u32,
     pub gen: u64,
-    pub waiters: Vec<ThreadId>,
+    /// Sleeping waiters and the generation each waits to see end.
+    pub waiters: Vec<(ThreadId, u64)>,
     pub bucket: LockId,
 }
 
@@ -382,7 +383,7 @@ impl World {
                 let bucket = br.bucket;
                 let th = &mut self.threads[t.idx()];
                 if br.gen == g {
-                    br.waiters.push(t);
+                    br.waiters.push((t, g));
                     th.micro.push_front(Micro::Block);
                 }
                 th.micro.push_front(Micro::KUnlock(bucket));
@@ -508,7 +509,16 @@ impl World {
             Micro::WakeCond { cond, all } => {
                 // Barriers reuse this step with cond = u32::MAX - barrier.
                 let ws: Vec<ThreadId> = if cond > u32::MAX / 2 {
-                    std::mem::take(&mut self.barriers[(u32::MAX - cond) as usize].waiters)
+                    // Only the waiters of an ended generation: one that already sleeps on
+                    // the next (registered while this wake-up waited for the bucket lock)
+                    // would wake, see its round still open and sleep again (glibc's
+                    // pthread_barrier_wait re-checks after every futex wake).
+                    let br = &mut self.barriers[(u32::MAX - cond) as usize];
+                    let gen = br.gen;
+                    let (ended, open): (Vec<_>, Vec<_>) =
+                        br.waiters.drain(..).partition(|&(_, g)| g < gen);
+                    br.waiters = open;
+                    ended.into_iter().map(|(w, _)| w).collect()
                 } else {
                     let q = &mut self.conds[cond as usize].waiters;
                     if all {

@@ -353,7 +353,13 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
             ));
         }
         range_f(&k("guest.latency_ms"), g.latency_ms, 0.01, 10_000.0, " ms")?;
-        range_f(&k("guest.base_slice_ms"), g.base_slice_ms, 0.05, 1_000.0, " ms")?;
+        range_f(
+            &k("guest.base_slice_ms"),
+            g.base_slice_ms,
+            0.05,
+            1_000.0,
+            " ms",
+        )?;
         if !matches!(g.tick_hz, 100 | 250 | 300 | 1000) {
             return Err(ScenarioError::new(
                 k("guest.tick_hz"),
