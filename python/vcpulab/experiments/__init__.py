@@ -57,6 +57,7 @@ _MODULES = (
     "workloads",
     "dcs",
     "microslice",
+    "modern",
 )
 
 VERDICTS = ("agrees", "partly", "disagrees")
