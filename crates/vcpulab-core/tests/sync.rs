@@ -574,3 +574,37 @@ fn rw_semaphore_shares_reads_and_serializes_writes() {
         "mixed {mixed}"
     );
 }
+
+/// A VM alone on as many pCPUs as vCPUs, spinning on a kernel lock, with PLE exits that
+/// yield: every yield finds no other task, so the host picks the same vCPU again — no
+/// context switch. KVM calls no kvm_sched_in then, so its window is not shrunk and grows
+/// exit after exit; no dispatch wait is recorded and no lock-holder preemption counted.
+#[test]
+fn a_reschedule_that_picks_the_same_vcpu_has_no_side_effects() {
+    let text = r#"
+preset = "kvm-default"
+seed = 1
+[run]
+duration = "200ms"
+[host]
+pcpus = 4
+[host.ple]
+action = "yield"
+[[vm]]
+vcpus = 4
+[vm.workload]
+model = "program"
+[[vm.workload.group]]
+threads = 4
+ops = [{ loop = { n = "forever", body = [{ compute = "exp(5us)" }, { kspin = { lock = "k", hold = "exp(20us)" } }, { count = 1 }] } }]
+"#;
+    let growing = run_with(text, &[]);
+    let fixed = run_with(text, &["host.ple.policy=fixed"]);
+    let (g, f) = (&growing.vms[0], &fixed.vms[0]);
+    assert!(f.ple_exits > 1000 && g.ple_yields_ok == g.ple_exits, "{} {}", f.ple_exits, g.ple_exits);
+    assert!(g.ple_exits * 100 < f.ple_exits, "KVM's window grows: {} vs {} exits", g.ple_exits, f.ple_exits);
+    // Only the four first dispatches waited; no vCPU ever left its pCPU.
+    assert_eq!(g.dispatch_wait_count, 4);
+    assert_eq!(f.dispatch_wait_count, 4);
+    assert_eq!((g.lhp, f.lhp, g.vcpu_switches), (0, 0, 4));
+}

@@ -13,6 +13,9 @@ pub struct Pcpu {
     /// Earliest pending reschedule request (Nanos::MAX: none).
     pub resched_at: Nanos,
     pub last_vcpu: Option<VcpuId>,
+    /// The vCPU just taken off while still runnable, until the next pick: picked again,
+    /// it never left (no context switch, hv/dispatch.rs).
+    pub put_back: Option<VcpuId>,
     /// KiB brought into this pCPU's cache by all contexts so far (footprint model).
     pub cache_loaded_kib: u64,
     /// Pages brought into this pCPU's TLB by all contexts so far (TLB model).

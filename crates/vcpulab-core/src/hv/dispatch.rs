@@ -47,7 +47,17 @@ impl World {
 
     pub(crate) fn schedule(&mut self, p: PcpuId) {
         let urgent = self.take_urgent(p);
-        if let Some((v, slice)) = self.sched.pick_next(p, self.now) {
+        let put_back = self.pcpus[p.idx()].put_back.take();
+        let next = self.sched.pick_next(p, self.now);
+        // The vCPU just put back is picked again: the host's schedule() found no other
+        // task (prev == next), so there was no context switch — no kvm_sched_out /
+        // kvm_sched_in (no PLE window shrink), no lock-holder preemption, no dispatch
+        // wait. Only the exit and entry it took were real.
+        let noop = put_back.is_some() && next.map(|(v, _)| v) == put_back;
+        if let (Some(u), false) = (put_back, noop) {
+            self.count_lhp(u);
+        }
+        if let Some((v, slice)) = next {
             if urgent == Some(v) {
                 // The urgent vCPU runs for the urgent time slice, protected; then the
                 // scheduler decides again by its own rules (what it borrowed shows in
@@ -60,7 +70,7 @@ impl World {
                     self.request_resched(p, end);
                 }
             }
-            self.dispatch(p, v, slice);
+            self.dispatch(p, v, slice, noop);
         }
         self.drain_sched_resched();
     }
@@ -116,6 +126,8 @@ impl World {
             self.note_preempted_holder(v);
         }
         self.trace_thread_end(v);
+        // Runnable, it may be picked again at once (see `schedule`).
+        self.pcpus[p.idx()].put_back = (why != StopReason::Blocked).then_some(v);
         let prof = self.vms[self.vcpus[v.idx()].vm.idx()].cache;
         let ran = now.0.saturating_sub(self.vcpus[v.idx()].resume_at.0);
         let loaded = self.cache_settle(v, now) + self.cache.streamed_kib(&prof, ran);
@@ -160,7 +172,7 @@ impl World {
     }
 
     /// Puts `v` on `p`: entry and switch overhead, cache refill, then the guest runs.
-    fn dispatch(&mut self, p: PcpuId, v: VcpuId, slice: Option<Nanos>) {
+    fn dispatch(&mut self, p: PcpuId, v: VcpuId, slice: Option<Nanos>, noop: bool) {
         let now = self.now;
         let vm = self.vcpus[v.idx()].vm;
         let pc = &self.pcpus[p.idx()];
@@ -216,7 +228,9 @@ impl World {
             self.q.push(now + s, Ev::SliceEnd(p, tgen));
         }
 
-        self.ple.on_sched_in(v);
+        if !noop {
+            self.ple.on_sched_in(v);
+        }
         self.ple_reentry(v, now + Nanos(overhead));
         let vc = &mut self.vcpus[v.idx()];
         let waited = now - vc.runnable_since;
@@ -224,7 +238,9 @@ impl World {
         self.runq.wants(v, p, now);
         if vc.hv == HvState::Runnable {
             self.frag.vcpu_waiting(now, false);
-            self.vms[vm.idx()].dispatch_wait.record(waited.0);
+            if !noop {
+                self.vms[vm.idx()].dispatch_wait.record(waited.0);
+            }
         }
         let vc = &mut self.vcpus[v.idx()];
         vc.charge(now);
@@ -286,7 +302,8 @@ impl World {
     }
 
     /// `v` is preempted (or yields) while runnable: remember whether in kernel mode
-    /// (directed yield prefers those), and count lock-holder preemption.
+    /// (directed yield prefers those); its lock-holder preemptions count once another
+    /// vCPU takes the pCPU (`count_lhp`).
     fn note_preempted_holder(&mut self, v: VcpuId) {
         let Some(t) = self.vcpus[v.idx()].cur else {
             self.vcpus[v.idx()].preempted_in_kernel = false;
@@ -298,6 +315,14 @@ impl World {
                 && !matches!(th.act, TAct::SpinMutex(_) | TAct::SpinBarrier(..))
             || (th.act == TAct::Work && (th.in_kernel || th.debt.0 > 0));
         self.vcpus[v.idx()].preempted_in_kernel = kernel;
+    }
+
+    /// `v` lost its pCPU to another vCPU: each contended lock its thread holds is a
+    /// lock-holder preemption (once per episode).
+    fn count_lhp(&mut self, v: VcpuId) {
+        let Some(t) = self.vcpus[v.idx()].cur else {
+            return;
+        };
         for i in 0..self.threads[t.idx()].held.len() {
             let l = self.threads[t.idx()].held[i];
             let lk = &mut self.locks[l.idx()];
