@@ -601,8 +601,18 @@ ops = [{ loop = { n = "forever", body = [{ compute = "exp(5us)" }, { kspin = { l
     let growing = run_with(text, &[]);
     let fixed = run_with(text, &["host.ple.policy=fixed"]);
     let (g, f) = (&growing.vms[0], &fixed.vms[0]);
-    assert!(f.ple_exits > 1000 && g.ple_yields_ok == g.ple_exits, "{} {}", f.ple_exits, g.ple_exits);
-    assert!(g.ple_exits * 100 < f.ple_exits, "KVM's window grows: {} vs {} exits", g.ple_exits, f.ple_exits);
+    assert!(
+        f.ple_exits > 1000 && g.ple_yields_ok == g.ple_exits,
+        "{} {}",
+        f.ple_exits,
+        g.ple_exits
+    );
+    assert!(
+        g.ple_exits * 100 < f.ple_exits,
+        "KVM's window grows: {} vs {} exits",
+        g.ple_exits,
+        f.ple_exits
+    );
     // Only the four first dispatches waited; no vCPU ever left its pCPU.
     assert_eq!(g.dispatch_wait_count, 4);
     assert_eq!(f.dispatch_wait_count, 4);

@@ -1,5 +1,6 @@
 //! The discrete-event engine: time, typed ids, the event queue and seeded RNG streams.
 
+pub(crate) mod build;
 pub mod ids;
 pub mod queue;
 pub mod rng;

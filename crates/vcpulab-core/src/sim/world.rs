@@ -13,9 +13,10 @@ use crate::host::tlb::Tlb;
 use crate::hv::ple::{self, PleWindow};
 use crate::hv::sched::{self, HostScheduler, SchedSetup};
 use crate::hv::vcpu::Vcpu;
-use crate::hv::vm::{GuestParams, Vm};
+use crate::hv::vm::Vm;
 use crate::metrics::trace::TraceSink;
-use crate::scenario::{CostTable, HaltPollConfig, IdleMode, PleAction, Scenario, ScenarioError};
+use crate::scenario::{CostTable, HaltPollConfig, PleAction, Scenario, ScenarioError};
+use crate::sim::build::{self, SyncArenas};
 use crate::sim::LockId;
 
 #[derive(Clone, Copy, Debug)]
@@ -163,16 +164,8 @@ impl World {
         let mut vms = Vec::new();
         let mut vcpus = Vec::new();
         let mut threads = Vec::new();
-        let mut locks: Vec<SpinLock> = Vec::new();
-        let mut lock_classes: Vec<LockClass> = Vec::new();
-        let mut mutexes: Vec<Mutex> = Vec::new();
-        let mut barriers: Vec<Barrier> = Vec::new();
-        let mut conds: Vec<Cond> = Vec::new();
-        let mut queues: Vec<Queue> = Vec::new();
-        let mut obj_bases = Vec::new();
+        let mut sync = SyncArenas::default();
         let mut nics: Vec<crate::guest::nic::Nic> = Vec::new();
-        let mut sems: Vec<Sem> = Vec::new();
-        let mut rwsems: Vec<RwSem> = Vec::new();
         for (vi, vc) in sc.vm.iter().enumerate() {
             let vm_id = VmId(vi as u32);
             let masks = crate::scenario::vcpu_masks(&vc.pin, vc.vcpus, npcpu)
@@ -188,158 +181,9 @@ impl World {
                 vcpus.push(v);
             }
             let g = &vc.guest;
-            let cpuset: u128 = match &g.cpuset {
-                None => u128::MAX,
-                Some(c) => {
-                    crate::host::cpumask::CpuMask::parse(c, vc.vcpus)
-                        .map_err(|m| ScenarioError::new(format!("vm.{vi}.guest.cpuset"), m))?
-                        .to_u128()
-                        .ok_or_else(|| {
-                            ScenarioError::new(
-                                format!("vm.{vi}.guest.cpuset"),
-                                format!("{c:?} names a vCPU at or above 128; guest cpusets cover vCPUs 0-127"),
-                            )
-                        })?
-                }
-            };
+            let cpuset = build::vm_cpuset(vi, g, vc.vcpus)?;
             let allowed: Vec<u32> = (0..vc.vcpus).filter(|i| cpuset >> i & 1 == 1).collect();
-            // Synchronization objects, with their indices offset into the global arenas.
-            let spin_kind = g.spinlock;
-            let spin_base = locks.len() as u32;
-            let mut new_lock = |class: u32| {
-                locks.push(SpinLock::new(spin_kind, class));
-                LockId((locks.len() - 1) as u32)
-            };
-            let vm_name = vc.name.clone().unwrap_or_else(|| format!("vm{vi}"));
-            let mut new_class = |name: String| {
-                lock_classes.push(LockClass::new(vm_id, name));
-                (lock_classes.len() - 1) as u32
-            };
-            for name in &w.symbols.spinlocks {
-                let c = new_class(name.clone());
-                new_lock(c);
-            }
-            let futex_class = new_class("futex-bucket".into());
-            // Each read-write semaphore's wait_lock is a kernel spinlock class of its own.
-            let rw_classes: Vec<u32> = w
-                .symbols
-                .rwsems
-                .iter()
-                .map(|n| new_class(format!("{n}.wait_lock")))
-                .collect();
-            // User mutexes: one statistics class per name (hash-bucket mutexes of one
-            // name share it); queue mutexes are the class "queue".
-            let mut user_classes: std::collections::HashMap<String, u32> = Default::default();
-            let mut user_class = |name: &str, lock_classes: &mut Vec<LockClass>| -> u32 {
-                *user_classes.entry(name.to_string()).or_insert_with(|| {
-                    let mut c = LockClass::new(vm_id, name.to_string());
-                    c.user = true;
-                    lock_classes.push(c);
-                    (lock_classes.len() - 1) as u32
-                })
-            };
-            let mutex_base = mutexes.len() as u32;
-            let mut mutex_classes = Vec::new();
-            for name in &w.symbols.mutexes {
-                mutex_classes.push(user_class(mutex_class_name(name), &mut lock_classes));
-            }
-            for class in mutex_classes {
-                let b = new_lock(futex_class);
-                mutexes.push(Mutex {
-                    holder: None,
-                    spinners: 0,
-                    waiters: Default::default(),
-                    bucket: b,
-                    class,
-                    acquired_at: Nanos::ZERO,
-                });
-            }
-            let barrier_base = barriers.len() as u32;
-            for (bi, _) in w.symbols.barriers.iter().enumerate() {
-                let b = new_lock(futex_class);
-                barriers.push(Barrier {
-                    spinners: 0,
-                    parties: w.barrier_parties[bi].max(1),
-                    arrived: 0,
-                    gen: 0,
-                    waiters: Vec::new(),
-                    bucket: b,
-                });
-            }
-            let cond_base = conds.len() as u32;
-            for _ in &w.symbols.conds {
-                let b = new_lock(futex_class);
-                conds.push(Cond {
-                    waiters: Default::default(),
-                    bucket: b,
-                });
-            }
-            let queue_base = queues.len() as u32;
-            let queue_class = if w.symbols.queues.is_empty() {
-                0
-            } else {
-                user_class("queue", &mut lock_classes)
-            };
-            for _ in &w.symbols.queues {
-                // A pipeline queue: a mutex and two condition variables of its own.
-                let b = new_lock(futex_class);
-                mutexes.push(Mutex {
-                    holder: None,
-                    spinners: 0,
-                    waiters: Default::default(),
-                    bucket: b,
-                    class: queue_class,
-                    acquired_at: Nanos::ZERO,
-                });
-                let m = mutexes.len() as u32 - 1;
-                let b1 = new_lock(futex_class);
-                conds.push(Cond {
-                    waiters: Default::default(),
-                    bucket: b1,
-                });
-                let b2 = new_lock(futex_class);
-                conds.push(Cond {
-                    waiters: Default::default(),
-                    bucket: b2,
-                });
-                let c = conds.len() as u32;
-                queues.push(Queue {
-                    items: 0,
-                    cap: w.queue_capacity,
-                    mutex: m,
-                    not_full: c - 2,
-                    not_empty: c - 1,
-                });
-            }
-            let sem_base = sems.len() as u32;
-            for _ in &w.symbols.sems {
-                let b = new_lock(futex_class);
-                sems.push(Sem {
-                    count: 0,
-                    waiters: Default::default(),
-                    bucket: b,
-                });
-            }
-            let rwsem_base = rwsems.len() as u32;
-            for c in rw_classes {
-                rwsems.push(RwSem {
-                    readers: 0,
-                    writer: None,
-                    waiters: Default::default(),
-                    wait_lock: new_lock(c),
-                });
-            }
-            let bases = crate::guest::kernel::ObjBases {
-                rwsem: rwsem_base,
-                sem: sem_base,
-                spin: spin_base,
-                mutex: mutex_base,
-                barrier: barrier_base,
-                cond: cond_base,
-                queue: queue_base,
-            };
-            let mut finite = 0;
-            let mut t_in_vm = 0u64;
+            let bases = sync.add_vm(vm_id, g.spinlock, &w);
             let uses_nic = w.groups.iter().any(|g| {
                 g.program
                     .code
@@ -350,24 +194,8 @@ impl World {
                 nics.push(crate::guest::nic::Nic::new(vm_id, &vc.nic));
                 nics.len() as u32 - 1
             });
-            for grp in &w.groups {
-                for k in 0..grp.threads {
-                    let slot = allowed[(t_in_vm % allowed.len() as u64) as usize];
-                    let vcpu = VcpuId(first + slot);
-                    finite += !grp.program.forever as u32;
-                    let mut th = Thread::new(
-                        vm_id,
-                        format!("{}{}", grp.name, k),
-                        grp.program.clone(),
-                        vcpu,
-                        Rng::stream(sc.seed, Stream::Thread, ((vi as u64) << 32) | t_in_vm),
-                    );
-                    th.idle_prio = grp.idle_priority;
-                    th.process = grp.process;
-                    threads.push(th);
-                    t_in_vm += 1;
-                }
-            }
+            let (finite, mut t_in_vm) =
+                build::vm_threads(&mut threads, &w, (vi, vm_id, first), &allowed, sc.seed);
             let gleaner = crate::guest::gleaner::GleanerVm::new(
                 &g.gleaner,
                 &sc.host.costs,
@@ -377,7 +205,7 @@ impl World {
             .map(|mut gv| {
                 // One yielding thread per vCPU, after the workload's threads.
                 for i in 0..vc.vcpus {
-                    gv.yielders[i as usize].thread = Some(ThreadId(threads.len() as u32));
+                    gv.yielders[i as usize].thread = Some(build::next_thread(&threads));
                     threads.push(crate::guest::gleaner::yielder_thread(
                         vm_id,
                         VcpuId(first + i),
@@ -388,45 +216,13 @@ impl World {
                 }
                 Box::new(gv)
             });
-            let _ = vm_name;
-            obj_bases.push(bases);
             vms.push(Vm {
                 name: vc.name.clone().unwrap_or_else(|| format!("vm{vi}")),
                 weight: vc.weight,
                 cap: vc.cap,
                 first_vcpu: first,
                 nvcpus: vc.vcpus,
-                guest: GuestParams {
-                    idle_poll: g.idle == IdleMode::Poll,
-                    eevdf: g.scheduler == crate::scenario::GuestScheduler::Eevdf,
-                    base_slice: crate::guest::eevdf::scaled_base_slice(
-                        ns(g.base_slice_ms),
-                        vc.vcpus,
-                    ),
-                    tick: (1e9 / g.tick_hz.max(1) as f64).round() as u64,
-                    preemption: g.preemption,
-                    latency: ns(g.latency_ms),
-                    min_gran: ns(g.min_granularity_ms),
-                    wakeup_gran: ns(g.wakeup_granularity_ms),
-                    timer_slack: (g.timer_slack_us * 1e3).round() as u64,
-                    pv_spin: if g.spinlock.is_pv() {
-                        (g.pv_spin_us * 1e3).round() as u64
-                    } else {
-                        0
-                    },
-                    mutex_spin: (g.mutex_spin_us * 1e3).round() as u64,
-                    ipi_under_lock: g.ipi_under_lock,
-                    pv_tlb_flush: g.pv_tlb_flush,
-                    pv_eoi: g.pv_eoi,
-                    vcpu_is_preempted: g.vcpu_is_preempted,
-                    haltpoll_max: if g.idle == IdleMode::Haltpoll {
-                        (g.haltpoll_max_us * 1e3).round() as u64
-                    } else {
-                        0
-                    },
-                    haltpoll_start: (g.haltpoll_start_us * 1e3).round() as u64,
-                    load_balance: g.load_balance,
-                },
+                guest: build::guest_params(g, vc.vcpus),
                 model: w.model.clone(),
                 footprint_kib: w.footprint_kib,
                 cache: crate::host::access::cache_profile(&sc.host, &w.model, w.footprint_kib),
@@ -452,7 +248,7 @@ impl World {
                 halt_poll_misses: 0,
                 last_boosted: 0,
                 cpuset,
-                bases: obj_bases[vi],
+                bases,
                 queued: 0,
                 gleaner,
                 nic,
@@ -492,14 +288,14 @@ impl World {
             virtualized: sc.run.mode != crate::scenario::Mode::Native,
             irq_policy: Box::new(crate::hv::irq::NoIrqPolicy),
             irq_recipients: Vec::new(),
-            locks,
-            lock_classes,
-            mutexes,
-            barriers,
-            conds,
-            queues,
-            sems,
-            rwsems,
+            locks: sync.locks,
+            lock_classes: sync.lock_classes,
+            mutexes: sync.mutexes,
+            barriers: sync.barriers,
+            conds: sync.conds,
+            queues: sync.queues,
+            sems: sync.sems,
+            rwsems: sync.rwsems,
             lock_log: None,
             events: 0,
             stale_events: 0,
@@ -825,18 +621,5 @@ impl World {
     pub fn vcpu_label(&self, v: VcpuId) -> String {
         let vc = &self.vcpus[v.idx()];
         format!("{}/vcpu{}", self.vms[vc.vm.idx()].name, vc.index)
-    }
-}
-
-/// The statistics class of a user mutex named `name`: its name without a trailing
-/// index (`bucket17` and `bucket3` are both `bucket`), so that a family of mutexes
-/// reports as one lock.
-fn mutex_class_name(name: &str) -> &str {
-    let trimmed = name.trim_end_matches(|c: char| c.is_ascii_digit());
-    let trimmed = trimmed.trim_end_matches(['-', '_', '.', '[', ']', '#']);
-    if trimmed.is_empty() {
-        name
-    } else {
-        trimmed
     }
 }

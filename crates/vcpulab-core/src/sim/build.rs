@@ -1,0 +1,271 @@
+//! Building a `World` from a scenario, per subsystem: the guest's synchronization objects
+//! in their global arenas (each VM's offsets computed here, in one place), a VM's guest
+//! parameters, its cpuset and its threads. `World::new` (sim/world.rs) puts them
+//! together with the host's parts.
+
+use super::rng::Stream;
+use super::{Nanos, Rng, ThreadId, VcpuId, VmId};
+use crate::guest::kernel::ObjBases;
+use crate::guest::spinlock::{LockClass, SpinLock};
+use crate::guest::sync::{Barrier, Cond, Mutex, Queue, RwSem, Sem};
+use crate::guest::thread::Thread;
+use crate::hv::vm::GuestParams;
+use crate::scenario::{GuestConfig, GuestScheduler, IdleMode, ScenarioError, SpinlockKind};
+use crate::sim::LockId;
+use crate::workload::BuiltWorkload;
+use std::collections::HashMap;
+
+fn ns(ms: f64) -> u64 {
+    (ms * 1e6).round() as u64
+}
+
+fn us(us: f64) -> u64 {
+    (us * 1e3).round() as u64
+}
+
+/// The guest's synchronization objects of every VM, in global arenas.
+#[derive(Default)]
+pub(crate) struct SyncArenas {
+    pub locks: Vec<SpinLock>,
+    pub lock_classes: Vec<LockClass>,
+    pub mutexes: Vec<Mutex>,
+    pub barriers: Vec<Barrier>,
+    pub conds: Vec<Cond>,
+    pub queues: Vec<Queue>,
+    pub sems: Vec<Sem>,
+    pub rwsems: Vec<RwSem>,
+}
+
+/// The statistics class of a user mutex named `name`: its name without a trailing
+/// index (`bucket17` and `bucket3` are both `bucket`), so that a family of mutexes
+/// reports as one lock.
+fn mutex_class_name(name: &str) -> &str {
+    let trimmed = name.trim_end_matches(|c: char| c.is_ascii_digit());
+    let trimmed = trimmed.trim_end_matches(['-', '_', '.', '[', ']', '#']);
+    if trimmed.is_empty() {
+        name
+    } else {
+        trimmed
+    }
+}
+
+impl SyncArenas {
+    fn new_lock(&mut self, kind: SpinlockKind, class: u32) -> LockId {
+        self.locks.push(SpinLock::new(kind, class));
+        LockId((self.locks.len() - 1) as u32)
+    }
+
+    fn new_class(&mut self, vm: VmId, name: String, user: bool) -> u32 {
+        let mut c = LockClass::new(vm, name);
+        c.user = user;
+        self.lock_classes.push(c);
+        (self.lock_classes.len() - 1) as u32
+    }
+
+    fn new_mutex(&mut self, kind: SpinlockKind, futex_class: u32, class: u32) -> u32 {
+        let bucket = self.new_lock(kind, futex_class);
+        self.mutexes.push(Mutex {
+            holder: None,
+            spinners: 0,
+            waiters: Default::default(),
+            bucket,
+            class,
+            acquired_at: Nanos::ZERO,
+        });
+        self.mutexes.len() as u32 - 1
+    }
+
+    fn new_cond(&mut self, kind: SpinlockKind, futex_class: u32) -> u32 {
+        let bucket = self.new_lock(kind, futex_class);
+        self.conds.push(Cond {
+            waiters: Default::default(),
+            bucket,
+        });
+        self.conds.len() as u32 - 1
+    }
+
+    /// Adds VM `vm`'s objects (its workload's symbols; kernel spinlocks of `kind`) and
+    /// returns where they start in each arena.
+    pub fn add_vm(&mut self, vm: VmId, kind: SpinlockKind, w: &BuiltWorkload) -> ObjBases {
+        let spin = self.locks.len() as u32;
+        for name in &w.symbols.spinlocks {
+            let c = self.new_class(vm, name.clone(), false);
+            self.new_lock(kind, c);
+        }
+        let futex_class = self.new_class(vm, "futex-bucket".into(), false);
+        // Each read-write semaphore's wait_lock is a kernel spinlock class of its own.
+        let rw_classes: Vec<u32> = w
+            .symbols
+            .rwsems
+            .iter()
+            .map(|n| self.new_class(vm, format!("{n}.wait_lock"), false))
+            .collect();
+        // User mutexes: one statistics class per name (hash-bucket mutexes of one name
+        // share it); queue mutexes are the class "queue".
+        let mut user_classes: HashMap<String, u32> = HashMap::new();
+        let mut user_class = |arenas: &mut SyncArenas, name: &str| -> u32 {
+            *user_classes
+                .entry(name.to_string())
+                .or_insert_with(|| arenas.new_class(vm, name.to_string(), true))
+        };
+        let mutex = self.mutexes.len() as u32;
+        let mutex_classes: Vec<u32> = w
+            .symbols
+            .mutexes
+            .iter()
+            .map(|name| user_class(self, mutex_class_name(name)))
+            .collect();
+        for class in mutex_classes {
+            self.new_mutex(kind, futex_class, class);
+        }
+        let barrier = self.barriers.len() as u32;
+        for bi in 0..w.symbols.barriers.len() {
+            let bucket = self.new_lock(kind, futex_class);
+            self.barriers.push(Barrier {
+                spinners: 0,
+                parties: w.barrier_parties[bi].max(1),
+                arrived: 0,
+                gen: 0,
+                waiters: Vec::new(),
+                bucket,
+            });
+        }
+        let cond = self.conds.len() as u32;
+        for _ in &w.symbols.conds {
+            self.new_cond(kind, futex_class);
+        }
+        let queue = self.queues.len() as u32;
+        let queue_class = if w.symbols.queues.is_empty() {
+            0
+        } else {
+            user_class(self, "queue")
+        };
+        for _ in &w.symbols.queues {
+            // A pipeline queue: a mutex and two condition variables of its own.
+            let m = self.new_mutex(kind, futex_class, queue_class);
+            let not_full = self.new_cond(kind, futex_class);
+            let not_empty = self.new_cond(kind, futex_class);
+            self.queues.push(Queue {
+                items: 0,
+                cap: w.queue_capacity,
+                mutex: m,
+                not_full,
+                not_empty,
+            });
+        }
+        let sem = self.sems.len() as u32;
+        for _ in &w.symbols.sems {
+            let bucket = self.new_lock(kind, futex_class);
+            self.sems.push(Sem {
+                count: 0,
+                waiters: Default::default(),
+                bucket,
+            });
+        }
+        let rwsem = self.rwsems.len() as u32;
+        for c in rw_classes {
+            let wait_lock = self.new_lock(kind, c);
+            self.rwsems.push(RwSem {
+                readers: 0,
+                writer: None,
+                waiters: Default::default(),
+                wait_lock,
+            });
+        }
+        ObjBases {
+            spin,
+            mutex,
+            barrier,
+            cond,
+            queue,
+            sem,
+            rwsem,
+        }
+    }
+}
+
+/// The cpuset of VM `vi` (`guest.cpuset`) as a mask of its vCPUs (all when absent).
+pub(crate) fn vm_cpuset(vi: usize, g: &GuestConfig, vcpus: u32) -> Result<u128, ScenarioError> {
+    let Some(c) = &g.cpuset else {
+        return Ok(u128::MAX);
+    };
+    let key = || format!("vm.{vi}.guest.cpuset");
+    crate::host::cpumask::CpuMask::parse(c, vcpus)
+        .map_err(|m| ScenarioError::new(key(), m))?
+        .to_u128()
+        .ok_or_else(|| {
+            ScenarioError::new(
+                key(),
+                format!("{c:?} names a vCPU at or above 128; guest cpusets cover vCPUs 0-127"),
+            )
+        })
+}
+
+/// A VM's guest-kernel settings, in nanoseconds.
+pub(crate) fn guest_params(g: &GuestConfig, vcpus: u32) -> GuestParams {
+    GuestParams {
+        idle_poll: g.idle == IdleMode::Poll,
+        eevdf: g.scheduler == GuestScheduler::Eevdf,
+        base_slice: crate::guest::eevdf::scaled_base_slice(ns(g.base_slice_ms), vcpus),
+        tick: (1e9 / g.tick_hz.max(1) as f64).round() as u64,
+        preemption: g.preemption,
+        latency: ns(g.latency_ms),
+        min_gran: ns(g.min_granularity_ms),
+        wakeup_gran: ns(g.wakeup_granularity_ms),
+        timer_slack: us(g.timer_slack_us),
+        pv_spin: if g.spinlock.is_pv() {
+            us(g.pv_spin_us)
+        } else {
+            0
+        },
+        mutex_spin: us(g.mutex_spin_us),
+        ipi_under_lock: g.ipi_under_lock,
+        pv_tlb_flush: g.pv_tlb_flush,
+        pv_eoi: g.pv_eoi,
+        vcpu_is_preempted: g.vcpu_is_preempted,
+        haltpoll_max: if g.idle == IdleMode::Haltpoll {
+            us(g.haltpoll_max_us)
+        } else {
+            0
+        },
+        haltpoll_start: us(g.haltpoll_start_us),
+        load_balance: g.load_balance,
+    }
+}
+
+/// The workload's threads of VM `vi` (`vm`, vCPUs from `first`), spread round-robin over
+/// the vCPUs of its cpuset, appended to `threads`; returns how many of them finish
+/// (are not `forever`) and how many threads the VM has so far (for further streams).
+pub(crate) fn vm_threads(
+    threads: &mut Vec<Thread>,
+    w: &BuiltWorkload,
+    (vi, vm, first): (usize, VmId, u32),
+    allowed: &[u32],
+    seed: u64,
+) -> (u32, u64) {
+    let mut finite = 0;
+    let mut t_in_vm = 0u64;
+    for grp in &w.groups {
+        for k in 0..grp.threads {
+            let slot = allowed[(t_in_vm % allowed.len() as u64) as usize];
+            finite += !grp.program.forever as u32;
+            let mut th = Thread::new(
+                vm,
+                format!("{}{}", grp.name, k),
+                grp.program.clone(),
+                VcpuId(first + slot),
+                Rng::stream(seed, Stream::Thread, ((vi as u64) << 32) | t_in_vm),
+            );
+            th.idle_prio = grp.idle_priority;
+            th.process = grp.process;
+            threads.push(th);
+            t_in_vm += 1;
+        }
+    }
+    (finite, t_in_vm)
+}
+
+/// The next thread's id.
+pub(crate) fn next_thread(threads: &[Thread]) -> ThreadId {
+    ThreadId(threads.len() as u32)
+}
