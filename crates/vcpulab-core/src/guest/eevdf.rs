@@ -29,7 +29,7 @@
 //! The arithmetic (calc_delta_fair, lag limits and scaling, eligibility) is the host
 //! EEVDF's (hv/sched/eevdf.rs).
 
-use crate::guest::thread::{TAct, ThreadState};
+use crate::guest::thread::{ThreadActivity, ThreadState};
 use crate::hv::sched::eevdf::{eligible, fair, lag_limit, scale_lag, slice_factor, NICE_0_LOAD};
 use crate::scenario::PreemptionModel;
 use crate::sim::world::World;
@@ -240,7 +240,7 @@ impl World {
         let kernel = self.in_kernel_mode(t);
         let th = &self.threads[t.idx()];
         let now = th.held.is_empty()
-            && th.act == TAct::Work
+            && th.act == ThreadActivity::Work
             && (!kernel
                 || match model {
                     PreemptionModel::Full => true,

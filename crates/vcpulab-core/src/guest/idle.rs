@@ -1,7 +1,7 @@
 //! The guest idle policy: with no thread to run a vCPU polls (idle=poll), polls for
 //! haltpoll's adaptive window (drivers/cpuidle/governors/haltpoll.c), or executes HLT.
 
-use crate::hv::vcpu::{Act, VCat};
+use crate::hv::vcpu::{VCat, VcpuActivity};
 use crate::sim::world::{Ev, World};
 use crate::sim::{Nanos, VcpuId};
 
@@ -20,12 +20,12 @@ impl World {
         }
         if poll {
             vc.set_cat(now, VCat::IdlePoll);
-            vc.act = Act::IdlePoll;
+            vc.act = VcpuActivity::IdlePoll;
             return;
         }
         if haltpoll && vc.guest_poll_ns > 0 {
             vc.set_cat(now, VCat::IdlePoll);
-            vc.act = Act::IdlePoll;
+            vc.act = VcpuActivity::IdlePoll;
             let gen = vc.gen;
             let end = t0 + Nanos(vc.guest_poll_ns);
             self.q.push(end, Ev::Step(v, gen));
@@ -48,7 +48,7 @@ impl World {
         let exit = tick + self.costs.vmexit_ns;
         let vc = &mut self.vcpus[v.idx()];
         vc.set_cat(now, VCat::Overhead);
-        vc.act = Act::Halting;
+        vc.act = VcpuActivity::Halting;
         let gen = vc.gen;
         self.q.push(t0 + Nanos(exit), Ev::Step(v, gen));
     }

@@ -4,9 +4,9 @@
 //! woken through the hypervisor; a preempted one handles the interrupt when it next
 //! runs.
 
-use crate::guest::thread::{Micro, TAct, ThreadState};
+use crate::guest::thread::{Micro, ThreadActivity, ThreadState};
 use crate::hv::irq::{Delivered, Irq};
-use crate::hv::vcpu::{Act, HvState};
+use crate::hv::vcpu::{HvState, VcpuActivity};
 use crate::sim::world::{Ev, World};
 use crate::sim::{Nanos, ThreadId, VcpuId};
 
@@ -138,7 +138,7 @@ impl World {
         let remote = self.costs.remote_wake_ns;
         let polling = {
             let tv = &self.vcpus[target.idx()];
-            tv.is_running() && tv.act == Act::IdlePoll
+            tv.is_running() && tv.act == VcpuActivity::IdlePoll
         };
         if polling {
             // A polling idle loop sees the flag without an interrupt.
@@ -204,7 +204,7 @@ impl World {
         }
         if how == Delivered::Running {
             if msg.kind == IpiKind::Poke {
-                if self.vcpus[target.idx()].act == Act::IdlePoll {
+                if self.vcpus[target.idx()].act == VcpuActivity::IdlePoll {
                     self.vcpu_continue(target);
                 } else if self.vcpus[target.idx()].cur.is_none() {
                     // Stopped polling meanwhile: it needs a real interrupt after all.
@@ -248,7 +248,10 @@ impl World {
                 if self.eevdf_wakeup_preempts(v, c) && self.eevdf_resched_now(v, c, false) {
                     self.guest_preempt(v, c);
                 }
-            } else if kind == IpiKind::Resched && th.held.is_empty() && th.act == TAct::Work {
+            } else if kind == IpiKind::Resched
+                && th.held.is_empty()
+                && th.act == ThreadActivity::Work
+            {
                 let gran = self.vms[vm].guest.wakeup_gran;
                 let cvr = th.vruntime;
                 let best = self.vcpus[v.idx()]
@@ -405,7 +408,9 @@ impl World {
             return;
         }
         th.acks_left -= 1;
-        if th.acks_left == 0 && th.act == TAct::TlbWait && self.vcpus[th.vcpu.idx()].cur == Some(t)
+        if th.acks_left == 0
+            && th.act == ThreadActivity::TlbWait
+            && self.vcpus[th.vcpu.idx()].cur == Some(t)
         {
             let v = th.vcpu;
             if self.vcpus[v.idx()].is_running() {

@@ -10,8 +10,8 @@
 //! blocking and timer wake-ups).
 
 use crate::guest::interpreter::Advance;
-use crate::guest::thread::{TAct, ThreadState};
-use crate::hv::vcpu::{Act, VCat};
+use crate::guest::thread::{ThreadActivity, ThreadState};
+use crate::hv::vcpu::{VCat, VcpuActivity};
 use crate::sim::world::{Ev, World};
 use crate::sim::{Nanos, ThreadId, VcpuId};
 
@@ -34,7 +34,7 @@ impl World {
         let now = self.now;
         let vc = &mut self.vcpus[v.idx()];
         let Some(t) = vc.cur else { return };
-        if !vc.is_running() || vc.act != Act::Thread || now <= vc.seg_start {
+        if !vc.is_running() || vc.act != VcpuActivity::Thread || now <= vc.seg_start {
             return;
         }
         let mut el = (now - vc.seg_start).0;
@@ -47,7 +47,7 @@ impl World {
             el
         };
         th.slice_used += el;
-        if th.act != TAct::Work {
+        if th.act != ThreadActivity::Work {
             th.spin_left = th.spin_left.saturating_sub(el);
             return;
         }
@@ -130,7 +130,7 @@ impl World {
                 },
             };
             match self.threads[t.idx()].act {
-                TAct::Work => {
+                ThreadActivity::Work => {
                     if self.threads[t.idx()].yielder {
                         self.yielder_clip(v, t, t0);
                     }
@@ -157,7 +157,7 @@ impl World {
                     }
                     return self.arm_work(v, t, t0);
                 }
-                TAct::PvHalt(l) => {
+                ThreadActivity::PvHalt(l) => {
                     if self.spin_ready(t) {
                         continue;
                     }
@@ -165,7 +165,7 @@ impl World {
                         // Woken (kicked or spuriously) without the lock: spin again.
                         let th = &mut self.threads[t.idx()];
                         th.pv_halted = false;
-                        th.act = TAct::SpinLock(l);
+                        th.act = ThreadActivity::SpinLock(l);
                         th.spin_left = self.vms[th.vm.idx()].guest.pv_spin;
                         continue;
                     }
@@ -221,7 +221,7 @@ impl World {
         }
         let vc = &mut self.vcpus[v.idx()];
         vc.set_cat(now, cat);
-        vc.act = Act::Thread;
+        vc.act = VcpuActivity::Thread;
         vc.seg_start = t0;
         let gen = vc.gen;
         self.q.push(t0 + Nanos(seg), Ev::Step(v, gen));
@@ -231,8 +231,8 @@ impl World {
         let now = self.now;
         let th = &self.threads[t.idx()];
         let budgeted = match th.act {
-            TAct::SpinMutex(_) | TAct::SpinBarrier(..) => true,
-            TAct::SpinLock(_) => self.vms[th.vm.idx()].guest.pv_spin > 0,
+            ThreadActivity::SpinMutex(_) | ThreadActivity::SpinBarrier(..) => true,
+            ThreadActivity::SpinLock(_) => self.vms[th.vm.idx()].guest.pv_spin > 0,
             _ => false,
         };
         let budget_dl = if budgeted {
@@ -243,7 +243,7 @@ impl World {
         let ple_dl = self.ple_deadline(v, t0).unwrap_or(Nanos::MAX);
         let vc = &mut self.vcpus[v.idx()];
         vc.set_cat(now, VCat::Spin);
-        vc.act = Act::Thread;
+        vc.act = VcpuActivity::Thread;
         vc.seg_start = t0;
         vc.ple_deadline = ple_dl;
         let dl = budget_dl.min(ple_dl);
@@ -256,27 +256,27 @@ impl World {
     /// The running vCPU's armed step fired.
     pub(crate) fn on_step(&mut self, v: VcpuId) {
         match self.vcpus[v.idx()].act {
-            Act::Halting => self.vcpu_halt(v),
-            Act::HostPoll => self.end_host_poll(v, false),
-            Act::IdlePoll => {
+            VcpuActivity::Halting => self.vcpu_halt(v),
+            VcpuActivity::HostPoll => self.end_host_poll(v, false),
+            VcpuActivity::IdlePoll => {
                 // haltpoll's window ran out: HLT.
                 let now = self.now;
                 self.start_halt(v, now, true);
             }
-            Act::Thread => {
+            VcpuActivity::Thread => {
                 self.sync_progress(v);
                 let Some(t) = self.vcpus[v.idx()].cur else {
                     return;
                 };
                 let th = &self.threads[t.idx()];
                 match th.act {
-                    TAct::Work if self.vms[th.vm.idx()].guest.eevdf => {
+                    ThreadActivity::Work if self.vms[th.vm.idx()].guest.eevdf => {
                         let busy = th.debt.0 > 0 || th.remaining.0 > 0;
                         if busy && self.eevdf_tick(v, t) {
                             self.guest_preempt(v, t);
                         }
                     }
-                    TAct::Work => {
+                    ThreadActivity::Work => {
                         let busy = th.debt.0 > 0 || th.remaining.0 > 0;
                         if busy
                             && th.held.is_empty()
@@ -286,7 +286,7 @@ impl World {
                             self.guest_preempt(v, t);
                         }
                     }
-                    TAct::PvHalt(_) => {}
+                    ThreadActivity::PvHalt(_) => {}
                     _ => {
                         if self.now >= self.vcpus[v.idx()].ple_deadline {
                             return self.ple_exit(v);
@@ -300,7 +300,7 @@ impl World {
                     self.vcpu_continue(v);
                 }
             }
-            Act::Off => {}
+            VcpuActivity::Off => {}
         }
     }
 

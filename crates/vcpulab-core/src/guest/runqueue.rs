@@ -3,7 +3,7 @@
 //! guest's time slice (Linux kernel/sched/fair.c: pick_next_entity, newidle_balance,
 //! migrate_task_rq_fair, sched_slice).
 
-use crate::guest::thread::{TAct, ThreadState};
+use crate::guest::thread::{ThreadActivity, ThreadState};
 use crate::hv::irq::{Delivered, Irq};
 use crate::sim::world::World;
 use crate::sim::{ThreadId, VcpuId};
@@ -153,7 +153,7 @@ impl World {
             let v = VcpuId(first + i);
             if let Some(c) = self.vcpus[v.idx()].cur.filter(|_| v != exec) {
                 let th = &self.threads[c.idx()];
-                if th.held.is_empty() && th.act == TAct::Work && !th.idle_prio {
+                if th.held.is_empty() && th.act == ThreadActivity::Work && !th.idle_prio {
                     self.sync_progress(v);
                     self.guest_preempt(v, c);
                 }

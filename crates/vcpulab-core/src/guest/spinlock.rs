@@ -17,7 +17,7 @@
 //! line hand-off that grows with the spinners; the queued kinds pay one transfer.
 
 use crate::guest::sync::Flow;
-use crate::guest::thread::{Micro, TAct};
+use crate::guest::thread::{Micro, ThreadActivity};
 use crate::metrics::Hist;
 use crate::scenario::SpinlockKind;
 use crate::sim::world::{LockEvent, World};
@@ -132,7 +132,7 @@ impl World {
 
     /// Whether `t` is spinning on a running vCPU (not halted, not preempted).
     fn spins_now(&self, t: ThreadId) -> bool {
-        matches!(self.threads[t.idx()].act, TAct::SpinLock(_)) && self.vcpu_runs_thread(t)
+        matches!(self.threads[t.idx()].act, ThreadActivity::SpinLock(_)) && self.vcpu_runs_thread(t)
     }
 
     /// The running spinner `t`'s vCPU re-checks at once what it waits for.
@@ -205,7 +205,7 @@ impl World {
         }
         let budget = self.pv_spin_budget(t);
         let th = &mut self.threads[t.idx()];
-        th.act = TAct::SpinLock(l);
+        th.act = ThreadActivity::SpinLock(l);
         th.wait_start = now;
         th.spin_left = budget;
         Flow::Wait
@@ -233,7 +233,9 @@ impl World {
             self.lock_acquired(t, l);
             return true;
         }
-        if lk.kind == SpinlockKind::PvQspinlock && self.threads[t.idx()].act == TAct::SpinLock(l) {
+        if lk.kind == SpinlockKind::PvQspinlock
+            && self.threads[t.idx()].act == ThreadActivity::SpinLock(l)
+        {
             if head {
                 self.pvq_head_spins(l, t);
             } else {
@@ -270,7 +272,7 @@ impl World {
         }
         let prev = lk.waiters[i - 1];
         let vm = self.threads[t.idx()].vm.idx();
-        let halted = matches!(self.threads[prev.idx()].act, TAct::PvHalt(_));
+        let halted = matches!(self.threads[prev.idx()].act, ThreadActivity::PvHalt(_));
         let preempted = self.vms[vm].guest.vcpu_is_preempted && !self.vcpu_runs_thread(prev);
         if halted || preempted {
             let check = (self.vms[vm].guest.pv_spin / PREV_CHECK_FRACTION).max(1);
@@ -299,7 +301,7 @@ impl World {
         let Some(t) = self.vcpus[v.idx()].cur else {
             return;
         };
-        if let TAct::SpinLock(l) = self.threads[t.idx()].act {
+        if let ThreadActivity::SpinLock(l) = self.threads[t.idx()].act {
             if self.locks[l.idx()].kind == SpinlockKind::PvQspinlock
                 && self.vms[self.threads[t.idx()].vm.idx()]
                     .guest
@@ -332,7 +334,7 @@ impl World {
         let th = &mut self.threads[t.idx()];
         th.pv_halted = false;
         let waited = now.0.saturating_sub(th.wait_start.0);
-        th.act = TAct::Work;
+        th.act = ThreadActivity::Work;
         th.remaining = Nanos::ZERO;
         th.held.push(l);
         th.debt += Nanos(handoff);
@@ -365,7 +367,7 @@ impl World {
             new_head = lk.waiters.front().copied();
             // pv_kick_node: a halted new head is hashed for the unlocker to kick.
             if let Some(h) = new_head {
-                if matches!(self.threads[h.idx()].act, TAct::PvHalt(_)) {
+                if matches!(self.threads[h.idx()].act, ThreadActivity::PvHalt(_)) {
                     self.locks[l.idx()].slow = true;
                 }
             }
@@ -421,7 +423,7 @@ impl World {
                     return;
                 };
                 lk.holder = Some(n);
-                if matches!(self.threads[n.idx()].act, TAct::PvHalt(_)) {
+                if matches!(self.threads[n.idx()].act, ThreadActivity::PvHalt(_)) {
                     // kvm_unlock_kick: a hypercall by the unlocker.
                     self.pv_kick(t, n, class);
                 } else if self.vcpu_runs_thread(n) {
@@ -512,7 +514,7 @@ impl World {
                 lk.slow = true;
             }
         }
-        self.threads[t.idx()].act = TAct::PvHalt(l);
+        self.threads[t.idx()].act = ThreadActivity::PvHalt(l);
         self.lock_classes[class].halts += 1;
         if self.locks[l.idx()].kind == SpinlockKind::PvQspinlock {
             self.pvq_poke_successor(l, t);

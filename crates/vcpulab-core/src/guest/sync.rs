@@ -4,7 +4,7 @@
 //! that take the futex hash-bucket spinlock, as Linux does; the reschedule IPI of a
 //! wake-up is sent under that lock or after it (`ipi_under_lock`).
 
-use crate::guest::thread::{Micro, TAct, ThreadState};
+use crate::guest::thread::{Micro, ThreadActivity, ThreadState};
 use crate::sim::world::World;
 use crate::sim::{LockId, Nanos, ThreadId, VcpuId};
 use std::collections::VecDeque;
@@ -115,37 +115,37 @@ impl World {
     /// Whether spinning thread `t` may stop spinning now (and takes what it waited for).
     pub(crate) fn spin_ready(&mut self, t: ThreadId) -> bool {
         match self.threads[t.idx()].act {
-            TAct::SpinLock(l) | TAct::PvHalt(l) => self.spin_lock_ready(t, l),
-            TAct::SpinMutex(m) => {
+            ThreadActivity::SpinLock(l) | ThreadActivity::PvHalt(l) => self.spin_lock_ready(t, l),
+            ThreadActivity::SpinMutex(m) => {
                 if self.mutexes[m as usize].holder.is_none() {
                     self.mutexes[m as usize].holder = Some(t);
                     self.mutex_acquired(m, t);
                     self.mutexes[m as usize].spinners -= 1;
-                    self.threads[t.idx()].act = TAct::Work;
+                    self.threads[t.idx()].act = ThreadActivity::Work;
                     true
                 } else {
                     false
                 }
             }
-            TAct::SpinBarrier(b, g) => {
+            ThreadActivity::SpinBarrier(b, g) => {
                 if self.barriers[b as usize].gen > g {
                     self.barriers[b as usize].spinners -= 1;
-                    self.threads[t.idx()].act = TAct::Work;
+                    self.threads[t.idx()].act = ThreadActivity::Work;
                     true
                 } else {
                     false
                 }
             }
-            TAct::TlbWait => {
+            ThreadActivity::TlbWait => {
                 if self.threads[t.idx()].acks_left == 0 {
-                    self.threads[t.idx()].act = TAct::Work;
+                    self.threads[t.idx()].act = ThreadActivity::Work;
                     self.record_tlb_wait(t);
                     true
                 } else {
                     false
                 }
             }
-            TAct::Work => true,
+            ThreadActivity::Work => true,
         }
     }
 
@@ -153,8 +153,8 @@ impl World {
     pub(crate) fn spin_exhausted(&mut self, t: ThreadId) {
         let th = &mut self.threads[t.idx()];
         match th.act {
-            TAct::SpinMutex(m) => {
-                th.act = TAct::Work;
+            ThreadActivity::SpinMutex(m) => {
+                th.act = ThreadActivity::Work;
                 self.mutexes[m as usize].spinners -= 1;
                 let b = self.mutexes[m as usize].bucket;
                 let th = &mut self.threads[t.idx()];
@@ -165,8 +165,8 @@ impl World {
                     kernel: true,
                 });
             }
-            TAct::SpinBarrier(b, g) => {
-                th.act = TAct::Work;
+            ThreadActivity::SpinBarrier(b, g) => {
+                th.act = ThreadActivity::Work;
                 self.barriers[b as usize].spinners -= 1;
                 let bucket = self.barriers[b as usize].bucket;
                 let th = &mut self.threads[t.idx()];
@@ -177,7 +177,7 @@ impl World {
                     kernel: true,
                 });
             }
-            TAct::SpinLock(l) => self.spin_lock_exhausted(t, l),
+            ThreadActivity::SpinLock(l) => self.spin_lock_exhausted(t, l),
             _ => {}
         }
     }
@@ -191,7 +191,12 @@ impl World {
 
     /// Lets threads of `t`'s VM that spin (on a running vCPU) for what `waits_for`
     /// matches re-check at once; `first_only`: only one of them can win.
-    fn poke_spinners(&mut self, t: ThreadId, waits_for: impl Fn(TAct) -> bool, first_only: bool) {
+    fn poke_spinners(
+        &mut self,
+        t: ThreadId,
+        waits_for: impl Fn(ThreadActivity) -> bool,
+        first_only: bool,
+    ) {
         let vm = self.threads[t.idx()].vm.idx();
         let (first, n) = (self.vms[vm].first_vcpu, self.vms[vm].nvcpus);
         for i in 0..n {
@@ -246,11 +251,11 @@ impl World {
         self.mutexes[mx as usize].spinners += 1;
         let th = &mut self.threads[t.idx()];
         if spin == 0 {
-            th.act = TAct::SpinMutex(mx);
+            th.act = ThreadActivity::SpinMutex(mx);
             self.spin_exhausted(t);
             return Flow::Next;
         }
-        th.act = TAct::SpinMutex(mx);
+        th.act = ThreadActivity::SpinMutex(mx);
         th.spin_left = spin;
         Flow::Wait
     }
@@ -313,7 +318,7 @@ impl World {
                 self.lock_classes[class].hold.record(held);
                 // A spinner on a running vCPU sees the unlock at once and takes it.
                 if self.mutexes[mx as usize].spinners > 0 {
-                    self.poke_spinners(t, |a| a == TAct::SpinMutex(mx), true);
+                    self.poke_spinners(t, |a| a == ThreadActivity::SpinMutex(mx), true);
                 }
                 let mu = &self.mutexes[mx as usize];
                 if !mu.waiters.is_empty() {
@@ -339,7 +344,7 @@ impl World {
                     if self.barriers[b as usize].spinners > 0 {
                         self.poke_spinners(
                             t,
-                            |a| matches!(a, TAct::SpinBarrier(x, _) if x == b),
+                            |a| matches!(a, ThreadActivity::SpinBarrier(x, _) if x == b),
                             false,
                         );
                     }
@@ -364,7 +369,7 @@ impl World {
                 let th = &mut self.threads[t.idx()];
                 th.wait_start = self.now;
                 if th.spin_left > 0 {
-                    th.act = TAct::SpinBarrier(b, g);
+                    th.act = ThreadActivity::SpinBarrier(b, g);
                     self.barriers[b as usize].spinners += 1;
                     return Flow::Wait;
                 }
@@ -571,7 +576,7 @@ impl World {
                     self.record_tlb_wait(t);
                     return Flow::Next;
                 }
-                th.act = TAct::TlbWait;
+                th.act = ThreadActivity::TlbWait;
                 Flow::Wait
             }
             Micro::Block => {

@@ -18,7 +18,7 @@ pub enum ThreadState {
 
 /// What the thread does while it is its vCPU's current thread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TAct {
+pub enum ThreadActivity {
     /// Computing `remaining` (after `debt`).
     Work,
     /// Spinning for a kernel spinlock.
@@ -33,9 +33,9 @@ pub enum TAct {
     PvHalt(LockId),
 }
 
-impl TAct {
+impl ThreadActivity {
     pub fn is_spin(self) -> bool {
-        !matches!(self, TAct::Work | TAct::PvHalt(_))
+        !matches!(self, ThreadActivity::Work | ThreadActivity::PvHalt(_))
     }
 }
 
@@ -111,7 +111,7 @@ pub struct Thread {
     pub state: ThreadState,
     /// The vCPU it is queued on, runs on, or last ran on.
     pub vcpu: VcpuId,
-    pub act: TAct,
+    pub act: ThreadActivity,
     /// Remaining work of the current operation.
     pub remaining: Nanos,
     pub in_kernel: bool,
@@ -166,7 +166,7 @@ impl Thread {
             pc: 0,
             state: ThreadState::Runnable,
             vcpu,
-            act: TAct::Work,
+            act: ThreadActivity::Work,
             remaining: Nanos::ZERO,
             in_kernel: false,
             in_exit: false,

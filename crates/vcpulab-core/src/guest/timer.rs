@@ -2,7 +2,7 @@
 //! thread on the vCPU it slept on (hrtimer expiry, try_to_wake_up, check_preempt_wakeup).
 
 use crate::guest::ipi::wake_path_of;
-use crate::guest::thread::{TAct, ThreadState};
+use crate::guest::thread::{ThreadActivity, ThreadState};
 use crate::hv::irq::{Delivered, Irq};
 use crate::sim::world::{Ev, World};
 use crate::sim::{Nanos, ThreadId, VcpuId};
@@ -61,7 +61,7 @@ impl World {
                 let cth = &self.threads[c.idx()];
                 let woken_normal = !self.threads[t.idx()].idle_prio;
                 if cth.held.is_empty()
-                    && cth.act == TAct::Work
+                    && cth.act == ThreadActivity::Work
                     && ((cth.idle_prio && woken_normal)
                         || cth.vruntime.saturating_sub(wake_vr) > wakeup_gran)
                 {

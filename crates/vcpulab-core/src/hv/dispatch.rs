@@ -1,10 +1,10 @@
 //! Dispatch mechanics: putting vCPUs on pCPUs and taking them off, with the costs of
 //! VM exits and entries, vCPU switches and cache refill; halting and waking vCPUs.
 
-use crate::guest::thread::TAct;
+use crate::guest::thread::ThreadActivity;
 use crate::hv::irq::WakePlacement;
 use crate::hv::sched::StopReason;
-use crate::hv::vcpu::{Act, HvState, VCat};
+use crate::hv::vcpu::{HvState, VCat, VcpuActivity};
 use crate::sim::world::{Ev, World};
 use crate::sim::{Nanos, PcpuId, VcpuId};
 
@@ -21,7 +21,7 @@ impl World {
     /// Preempts whatever runs on `p` and lets the scheduler pick again.
     pub(crate) fn resched(&mut self, p: PcpuId) {
         if let Some(v) = self.pcpus[p.idx()].cur {
-            if self.vcpus[v.idx()].act == Act::HostPoll {
+            if self.vcpus[v.idx()].act == VcpuActivity::HostPoll {
                 // Another vCPU wants the pCPU: halt polling stops, the vCPU blocks.
                 let now = self.now;
                 let pc = &mut self.pcpus[p.idx()];
@@ -143,7 +143,7 @@ impl World {
         let mark = pc.cache_loaded_kib;
         let vc = &mut self.vcpus[v.idx()];
         vc.gen = vc.gen.wrapping_add(1);
-        vc.act = Act::Off;
+        vc.act = VcpuActivity::Off;
         vc.last_pcpu = Some(p);
         vc.cache_mark_out = mark;
         vc.tlb_mark_out = tlb_mark;
@@ -311,9 +311,12 @@ impl World {
         };
         let th = &self.threads[t.idx()];
         let kernel = !th.held.is_empty()
-            || !matches!(th.act, TAct::Work)
-                && !matches!(th.act, TAct::SpinMutex(_) | TAct::SpinBarrier(..))
-            || (th.act == TAct::Work && (th.in_kernel || th.debt.0 > 0));
+            || !matches!(th.act, ThreadActivity::Work)
+                && !matches!(
+                    th.act,
+                    ThreadActivity::SpinMutex(_) | ThreadActivity::SpinBarrier(..)
+                )
+            || (th.act == ThreadActivity::Work && (th.in_kernel || th.debt.0 > 0));
         self.vcpus[v.idx()].preempted_in_kernel = kernel;
     }
 

@@ -4,7 +4,7 @@
 //! grow_start) after a short halt, shrinks after a halt longer than the maximum.
 
 use crate::hv::sched::StopReason;
-use crate::hv::vcpu::{Act, HvState, VCat};
+use crate::hv::vcpu::{HvState, VCat, VcpuActivity};
 use crate::sim::world::{Ev, World};
 use crate::sim::{Nanos, VcpuId};
 
@@ -31,7 +31,7 @@ impl World {
         self.pcpus[p.idx()].poll_since = Some(now);
         let vc = &mut self.vcpus[v.idx()];
         vc.set_cat(now, VCat::Halted);
-        vc.act = Act::HostPoll;
+        vc.act = VcpuActivity::HostPoll;
         vc.halted_at = now;
         vc.gen = vc.gen.wrapping_add(1);
         let gen = vc.gen;
@@ -65,14 +65,14 @@ impl World {
             let vc = &mut self.vcpus[v.idx()];
             // (set_cat: charges, and keeps a trace's state track in step.)
             vc.set_cat(now, VCat::Overhead);
-            vc.act = Act::Off;
+            vc.act = VcpuActivity::Off;
             vc.overhead_until = now + entry;
             vc.resume_at = vc.overhead_until;
             self.pcpus[p.idx()].entry_until = now + entry;
         } else {
             self.vms[self.vcpus[v.idx()].vm.idx()].halt_poll_misses += 1;
             let vc = &mut self.vcpus[v.idx()];
-            vc.act = Act::Off;
+            vc.act = VcpuActivity::Off;
             self.deschedule(p, v, StopReason::Blocked);
             self.schedule(p);
         }

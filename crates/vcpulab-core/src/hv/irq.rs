@@ -11,7 +11,7 @@
 //! delivery (DCS treats IPIs as coordination signals).
 
 use crate::guest::ipi::IpiKind;
-use crate::hv::vcpu::{Act, HvState};
+use crate::hv::vcpu::{HvState, VcpuActivity};
 use crate::sim::world::World;
 use crate::sim::{Nanos, PcpuId, ThreadId, VcpuId};
 
@@ -174,7 +174,7 @@ impl World {
             let vm = self.vcpus[v.idx()].vm.idx();
             self.vms[vm].irq_latency.record(lat);
         }
-        if guest_needed && self.vcpus[v.idx()].act == Act::HostPoll {
+        if guest_needed && self.vcpus[v.idx()].act == VcpuActivity::HostPoll {
             self.end_host_poll(v, true);
         }
         if let Irq::Timer = irq {

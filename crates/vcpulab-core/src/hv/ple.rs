@@ -3,7 +3,7 @@
 //! one trait; the exit action is KVM's directed yield (kvm_vcpu_on_spin) or Xen's
 //! undirected yield.
 
-use crate::guest::thread::TAct;
+use crate::guest::thread::ThreadActivity;
 use crate::hv::sched::StopReason;
 use crate::hv::vcpu::HvState;
 use crate::scenario::{PleAction, PleConfig, PlePolicy};
@@ -193,7 +193,12 @@ impl World {
         let (first, n) = (self.vms[vm].first_vcpu, self.vms[vm].nvcpus);
         let in_kernel = self.vcpus[me.idx()]
             .cur
-            .map(|t| matches!(self.threads[t.idx()].act, TAct::SpinLock(_) | TAct::TlbWait))
+            .map(|t| {
+                matches!(
+                    self.threads[t.idx()].act,
+                    ThreadActivity::SpinLock(_) | ThreadActivity::TlbWait
+                )
+            })
             .unwrap_or(true);
         let last = self.vms[vm].last_boosted;
         let mut tries = 0;

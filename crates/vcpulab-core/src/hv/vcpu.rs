@@ -47,7 +47,7 @@ pub enum HvState {
 
 /// What the running vCPU is doing, which decides what its next step event means.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Act {
+pub enum VcpuActivity {
     /// Executing its current thread.
     Thread,
     /// Executing HLT: the exit completes at the step, then the vCPU blocks.
@@ -67,7 +67,7 @@ pub struct Vcpu {
     pub index: u32,
     pub mask: CpuMask,
     pub hv: HvState,
-    pub act: Act,
+    pub act: VcpuActivity,
     /// Generation of the step event; bumped to cancel.
     pub gen: u32,
     /// Guest progress resumes here after a dispatch (entry overhead + cache refill).
@@ -158,7 +158,7 @@ impl Vcpu {
             index,
             mask,
             hv: HvState::Halted,
-            act: Act::Off,
+            act: VcpuActivity::Off,
             gen: 0,
             resume_at: Nanos::ZERO,
             seg_start: Nanos::ZERO,

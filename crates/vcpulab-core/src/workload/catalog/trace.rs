@@ -117,61 +117,61 @@ pub fn parse(text: &str) -> Result<BTreeMap<u32, Vec<OpSpec>>, String> {
             }
             Ok((a, b))
         };
-        enum Act {
+        enum LineKind {
             Op(OpSpec),
             Open(LoopCount),
             Close,
         }
         let act = match op {
-            "compute" => Act::Op(OpSpec::Compute(dist(rest)?)),
-            "kernel" => Act::Op(OpSpec::Kernel(dist(rest)?)),
-            "sleep" => Act::Op(OpSpec::Sleep(dist(rest)?)),
-            "io" => Act::Op(OpSpec::Io(dist(rest)?)),
+            "compute" => LineKind::Op(OpSpec::Compute(dist(rest)?)),
+            "kernel" => LineKind::Op(OpSpec::Kernel(dist(rest)?)),
+            "sleep" => LineKind::Op(OpSpec::Sleep(dist(rest)?)),
+            "io" => LineKind::Op(OpSpec::Io(dist(rest)?)),
             "count" => {
-                Act::Op(OpSpec::Count(rest.parse().map_err(|_| {
+                LineKind::Op(OpSpec::Count(rest.parse().map_err(|_| {
                     at("the argument of count is not a whole number".into())
                 })?))
             }
-            "lock" => Act::Op(OpSpec::Lock(name(rest)?)),
-            "unlock" => Act::Op(OpSpec::Unlock(name(rest)?)),
-            "barrier" => Act::Op(OpSpec::Barrier(name(rest)?)),
-            "cond_signal" => Act::Op(OpSpec::CondSignal(name(rest)?)),
-            "cond_broadcast" => Act::Op(OpSpec::CondBroadcast(name(rest)?)),
-            "sem_post" => Act::Op(OpSpec::SemPost(name(rest)?)),
-            "sem_wait" => Act::Op(OpSpec::SemWait(name(rest)?)),
-            "push" => Act::Op(OpSpec::Push(name(rest)?)),
-            "pop" => Act::Op(OpSpec::Pop(name(rest)?)),
-            "yield" => Act::Op(OpSpec::Yield(0)),
-            "tlb_shootdown" => Act::Op(OpSpec::TlbShootdown(0)),
+            "lock" => LineKind::Op(OpSpec::Lock(name(rest)?)),
+            "unlock" => LineKind::Op(OpSpec::Unlock(name(rest)?)),
+            "barrier" => LineKind::Op(OpSpec::Barrier(name(rest)?)),
+            "cond_signal" => LineKind::Op(OpSpec::CondSignal(name(rest)?)),
+            "cond_broadcast" => LineKind::Op(OpSpec::CondBroadcast(name(rest)?)),
+            "sem_post" => LineKind::Op(OpSpec::SemPost(name(rest)?)),
+            "sem_wait" => LineKind::Op(OpSpec::SemWait(name(rest)?)),
+            "push" => LineKind::Op(OpSpec::Push(name(rest)?)),
+            "pop" => LineKind::Op(OpSpec::Pop(name(rest)?)),
+            "yield" => LineKind::Op(OpSpec::Yield(0)),
+            "tlb_shootdown" => LineKind::Op(OpSpec::TlbShootdown(0)),
             "kspin" => {
                 let (l, d) = two()?;
-                Act::Op(OpSpec::Kspin(KspinSpec {
+                LineKind::Op(OpSpec::Kspin(KspinSpec {
                     lock: l.into(),
                     hold: dist(d)?,
                 }))
             }
             "spin_barrier" => {
                 let (b, d) = two()?;
-                Act::Op(OpSpec::SpinBarrier(SpinBarrierSpec {
+                LineKind::Op(OpSpec::SpinBarrier(SpinBarrierSpec {
                     name: b.into(),
                     spin: dist(d)?,
                 }))
             }
             "cond_wait" => {
                 let (c, m) = two()?;
-                Act::Op(OpSpec::CondWait(CondWaitSpec {
+                LineKind::Op(OpSpec::CondWait(CondWaitSpec {
                     cond: c.into(),
                     mutex: name(m)?,
                 }))
             }
-            "loop" => Act::Open(match rest {
+            "loop" => LineKind::Open(match rest {
                 "forever" => LoopCount::Forever("forever".into()),
                 n => LoopCount::Times(
                     n.parse()
                         .map_err(|_| at("loop takes a whole number or \"forever\"".into()))?,
                 ),
             }),
-            "end" => Act::Close,
+            "end" => LineKind::Close,
             _ => {
                 return Err(at(String::from(
                     "unknown operation; allowed: compute, kernel, sleep, io, count, \
@@ -184,9 +184,9 @@ pub fn parse(text: &str) -> Result<BTreeMap<u32, Vec<OpSpec>>, String> {
         for id in ids {
             let stack = st.entry(id).or_insert_with(|| vec![(None, Vec::new())]);
             match &act {
-                Act::Op(o) => stack.last_mut().expect("stack").1.push(o.clone()),
-                Act::Open(n) => stack.push((Some(n.clone()), Vec::new())),
-                Act::Close => {
+                LineKind::Op(o) => stack.last_mut().expect("stack").1.push(o.clone()),
+                LineKind::Open(n) => stack.push((Some(n.clone()), Vec::new())),
+                LineKind::Close => {
                     if stack.len() < 2 {
                         return Err(at(format!("thread {id}: `end` without `loop`")));
                     }
