@@ -593,6 +593,13 @@ impl World {
         for p in 0..self.pcpus.len() {
             if let Some(v) = self.pcpus[p].cur {
                 self.sync_progress(v);
+                // A host halt poll still going on is poll time, not the vCPU's run.
+                let pc = &mut self.pcpus[p];
+                if let Some(s) = pc.poll_since.take() {
+                    pc.poll_ns += (now - s).0;
+                    pc.run_start = now;
+                    pc.entry_until = now;
+                }
                 let start = self.pcpus[p].run_start;
                 let entry = self.pcpus[p].entry_until;
                 self.pcpus[p].book_run(now);
