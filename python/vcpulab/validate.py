@@ -71,6 +71,19 @@ def _md_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+CHANGES_FILE = "validation-changes.md"
+"""Hand-written notes on what changed since the previous validation and why (kept in the
+docs folder beside the generated report, which includes them after its table)."""
+
+
+def _changes_section(docs: Path) -> list[str]:
+    notes = docs / CHANGES_FILE
+    if not notes.is_file():
+        return []
+    text = notes.read_text(encoding="utf-8").strip()
+    return ["", text] if text else []
+
+
 def write_reports(
     results: Sequence[ExperimentResult],
     docs_dir: str | Path,
@@ -112,6 +125,7 @@ def write_reports(
             f"| [{r.id}](#{r.id}) | {_md_cell(r.published)} | {_md_cell(r.simulated)} | "
             f"**{r.verdict}** |"
         )
+    md += _changes_section(docs)
     for r in results:
         exp = exps.get(r.id)
         md += ["", f"## {r.id}", "", f"{r.title}.", ""]
