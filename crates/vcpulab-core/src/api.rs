@@ -26,12 +26,26 @@ pub fn explain(
     seed: Option<u64>,
 ) -> Result<String, ScenarioError> {
     let sc = scenario::resolve(text, overrides, seed)?;
+    // Whether the scenario (or an override) named a preset or a platform itself.
+    let named: toml::Table = text.parse().unwrap_or_default();
+    let overridden = overrides.iter().any(|o| {
+        matches!(
+            o.split_once('=').map(|(k, _)| k.trim()),
+            Some("preset" | "host.platform")
+        )
+    });
+    let default_note = match scenario::default_preset(&named).filter(|_| !overridden) {
+        Some(p) => format!(
+            "# no preset or platform named: today's platform, preset {p:?} (name `preset = \"kvm-default\"` for the built-in pre-6.6 defaults)\n"
+        ),
+        None => String::new(),
+    };
     let toml_text = sc.to_toml();
     let table: toml::Table = toml_text.parse().map_err(|e| {
         ScenarioError::new("", format!("cannot re-read the resolved scenario: {e}"))
     })?;
     Ok(format!(
-        "{}{}{toml_text}",
+        "{default_note}{}{}{toml_text}",
         scenario::platforms::explain(&table),
         workload_params_explained(&sc)
     ))

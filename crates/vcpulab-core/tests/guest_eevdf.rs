@@ -143,4 +143,12 @@ fn a_scenario_naming_no_platform_gets_todays() {
     assert_eq!(sc.host.platform, None);
     let sc = resolve(HOGS, &["host.platform=kvm-3.9-snb".into()], None).unwrap();
     assert_eq!(sc.preset, None);
+    // `vcpulab explain` says so.
+    let e = vcpulab_core::explain(HOGS, &[], None).unwrap();
+    assert!(
+        e.starts_with("# no preset or platform named: today's platform, preset \"kvm-modern\""),
+        "{e}"
+    );
+    let e = vcpulab_core::explain(HOGS, &["preset=kvm-default".into()], None).unwrap();
+    assert!(!e.contains("no preset or platform named"), "{e}");
 }

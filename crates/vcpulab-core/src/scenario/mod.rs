@@ -3,6 +3,7 @@
 //! then validated. Defaults live here, in the `Default` impls, and nowhere else.
 
 mod load;
+pub(crate) use load::default_preset;
 pub mod modes;
 pub mod platforms;
 mod presets;
