@@ -113,19 +113,42 @@ impl Hist {
             return 0;
         }
         let target = ((q * self.n as f64).ceil() as u64).clamp(1, self.n);
-        let mut acc = 0;
-        for (i, &c) in self.counts.iter().enumerate() {
-            if acc + c >= target {
-                let (lo, hi) = bounds(i);
-                // The samples of a bucket are taken as spread evenly over it: the k-th
-                // of c sits at lo + (k - 0.5) / c of the width.
-                let k = (target - acc) as f64;
-                let x = lo as f64 + (hi - lo) as f64 * (k - 0.5) / c as f64;
-                return (x.round() as u64).clamp(self.min, self.max);
+        // The bucket holding the target-th sample, and the samples below it: scanned
+        // from the nearer end (a high quantile from the top), with the same result.
+        let found = if target > self.n / 2 {
+            let mut above = 0;
+            let mut hit = None;
+            for (i, &c) in self.counts.iter().enumerate().rev() {
+                above += c;
+                let below = self.n - above;
+                if c > 0 && below < target {
+                    hit = Some((i, below));
+                    break;
+                }
             }
-            acc += c;
-        }
-        self.max
+            hit
+        } else {
+            let mut acc = 0;
+            let mut hit = None;
+            for (i, &c) in self.counts.iter().enumerate() {
+                if acc + c >= target {
+                    hit = Some((i, acc));
+                    break;
+                }
+                acc += c;
+            }
+            hit
+        };
+        let Some((i, acc)) = found else {
+            return self.max;
+        };
+        let c = self.counts[i];
+        let (lo, hi) = bounds(i);
+        // The samples of a bucket are taken as spread evenly over it: the k-th of c sits
+        // at lo + (k - 0.5) / c of the width.
+        let k = (target - acc) as f64;
+        let x = lo as f64 + (hi - lo) as f64 * (k - 0.5) / c as f64;
+        (x.round() as u64).clamp(self.min, self.max)
     }
 
     pub fn merge(&mut self, o: &Hist) {
@@ -197,7 +220,35 @@ mod tests {
         }
     }
 
+    /// The quantile by a scan from the first bucket only (the definition).
+    fn quantile_forward(h: &Hist, q: f64) -> u64 {
+        if h.n == 0 {
+            return 0;
+        }
+        let target = ((q * h.n as f64).ceil() as u64).clamp(1, h.n);
+        let mut acc = 0;
+        for (i, &c) in h.counts.iter().enumerate() {
+            if acc + c >= target {
+                let (lo, hi) = bounds(i);
+                let x = lo as f64 + (hi - lo) as f64 * ((target - acc) as f64 - 0.5) / c as f64;
+                return (x.round() as u64).clamp(h.min, h.max);
+            }
+            acc += c;
+        }
+        h.max
+    }
+
     proptest! {
+        /// Scanning a high quantile from the top finds what the forward scan finds.
+        #[test]
+        fn quantile_from_either_end_agrees(xs in proptest::collection::vec(0u64..1_000_000_000, 1..400)) {
+            let mut h = Hist::default();
+            for x in &xs { h.record(*x); }
+            for q in [0.0, 0.1, 0.5, 0.51, 0.9, 0.99, 0.999, 1.0] {
+                prop_assert_eq!(h.quantile(q), quantile_forward(&h, q), "q {}", q);
+            }
+        }
+
         #[test]
         fn quantiles_within_relative_error(xs in proptest::collection::vec(1u64..10_000_000, 1..500)) {
             let mut h = Hist::default();
