@@ -170,9 +170,9 @@ pub fn run_abortable(
     w.abort = abort.clone();
     let cause = w.run();
     unfinished(&w, cause)?;
-    let mut report = Report::build(&main, &w, cause);
     // The hash names the scenario as given (the run may be a derived mode of it).
-    report.scenario.hash = crate::metrics::report::scenario_hash(sc);
+    let hash = crate::metrics::report::scenario_hash(sc);
+    let mut report = Report::build(&main, &w, cause, hash);
     if !sc.run.compare.is_empty() {
         let focus = if sc.run.mode == Mode::Consolidated {
             scenario::modes::focus_index(sc)?
@@ -198,7 +198,7 @@ pub fn run_abortable(
             w.abort = abort.clone();
             let cause = w.run();
             unfinished(&w, cause)?;
-            let r = Report::build(&s, &w, cause);
+            let r = Report::build(&s, &w, cause, String::new());
             report.modes.push(ModeRow::of(m, &r.vms[0], &base));
         }
     }
@@ -213,7 +213,7 @@ fn focus_share(sc: &Scenario, abort: &Option<Arc<AtomicBool>>) -> Result<f64, Sc
     w.abort = abort.clone();
     let cause = w.run();
     unfinished(&w, cause)?;
-    Ok(Report::build(&s, &w, cause).vms[f].cpu_share)
+    Ok(Report::build(&s, &w, cause, String::new()).vms[f].cpu_share)
 }
 
 /// (name, description) of every preset; a preset built on a base starts its description

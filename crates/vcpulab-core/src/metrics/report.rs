@@ -23,7 +23,9 @@ pub struct ScenarioInfo {
 }
 
 impl ScenarioInfo {
-    pub fn of(sc: &Scenario) -> ScenarioInfo {
+    /// `hash`: the scenario's `scenario_hash`, computed once by the caller (the TOML of a
+    /// host with thousands of VMs takes a while to write).
+    pub fn of(sc: &Scenario, hash: String) -> ScenarioInfo {
         ScenarioInfo {
             name: sc.name.clone(),
             seed: sc.seed,
@@ -31,7 +33,7 @@ impl ScenarioInfo {
             scheduler: sc.host.scheduler.name().to_string(),
             pcpus: sc.host.pcpus,
             duration_ns: sc.run.duration.0 .0,
-            hash: scenario_hash(sc),
+            hash,
         }
     }
 }
@@ -453,7 +455,9 @@ pub fn jain(xs: &[f64]) -> f64 {
 }
 
 impl Report {
-    pub fn build(sc: &Scenario, w: &World, cause: StopCause) -> Report {
+    /// The report of `w`, run from `sc`; `hash` names the scenario as the user gave it
+    /// (`scenario_hash`; empty for the internal runs of another mode).
+    pub fn build(sc: &Scenario, w: &World, cause: StopCause, hash: String) -> Report {
         let end = w.now.0;
         let npc = w.pcpus.len() as f64;
         let total_cpu = npc * end as f64;
@@ -697,7 +701,7 @@ impl Report {
         Report {
             schema: 1,
             core_version: CORE_VERSION,
-            scenario: ScenarioInfo::of(sc),
+            scenario: ScenarioInfo::of(sc, hash),
             end_ns: end,
             stop_reason: match cause {
                 StopCause::AllFinished => "all-finished",
@@ -736,7 +740,7 @@ impl Report {
         Report {
             schema: 1,
             core_version: CORE_VERSION,
-            scenario: ScenarioInfo::of(sc),
+            scenario: ScenarioInfo::of(sc, scenario_hash(sc)),
             end_ns: sc.run.duration.0 .0,
             stop_reason: "duration",
             events: llc.iter().map(|r| r.simulated_accesses).sum(),
