@@ -10,10 +10,8 @@
 //! reschedule — noticed at the guest's next tick (`CONFIG_HZ`, no HRTICK) or at the next
 //! wake-up on that vCPU (`update_curr`). Once picked, a thread keeps the vCPU against
 //! wake-ups while it is eligible and has not been given a new deadline (RUN_TO_PARITY);
-//! otherwise a wake-up preempts when EEVDF would now pick another thread
-//! (`check_preempt_wakeup_fair` asks whether it would pick the wakee; the model does not
-//! carry the wakee to the check and asks whether it would pick anyone but the current
-//! thread). A blocked thread keeps its lag, clamped (`update_entity_lag`), and is placed
+//! otherwise a wake-up preempts when EEVDF would now pick the wakee
+//! (`check_preempt_wakeup_fair`). A blocked thread keeps its lag, clamped (`update_entity_lag`), and is placed
 //! back with it scaled for the load it joins (`place_entity`, PLACE_LAG); a migrated
 //! thread carries its lag the same way. `sched_yield` pushes the deadline one slice on
 //! (`yield_task_fair`). Threads are nice 0 (weight 1024), SCHED_IDLE ones weight 3
@@ -199,9 +197,15 @@ impl World {
         th.protect = false;
     }
 
-    /// check_preempt_wakeup_fair() on `v`, whose current thread is `c`, after a thread
-    /// was queued there: whether EEVDF now picks another thread.
-    pub(crate) fn eevdf_wakeup_preempts(&mut self, v: VcpuId, c: ThreadId) -> bool {
+    /// check_preempt_wakeup_fair() on `v`, whose current thread is `c`, after `wakee` was
+    /// queued there: whether EEVDF would now pick the wakee (without a known wakee:
+    /// whether it would pick any thread but `c`).
+    pub(crate) fn eevdf_wakeup_preempts(
+        &mut self,
+        v: VcpuId,
+        c: ThreadId,
+        wakee: Option<ThreadId>,
+    ) -> bool {
         let normal_waiting = self.vcpus[v.idx()]
             .rq
             .iter()
@@ -218,12 +222,23 @@ impl World {
         if cur_eligible && self.threads[c.idx()].protect {
             return false;
         }
+        // pick_eevdf(): the eligible queued thread with the earliest deadline, unless
+        // the (eligible) current one's is earlier still.
         let cdl = self.threads[c.idx()].deadline;
-        self.vcpus[v.idx()]
+        let best = self.vcpus[v.idx()]
             .rq
             .iter()
-            .filter(|t| self.eevdf_eligible(parts, **t))
-            .any(|t| !cur_eligible || self.threads[t.idx()].deadline < cdl)
+            .copied()
+            .enumerate()
+            .filter(|(_, t)| self.eevdf_eligible(parts, *t))
+            .min_by_key(|(i, t)| (self.threads[t.idx()].deadline, *i))
+            .map(|(_, t)| t)
+            .filter(|t| !cur_eligible || self.threads[t.idx()].deadline < cdl);
+        match (best, wakee) {
+            (Some(b), Some(w)) => b == w,
+            (Some(_), None) => true,
+            (None, _) => false,
+        }
     }
 
     /// Whether `t`, running on `v`, is in kernel mode for the preemption model.

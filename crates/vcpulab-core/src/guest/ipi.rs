@@ -208,10 +208,10 @@ impl World {
                     self.vcpu_continue(target);
                 } else if self.vcpus[target.idx()].cur.is_none() {
                     // Stopped polling meanwhile: it needs a real interrupt after all.
-                    self.handle_interrupt(target, IpiKind::Resched, sent, None);
+                    self.handle_interrupt(target, IpiKind::Resched, sent, None, woken);
                 }
             } else {
-                self.handle_interrupt(target, msg.kind, sent, tlb);
+                self.handle_interrupt(target, msg.kind, sent, tlb, woken);
             }
         }
         // DCS: the IPI is a coordination signal for a target that waits for a pCPU.
@@ -235,6 +235,7 @@ impl World {
         kind: IpiKind,
         sent: Nanos,
         tlb: Option<(ThreadId, u32)>,
+        woken: Option<ThreadId>,
     ) {
         self.sync_progress(v);
         self.inject_ipi(v, kind, sent, tlb, false);
@@ -245,7 +246,7 @@ impl World {
             // section: preemption is off there).
             let th = &self.threads[c.idx()];
             if kind == IpiKind::Resched && self.vms[vm].guest.eevdf {
-                if self.eevdf_wakeup_preempts(v, c) && self.eevdf_resched_now(v, c, false) {
+                if self.eevdf_wakeup_preempts(v, c, woken) && self.eevdf_resched_now(v, c, false) {
                     self.guest_preempt(v, c);
                 }
             } else if kind == IpiKind::Resched

@@ -54,7 +54,8 @@ impl World {
         self.threads[t.idx()].wake_path = wake_path_of(how);
         if how == Delivered::Running {
             if let Some(c) = self.vcpus[v.idx()].cur.filter(|_| eevdf) {
-                if self.eevdf_wakeup_preempts(v, c) && self.eevdf_resched_now(v, c, false) {
+                if self.eevdf_wakeup_preempts(v, c, Some(t)) && self.eevdf_resched_now(v, c, false)
+                {
                     self.guest_preempt(v, c);
                 }
             } else if let Some(c) = self.vcpus[v.idx()].cur {
