@@ -66,7 +66,7 @@ def _lhp(at: str) -> Mean:
 GLEANER_THEN_NOW = Repro(
     id="modern-gleaner",
     system="modern",
-    title="Gleaner's co-run with matmul, on its host and on today's: speedup over HLT",
+    title="Gleaner's co-run with matmul, then and now: speedup over HLT",
     points=GLEANER_POINTS,
     grid={MODEL_KEY: list(GLEANER_MODELS)},
     quick_grid={MODEL_KEY: list(GLEANER_QUICK)},
@@ -83,16 +83,16 @@ GLEANER_THEN_NOW = Repro(
     plot=Plot(
         "columns",
         [
-            ("simulated", "Gleaner / HLT, then (KVM 3.9, Sandy Bridge)", "#2f6db5"),
-            ("speedup_now", "Gleaner / HLT, now (KVM 6.6, Sapphire Rapids)", "#e07b39"),
-            ("hlt_now_over_then", "HLT now / HLT then", "#8c8c8c"),
+            ("simulated", "then: Gleaner / HLT", "#2f6db5"),
+            ("speedup_now", "now: Gleaner / HLT", "#e07b39"),
+            ("hlt_now_over_then", "HLT now / then", "#8c8c8c"),
         ],
     ),
     source="Gleaner (USENIX ATC 2014), two-VM study: "
     "Gleaner speeds up the workload co-running with a CPU-bound VM; the 'now' columns "
     "have no published values",
     x="workload",
-    x_label="workload (+ matmul VM)",
+    x_label="workload (+ matmul VM); then: KVM 3.9, now: KVM 6.6",
     y_label="throughput ratio",
     seeds=2,
     quick_seeds=1,
@@ -120,7 +120,7 @@ SOLO_THROUGHPUT = Col("throughput_per_s", how="sum")
 APPLE_THEN_NOW = Repro(
     id="modern-apple",
     system="modern",
-    title="APPLE's one VM alone, on its host and on today's: KVM's PLE handling vs PLE off",
+    title="APPLE's one VM alone, then and now: KVM's PLE handling vs PLE off",
     points=APPLE_POINTS,
     grid={"vm.0.workload.model": list(APPLE_MODELS)},
     quick_grid={"vm.0.workload.model": list(APPLE_QUICK)},
@@ -137,8 +137,8 @@ APPLE_THEN_NOW = Repro(
     plot=Plot(
         "columns",
         [
-            ("simulated", "KVM / off, then (Linux 3.19, Haswell)", "#2f6db5"),
-            ("kvm_over_off_now", "KVM / off, now (Linux 6.6, Sapphire Rapids)", "#e07b39"),
+            ("simulated", "then (KVM 3.19, Haswell)", "#2f6db5"),
+            ("kvm_over_off_now", "now (KVM 6.6, Sapphire Rapids)", "#e07b39"),
         ],
     ),
     source="APPLE's PLE study (the APPLE paper), one VM alone: KVM's PLE "
