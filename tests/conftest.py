@@ -21,6 +21,34 @@ def core_available() -> bool:
 
 needs_core = pytest.mark.skipif(not core_available(), reason="vcpulab._core is not built")
 
+Rows = list[dict[str, str]]
+
+
+def reproduce_quick(ids: tuple[str, ...], out: Path) -> dict[str, tuple[str, Rows]]:
+    """`vcpulab reproduce ID --quick` for each id into `out`: each writes its CSV, text
+    and JSON; returns each one's stdout and CSV rows."""
+    import csv
+
+    from test_core import cli
+
+    results: dict[str, tuple[str, Rows]] = {}
+    for exp_id in ids:
+        res = cli("reproduce", exp_id, "--quick", "--out", str(out))
+        assert res.returncode == 0, res.stderr
+        for ext in ("csv", "txt", "json"):
+            assert (out / f"{exp_id}.{ext}").is_file(), (exp_id, ext)
+        with (out / f"{exp_id}.csv").open(newline="") as f:
+            results[exp_id] = (res.stdout, list(csv.DictReader(f)))
+    return results
+
+
+def csv_float(row: dict[str, str], key: str) -> float:
+    """A CSV cell as a number (NaN when empty)."""
+    import math
+
+    value = row.get(key, "")
+    return float(value) if value not in ("", None) else math.nan
+
 
 @pytest.fixture
 def fake_backend():

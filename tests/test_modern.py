@@ -3,37 +3,21 @@ paper's platform against the paper, and report today's platform beside it."""
 
 from __future__ import annotations
 
-import csv
-import math
-
 import pytest
 
-from conftest import core_available, needs_core
+from conftest import Rows, core_available, csv_float, needs_core, reproduce_quick
 
 IDS = ("modern-gleaner", "modern-apple")
-
-Rows = list[dict[str, str]]
 
 
 @pytest.fixture(scope="module")
 def reproduced(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, Rows]]:
     if not core_available():
         pytest.skip("vcpulab._core is not built")
-    from test_core import cli
-
-    out = tmp_path_factory.mktemp("modern")
-    results: dict[str, tuple[str, Rows]] = {}
-    for exp_id in IDS:
-        res = cli("reproduce", exp_id, "--quick", "--out", str(out))
-        assert res.returncode == 0, res.stderr
-        with (out / f"{exp_id}.csv").open(newline="") as f:
-            results[exp_id] = (res.stdout, list(csv.DictReader(f)))
-    return results
+    return reproduce_quick(IDS, tmp_path_factory.mktemp("modern"))
 
 
-def _f(row: dict[str, str], key: str) -> float:
-    value = row.get(key, "")
-    return float(value) if value not in ("", None) else math.nan
+_f = csv_float
 
 
 @needs_core
