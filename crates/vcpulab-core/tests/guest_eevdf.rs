@@ -5,22 +5,26 @@ mod common;
 use common::*;
 use vcpulab_core::resolve;
 
-/// One vCPU alone on one pCPU running three CPU-bound threads.
-const HOGS: &str = r#"
-seed = 1
-[run]
-duration = "5s"
-[host]
-pcpus = 1
-[[vm]]
-vcpus = 1
-[vm.workload]
-model = "program"
+/// One vCPU alone on one pCPU for 5 s, running the given thread groups.
+macro_rules! one_vcpu {
+    ($groups:literal) => {
+        concat!(
+            "seed = 1\n[run]\nduration = \"5s\"\n[host]\npcpus = 1\n[[vm]]\nvcpus = 1\n",
+            "[vm.workload]\nmodel = \"program\"\n",
+            $groups
+        )
+    };
+}
+
+/// Three CPU-bound threads.
+const HOGS: &str = one_vcpu!(
+    r#"
 [[vm.workload.group]]
 name = "hog"
 threads = 3
 ops = [{ loop = { n = "forever", body = [{ compute = "exp(1ms)" }, { count = 1 }] } }]
-"#;
+"#
+);
 
 fn switches(text: &str, overrides: &[&str]) -> u64 {
     run_with(text, overrides).vms[0].thread_switches
@@ -49,16 +53,8 @@ fn eevdf_notices_a_used_up_slice_at_the_tick() {
 /// next tick or the return, whichever is first.
 #[test]
 fn the_preemption_model_decides_when_kernel_code_gives_way() {
-    let text = r#"
-seed = 1
-[run]
-duration = "5s"
-[host]
-pcpus = 1
-[[vm]]
-vcpus = 1
-[vm.workload]
-model = "program"
+    let text = one_vcpu!(
+        r#"
 [[vm.workload.group]]
 name = "syscalls"
 threads = 1
@@ -67,7 +63,8 @@ ops = [{ loop = { n = "forever", body = [{ kernel = "exp(2ms)" }, { count = 1 }]
 name = "sleeper"
 threads = 1
 ops = [{ loop = { n = "forever", body = [{ compute = "50us" }, { sleep = "3ms" }] } }]
-"#;
+"#
+    );
     let mean = |model: &str| {
         let r = run_with(text, &[&format!("guest.preemption={model}")]);
         r.vms[0].wake_latency_mean_ns

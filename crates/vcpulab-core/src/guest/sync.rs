@@ -520,10 +520,14 @@ impl World {
                     // pthread_barrier_wait re-checks after every futex wake).
                     let br = &mut self.barriers[(u32::MAX - cond) as usize];
                     let gen = br.gen;
-                    let (ended, open): (Vec<_>, Vec<_>) =
-                        br.waiters.drain(..).partition(|&(_, g)| g < gen);
-                    br.waiters = open;
-                    ended.into_iter().map(|(w, _)| w).collect()
+                    let ended = br
+                        .waiters
+                        .iter()
+                        .filter(|&&(_, g)| g < gen)
+                        .map(|&(w, _)| w)
+                        .collect();
+                    br.waiters.retain(|&(_, g)| g >= gen);
+                    ended
                 } else {
                     let q = &mut self.conds[cond as usize].waiters;
                     if all {
