@@ -146,22 +146,26 @@ fn weights_example_matches_within_one_percent_under_eevdf() {
 }
 
 #[test]
-fn eevdf_groups_give_a_wide_and_a_narrow_vm_equal_cpu() {
+fn groups_give_a_wide_and_a_narrow_vm_equal_cpu() {
     // A 16-vCPU VM and a 1-vCPU VM of equal weight, both saturated, on 2 pCPUs: with a
     // task group per VM each gets one pCPU's worth; without, CPU goes per vCPU thread.
-    let share = |groups: bool| {
-        let text = format!(
-            "[run]\nduration = \"4s\"\n[host]\npcpus = 2\n[host.scheduler]\nkind = \"eevdf\"\n\
-             per_vm_groups = {groups}\n\
-             [[vm]]\nvcpus = 16\nworkload = {{ model = \"cpu-bomb\" }}\n\
-             [[vm]]\nvcpus = 1\nworkload = {{ model = \"cpu-bomb\" }}\n"
-        );
-        run_toml(&text).vms[1].cpu_share
-    };
-    let grouped = share(true);
-    let flat = share(false);
-    assert!(grouped > 0.45, "1-vCPU VM with groups: {grouped}");
-    assert!(flat < 0.2, "1-vCPU VM without groups: {flat}");
+    // Under both of KVM's host schedulers.
+    for kind in ["cfs", "eevdf"] {
+        let share = |groups: bool| {
+            let text = format!(
+                "preset = \"kvm-default\"\n\
+                 [run]\nduration = \"4s\"\n[host]\npcpus = 2\n[host.scheduler]\n\
+                 kind = \"{kind}\"\nper_vm_groups = {groups}\n\
+                 [[vm]]\nvcpus = 16\nworkload = {{ model = \"cpu-bomb\" }}\n\
+                 [[vm]]\nvcpus = 1\nworkload = {{ model = \"cpu-bomb\" }}\n"
+            );
+            run_toml(&text).vms[1].cpu_share
+        };
+        let grouped = share(true);
+        let flat = share(false);
+        assert!(grouped > 0.45, "{kind}: 1-vCPU VM with groups: {grouped}");
+        assert!(flat < 0.2, "{kind}: 1-vCPU VM without groups: {flat}");
+    }
 }
 
 #[test]

@@ -402,6 +402,9 @@ pub struct CfsParams {
     /// Where a waking vCPU is placed: the scheduler's own choice, balance scheduling
     /// or load-conscious balance (hv/placement.rs).
     pub placement: crate::hv::placement::Placement,
+    /// Each VM a task group: a cgroup per VM, as libvirt sets KVM hosts up (and as
+    /// session autogroups do for VMs started from different sessions).
+    pub per_vm_groups: bool,
 }
 impl Default for CfsParams {
     fn default() -> Self {
@@ -414,6 +417,7 @@ impl Default for CfsParams {
             tick_hz: 250,
             bandwidth_period_ms: 100.0,
             placement: Default::default(),
+            per_vm_groups: true,
         }
     }
 }

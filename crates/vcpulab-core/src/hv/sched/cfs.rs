@@ -1,8 +1,21 @@
-//! Linux CFS as KVM's host scheduler (pre-6.6 semantics): per-pCPU runqueues ordered by
-//! weighted vruntime, a bounded scheduling period, tick-driven preemption
-//! (check_preempt_tick), wake-up preemption with a wake-up granularity, sleeper
-//! placement, next/skip buddies, idle and periodic load balancing with a cache-hot
-//! migration cost, and CFS bandwidth control for caps.
+//! Linux CFS as KVM's host scheduler (pre-6.6 semantics, kernel/sched/fair.c): per-pCPU
+//! runqueues ordered by weighted vruntime, a bounded scheduling period, tick-driven
+//! preemption (check_preempt_tick), wake-up preemption with a wake-up granularity,
+//! sleeper placement, next/skip buddies, idle and periodic load balancing with a
+//! cache-hot migration cost, and CFS bandwidth control for caps.
+//!
+//! With `per_vm_groups` each VM is a task group, as libvirt puts a VM's vCPU threads in
+//! one cgroup: per pCPU a group entity in the root runqueue and a group runqueue of the
+//! VM's vCPUs there (`CONFIG_FAIR_GROUP_SCHED`). The group entity's weight is the VM's
+//! shares times its runnable vCPUs on this pCPU over its runnable vCPUs on all pCPUs,
+//! at least MIN_SHARES (`calc_cfs_shares` with instantaneous loads instead of the
+//! tracked averages), refreshed when that group runqueue changes and at the tick of the
+//! pCPU that runs it (`update_cfs_shares`). Every level has its own vruntime, buddies
+//! and tick check: `sched_slice` multiplies the period's share down the hierarchy,
+//! `check_preempt_tick` runs at each level with more than one entity, wake-up
+//! preemption compares the two entities where the wakee's and the running vCPU's
+//! hierarchies meet (`find_matching_se`), and load balancing moves a vCPU by its share
+//! of the root load (`task_h_load`).
 
 use super::{HostScheduler, SchedSetup, StopReason, WakePlacement};
 use crate::hv::placement::prev_else_next_idle;
@@ -11,8 +24,17 @@ use crate::sim::{Nanos, PcpuId, VcpuId};
 use std::cell::Cell;
 
 const NICE_0_LOAD: u64 = 1024;
+/// The smallest group share (kernel/sched/sched.h MIN_SHARES).
+const MIN_SHARES: u64 = 2;
 /// vruntimes start here so that relative placement never underflows.
 const VR_BASE: u64 = 1 << 50;
+
+/// A scheduling entity: a vCPU (index < number of vCPUs) or a VM's group entity on one
+/// pCPU.
+type EntId = u32;
+/// A runqueue: a pCPU's root (index < number of pCPUs) or a VM's group runqueue on one
+/// pCPU.
+type RqId = usize;
 
 #[derive(Clone, Debug)]
 struct Ent {
@@ -20,8 +42,12 @@ struct Ent {
     load: u64,
     /// vruntime relative to its runqueue's min_vruntime, saved when it blocks.
     rel_vr: i64,
+    /// A vCPU's pCPU: where it is queued, or ran last.
     rq: u32,
+    /// Waiting in a queue (not running, not blocked).
     queued: bool,
+    /// Queued or running (Linux `on_rq`).
+    on_rq: bool,
     /// When it last stopped running (for cache-hotness).
     last_ran: Nanos,
     /// Has run at least once (else it is placed like a new task).
@@ -30,21 +56,28 @@ struct Ent {
 
 #[derive(Clone, Debug, Default)]
 struct Rq {
-    queue: Vec<VcpuId>,
-    curr: Option<VcpuId>,
+    queue: Vec<EntId>,
+    curr: Option<EntId>,
+    /// Root runqueues only: when the running vCPU's time was last accounted.
     exec_start: Nanos,
+    /// When `curr` was picked (prev_sum_exec_runtime, for check_preempt_tick).
     picked_at: Nanos,
+    /// The entity put back last and when: a group entity picked again at once keeps
+    /// its `picked_at` (pick_next_task_fair sets only the levels that change).
+    put_back: Option<(EntId, Nanos)>,
     min_vr: u64,
-    next_buddy: Option<VcpuId>,
-    skip_buddy: Option<VcpuId>,
-    /// Urgent-vCPU-first (hv/uvf.rs): the queued vCPU this runqueue runs next.
+    next_buddy: Option<EntId>,
+    skip_buddy: Option<EntId>,
+    /// Root runqueues only. Urgent-vCPU-first (hv/uvf.rs): the queued vCPU this pCPU
+    /// runs next.
     forced: Option<VcpuId>,
     last_balance: Nanos,
-    /// Σ load of the running and queued vCPUs, kept incrementally.
+    /// Σ load of the running and queued entities, kept incrementally.
     load_sum: u64,
-    /// The leftmost queued vCPU as last computed (None: stale). Queued vCPUs' vruntimes
-    /// do not change while they wait, so it stays right until the queue changes.
-    left: Cell<Option<Option<VcpuId>>>,
+    /// The leftmost queued entity as last computed (None: stale). Queued entities'
+    /// vruntimes do not change while they wait, so it stays right until the queue
+    /// changes.
+    left: Cell<Option<Option<EntId>>>,
 }
 
 pub struct Cfs {
@@ -56,9 +89,24 @@ pub struct Cfs {
     balance_interval: u64,
     tick: Nanos,
     bw_period: Nanos,
+    groups: bool,
+    nv: u32,
+    nvm: u32,
+    np: u32,
     setup: SchedSetup,
     ent: Vec<Ent>,
     rqs: Vec<Rq>,
+    /// Per pCPU: the vCPU it runs.
+    running: Vec<Option<VcpuId>>,
+    /// Per pCPU: runnable vCPUs there, the running one included (rq->nr_running).
+    nr: Vec<u32>,
+    /// Per VM per pCPU: runnable vCPUs there; per VM: runnable vCPUs in all; per pCPU:
+    /// the VMs with runnable vCPUs there (kept with groups only).
+    nr_vm_cpu: Vec<u32>,
+    nr_vm: Vec<u32>,
+    cpu_vms: Vec<Vec<u32>>,
+    /// Per VM: task-group shares (weight 256 = 1024 shares).
+    shares: Vec<u64>,
     /// Per VM: quota per bandwidth period (ns), runtime used, throttled.
     quota: Vec<Option<u64>>,
     used: Vec<u64>,
@@ -74,19 +122,35 @@ fn ms(x: f64) -> u64 {
 
 impl Cfs {
     pub fn new(p: &CfsParams, setup: SchedSetup) -> Cfs {
-        let nv = setup.vcpu_vm.len();
-        let nvm = setup.vm_weight.len();
+        let nv = setup.vcpu_vm.len() as u32;
+        let nvm = setup.vm_weight.len() as u32;
+        let np = setup.pcpus;
+        let groups = p.per_vm_groups;
         let bw_period = Nanos(ms(p.bandwidth_period_ms));
-        let ent = (0..nv)
-            .map(|i| Ent {
-                vruntime: VR_BASE,
-                load: setup.vm_weight[setup.vcpu_vm[i].idx()] as u64 * 4,
-                rel_vr: 0,
-                rq: setup.vcpu_mask[i].iter().next().unwrap_or(0),
-                queued: false,
-                last_ran: Nanos::ZERO,
-                ran: false,
+        let shares: Vec<u64> = setup.vm_weight.iter().map(|w| *w as u64 * 4).collect();
+        let n_groups = if groups { np * nvm } else { 0 };
+        let fresh = |load: u64, rq: u32| Ent {
+            vruntime: VR_BASE,
+            load,
+            rel_vr: 0,
+            rq,
+            queued: false,
+            on_rq: false,
+            last_ran: Nanos::ZERO,
+            ran: false,
+        };
+        // Without groups a VM's weight is each vCPU thread's weight; with groups the
+        // vCPU threads are nice 0 and the VM's weight is its group's shares.
+        let ent = (0..nv as usize)
+            .map(|i| {
+                let load = if groups {
+                    NICE_0_LOAD
+                } else {
+                    shares[setup.vcpu_vm[i].idx()]
+                };
+                fresh(load, setup.vcpu_mask[i].iter().next().unwrap_or(0))
             })
+            .chain((0..n_groups).map(|g| fresh(shares[(g % nvm.max(1)) as usize], g / nvm)))
             .collect();
         let quota = setup
             .vm_cap
@@ -102,18 +166,28 @@ impl Cfs {
             balance_interval: ms(p.balance_interval_ms),
             tick: Nanos((1e9 / p.tick_hz as f64).round() as u64),
             bw_period,
+            groups,
+            nv,
+            nvm,
+            np,
             rqs: vec![
                 Rq {
                     min_vr: VR_BASE,
                     ..Rq::default()
                 };
-                setup.pcpus as usize
+                (np + n_groups) as usize
             ],
             ent,
+            running: vec![None; np as usize],
+            nr: vec![0; np as usize],
+            nr_vm_cpu: vec![0; (nvm * np) as usize],
+            nr_vm: vec![0; nvm as usize],
+            cpu_vms: vec![Vec::new(); np as usize],
+            shares,
             quota,
-            used: vec![0; nvm],
-            throttled: vec![false; nvm],
-            running_per_vm: vec![0; nvm],
+            used: vec![0; nvm as usize],
+            throttled: vec![false; nvm as usize],
+            running_per_vm: vec![0; nvm as usize],
             capped: setup.vm_cap.iter().any(Option::is_some),
             setup,
         }
@@ -123,123 +197,215 @@ impl Cfs {
         self.setup.vcpu_vm[v.idx()].idx()
     }
 
-    #[inline]
-    fn throttled(&self, v: VcpuId) -> bool {
-        self.capped && self.throttled[self.vm_of(v)]
+    /// The VM an entity belongs to (a vCPU's, or the group entity's).
+    fn ent_vm(&self, e: EntId) -> usize {
+        if e < self.nv {
+            self.setup.vcpu_vm[e as usize].idx()
+        } else {
+            ((e - self.nv) % self.nvm) as usize
+        }
     }
 
+    fn group_ent(&self, p: usize, vm: usize) -> EntId {
+        self.nv + p as u32 * self.nvm + vm as u32
+    }
+
+    fn group_rq(&self, p: usize, vm: usize) -> RqId {
+        (self.np as usize) + p * self.nvm as usize + vm
+    }
+
+    /// The runqueue a vCPU is queued on when it is on `p`.
+    fn leaf_rq(&self, v: VcpuId, p: usize) -> RqId {
+        if self.groups {
+            self.group_rq(p, self.vm_of(v))
+        } else {
+            p
+        }
+    }
+
+    /// Throttled entities (a capped VM out of quota) take no part in picking.
+    #[inline]
+    fn throttled(&self, e: EntId) -> bool {
+        self.capped && self.throttled[self.ent_vm(e)]
+    }
+
+    fn weight(&self, e: EntId) -> u64 {
+        self.ent[e as usize].load
+    }
+
+    fn vr(&self, e: EntId) -> u64 {
+        self.ent[e as usize].vruntime
+    }
+
+    /// update_curr() on every level of the pCPU's running hierarchy.
     fn update_curr(&mut self, p: usize, now: Nanos) {
-        let Some(c) = self.rqs[p].curr else { return };
+        let Some(c) = self.running[p] else { return };
         let delta = now.0.saturating_sub(self.rqs[p].exec_start.0);
         self.rqs[p].exec_start = now;
         let e = &mut self.ent[c.idx()];
         e.vruntime += delta * NICE_0_LOAD / e.load;
-        let vm = self.setup.vcpu_vm[c.idx()].idx();
+        let vm = self.vm_of(c);
         self.used[vm] += delta;
         if let Some(q) = self.quota[vm] {
             if self.used[vm] >= q {
                 self.throttled[vm] = true;
             }
         }
+        if self.groups {
+            let ge = self.group_ent(p, vm);
+            let g = &mut self.ent[ge as usize];
+            g.vruntime += delta * NICE_0_LOAD / g.load;
+            self.update_min_vr(self.group_rq(p, vm));
+        }
         self.update_min_vr(p);
     }
 
-    /// The queued, unthrottled vCPU with the least vruntime (the first of equals in
+    /// The queued, unthrottled entity with the least vruntime (the first of equals in
     /// queue order). Cached until the queue changes; with caps, throttling changes it
     /// too, so it is recomputed every time.
     #[inline]
-    fn leftmost(&self, p: usize) -> Option<VcpuId> {
-        let rq = &self.rqs[p];
+    fn leftmost(&self, rq: RqId) -> Option<EntId> {
+        let r = &self.rqs[rq];
         if !self.capped {
-            if let Some(l) = rq.left.get() {
+            if let Some(l) = r.left.get() {
                 return l;
             }
         }
-        let mut best: Option<VcpuId> = None;
-        for &v in &rq.queue {
-            if self.throttled(v) {
+        let mut best: Option<EntId> = None;
+        for &e in &r.queue {
+            if self.throttled(e) {
                 continue;
             }
             match best {
-                Some(b) if self.ent[b.idx()].vruntime <= self.ent[v.idx()].vruntime => {}
-                _ => best = Some(v),
+                Some(b) if self.vr(b) <= self.vr(e) => {}
+                _ => best = Some(e),
             }
         }
         if !self.capped {
-            rq.left.set(Some(best));
+            r.left.set(Some(best));
         }
         best
     }
 
-    fn update_min_vr(&mut self, p: usize) {
-        let rq = &self.rqs[p];
-        let mut m = rq.curr.map(|c| self.ent[c.idx()].vruntime);
-        if let Some(l) = self.leftmost(p) {
-            let lv = self.ent[l.idx()].vruntime;
+    fn update_min_vr(&mut self, rq: RqId) {
+        let r = &self.rqs[rq];
+        let mut m = r.curr.map(|c| self.vr(c));
+        if let Some(l) = self.leftmost(rq) {
+            let lv = self.vr(l);
             m = Some(m.map_or(lv, |c| c.min(lv)));
         }
         if let Some(m) = m {
-            let rq = &mut self.rqs[p];
-            rq.min_vr = rq.min_vr.max(m);
+            let r = &mut self.rqs[rq];
+            r.min_vr = r.min_vr.max(m);
         }
     }
 
     /// Weighted load of a runqueue (running + queued, throttled excluded).
-    fn load(&self, p: usize) -> u64 {
+    fn load(&self, rq: RqId) -> u64 {
         if !self.capped {
-            return self.rqs[p].load_sum;
+            return self.rqs[rq].load_sum;
         }
-        let rq = &self.rqs[p];
-        let q: u64 = rq
+        let r = &self.rqs[rq];
+        r.queue
+            .iter()
+            .chain(r.curr.iter())
+            .filter(|e| !self.throttled(**e))
+            .map(|e| self.weight(*e))
+            .sum()
+    }
+
+    /// Entities on a runqueue (cfs_rq->nr_running), throttled excluded.
+    fn nr_running(&self, rq: RqId) -> u64 {
+        let r = &self.rqs[rq];
+        r.queue.iter().filter(|e| !self.throttled(**e)).count() as u64 + r.curr.is_some() as u64
+    }
+
+    /// Runnable, unthrottled vCPUs on pCPU `p`, the running one included
+    /// (rq->nr_running).
+    fn h_nr_running(&self, p: usize) -> u64 {
+        if !self.groups {
+            return self.nr_running(p);
+        }
+        self.cpu_vms[p]
+            .iter()
+            .filter(|&&vm| !(self.capped && self.throttled[vm as usize]))
+            .map(|&vm| self.nr_vm_cpu[vm as usize * self.np as usize + p] as u64)
+            .sum()
+    }
+
+    /// `x` scaled by the entity's share of its runqueue's load (counting it when it is
+    /// not on the runqueue).
+    fn share_of(&self, rq: RqId, e: EntId, x: u64) -> u64 {
+        let r = &self.rqs[rq];
+        let mut total: u64 = r
             .queue
             .iter()
-            .filter(|v| !self.throttled(**v))
-            .map(|v| self.ent[v.idx()].load)
+            .filter(|e| !self.throttled(**e))
+            .map(|e| self.weight(*e))
             .sum();
-        q + rq.curr.map_or(0, |c| self.ent[c.idx()].load)
+        if let Some(c) = r.curr {
+            total += self.weight(c);
+        }
+        if !r.queue.contains(&e) && r.curr != Some(e) {
+            total += self.weight(e);
+        }
+        x * self.weight(e) / total.max(1)
     }
 
-    fn nr_running(&self, p: usize) -> u64 {
-        let rq = &self.rqs[p];
-        rq.queue.iter().filter(|v| !self.throttled(**v)).count() as u64 + rq.curr.is_some() as u64
-    }
-
-    /// sched_slice(): the share of the period this entity gets on its runqueue.
-    fn sched_slice(&self, p: usize, v: VcpuId) -> u64 {
-        let rq = &self.rqs[p];
-        let nr = self.nr_running(p).max(1);
+    /// sched_slice(): the share of the period that entity `e` of runqueue `rq` (on
+    /// pCPU `p`) gets, multiplied down the hierarchy from `rq` to the root.
+    fn sched_slice(&self, p: usize, rq: RqId, e: EntId) -> u64 {
+        let nr = self.nr_running(rq).max(1);
         let period = self.latency.max(nr * self.min_gran);
-        let mut total: u64 = rq
-            .queue
-            .iter()
-            .filter(|v| !self.throttled(**v))
-            .map(|v| self.ent[v.idx()].load)
-            .sum();
-        if let Some(c) = rq.curr {
-            total += self.ent[c.idx()].load;
+        let slice = self.share_of(rq, e, period);
+        if rq == p {
+            return slice;
         }
-        if !rq.queue.contains(&v) && rq.curr != Some(v) {
-            total += self.ent[v.idx()].load;
-        }
-        period * self.ent[v.idx()].load / total.max(1)
+        self.share_of(p, self.group_ent(p, self.ent_vm(e)), slice)
     }
 
-    fn gran_for(&self, v: VcpuId) -> i64 {
-        (self.wakeup_gran * NICE_0_LOAD / self.ent[v.idx()].load) as i64
+    /// wakeup_gran(): the wake-up granularity in `e`'s virtual time.
+    fn gran_for(&self, e: EntId) -> i64 {
+        (self.wakeup_gran * NICE_0_LOAD / self.weight(e)) as i64
+    }
+
+    /// check_preempt_tick() on one level: the running entity has had its slice, or
+    /// runs a slice ahead of the leftmost.
+    fn slice_used(&self, p: usize, rq: RqId, now: Nanos) -> bool {
+        let Some(c) = self.rqs[rq].curr else {
+            return false;
+        };
+        let ideal = self.sched_slice(p, rq, c);
+        let ran = now.0.saturating_sub(self.rqs[rq].picked_at.0);
+        if ran > ideal {
+            return true;
+        }
+        if ran >= self.min_gran {
+            if let Some(l) = self.leftmost(rq) {
+                let d = self.vr(c) as i64 - self.vr(l) as i64;
+                return d > ideal as i64;
+            }
+        }
+        false
     }
 
     fn rq_idle(&self, p: usize) -> bool {
-        self.rqs[p].curr.is_none() && self.rqs[p].queue.is_empty()
+        self.nr[p] == 0
     }
 
-    /// A vCPU of `v`'s VM other than `v` runs or waits on runqueue `p`.
+    /// A vCPU of `v`'s VM other than `v` runs or waits on pCPU `p`.
     fn holds_sibling(&self, p: usize, v: VcpuId) -> bool {
-        let vm = self.setup.vcpu_vm[v.idx()];
+        let vm = self.vm_of(v);
+        if self.groups {
+            let here = self.nr_vm_cpu[vm * self.np as usize + p];
+            let counted_self = self.ent[v.idx()].on_rq && self.ent[v.idx()].rq as usize == p;
+            return here > counted_self as u32;
+        }
         let rq = &self.rqs[p];
         rq.curr
             .iter()
             .chain(rq.queue.iter())
-            .any(|&o| o != v && self.setup.vcpu_vm[o.idx()] == vm)
+            .any(|&o| o != v.0 && self.ent_vm(o) == vm)
     }
 
     fn select_rq(&self, v: VcpuId) -> usize {
@@ -255,7 +421,7 @@ impl Cfs {
             return p as usize;
         }
         let allowed = |q: usize| mask.contains(q as u32);
-        if let Some(q) = prev_else_next_idle(prev, self.rqs.len(), allowed, |q| self.rq_idle(q)) {
+        if let Some(q) = prev_else_next_idle(prev, self.np as usize, allowed, |q| self.rq_idle(q)) {
             return q;
         }
         if mask.contains(prev as u32) && self.ent[v.idx()].ran {
@@ -269,18 +435,119 @@ impl Cfs {
             .unwrap_or(prev)
     }
 
+    /// calc_cfs_shares() with instantaneous loads, then reweight_entity(): the VM's
+    /// group entity on `p` weighs its shares × its runnable vCPUs here / everywhere.
+    fn reweight_group(&mut self, p: usize, vm: usize) {
+        let ge = self.group_ent(p, vm);
+        let here = self.nr_vm_cpu[vm * self.np as usize + p] as u64;
+        let all = self.nr_vm[vm] as u64;
+        let tg = self.shares[vm];
+        let new_w = (tg * here)
+            .checked_div(all)
+            .map_or(tg, |w| w.clamp(MIN_SHARES, tg));
+        let g = &mut self.ent[ge as usize];
+        let old_w = g.load;
+        g.load = new_w;
+        if g.on_rq {
+            let r = &mut self.rqs[p];
+            r.load_sum = r.load_sum - old_w + new_w;
+        }
+    }
+
+    /// Puts entity `e` on runqueue `rq` as a waker would (no placement).
+    fn push_ent(&mut self, rq: RqId, e: EntId) {
+        let en = &mut self.ent[e as usize];
+        en.queued = true;
+        en.on_rq = true;
+        let w = en.load;
+        let r = &mut self.rqs[rq];
+        r.queue.push(e);
+        r.left.set(None);
+        r.load_sum += w;
+    }
+
+    /// Counts a vCPU runnable on `p`; with groups, queues its group entity on the root
+    /// (placed as a sleeper, enqueue_entity with ENQUEUE_WAKEUP) if it was not there.
+    fn count_in(&mut self, v: VcpuId, p: usize) {
+        self.nr[p] += 1;
+        if !self.groups {
+            return;
+        }
+        let vm = self.vm_of(v);
+        let slot = vm * self.np as usize + p;
+        self.nr_vm_cpu[slot] += 1;
+        if self.nr_vm_cpu[slot] == 1 {
+            self.cpu_vms[p].push(vm as u32);
+        }
+        self.nr_vm[vm] += 1;
+        self.reweight_group(p, vm);
+        let ge = self.group_ent(p, vm);
+        if !self.ent[ge as usize].on_rq {
+            let min_vr = self.rqs[p].min_vr;
+            let g = &mut self.ent[ge as usize];
+            g.vruntime = g.vruntime.max(min_vr.saturating_sub(self.latency / 2));
+            self.push_ent(p, ge);
+        }
+    }
+
+    /// Uncounts a vCPU that left `p`; with groups, takes its group entity off the root
+    /// when the group runqueue is empty.
+    fn count_out(&mut self, v: VcpuId, p: usize) {
+        self.nr[p] -= 1;
+        if !self.groups {
+            return;
+        }
+        let vm = self.vm_of(v);
+        let slot = vm * self.np as usize + p;
+        self.nr_vm_cpu[slot] -= 1;
+        if self.nr_vm_cpu[slot] == 0 {
+            self.cpu_vms[p].retain(|x| *x != vm as u32);
+        }
+        self.nr_vm[vm] -= 1;
+        let ge = self.group_ent(p, vm);
+        if self.nr_vm_cpu[slot] == 0 && self.ent[ge as usize].on_rq {
+            let g = &mut self.ent[ge as usize];
+            g.on_rq = false;
+            g.queued = false;
+            let w = g.load;
+            let r = &mut self.rqs[p];
+            r.queue.retain(|x| *x != ge);
+            if r.curr == Some(ge) {
+                r.curr = None;
+            }
+            r.left.set(None);
+            r.load_sum -= w;
+            self.update_min_vr(p);
+        }
+        self.reweight_group(p, vm);
+    }
+
     fn migrate(&mut self, v: VcpuId, from: usize, to: usize) {
+        let (lf, lt) = (self.leaf_rq(v, from), self.leaf_rq(v, to));
         let e = &mut self.ent[v.idx()];
-        let rel = e.vruntime as i64 - self.rqs[from].min_vr as i64;
-        e.vruntime = (self.rqs[to].min_vr as i64 + rel).max(0) as u64;
+        let rel = e.vruntime as i64 - self.rqs[lf].min_vr as i64;
+        e.vruntime = (self.rqs[lt].min_vr as i64 + rel).max(0) as u64;
         e.rq = to as u32;
         let w = e.load;
-        self.rqs[from].load_sum -= w;
-        self.rqs[to].load_sum += w;
-        self.rqs[from].queue.retain(|x| *x != v);
-        self.rqs[to].queue.push(v);
-        self.rqs[from].left.set(None);
-        self.rqs[to].left.set(None);
+        self.rqs[lf].load_sum -= w;
+        self.rqs[lt].load_sum += w;
+        self.rqs[lf].queue.retain(|x| *x != v.0);
+        self.rqs[lt].queue.push(v.0);
+        self.rqs[lf].left.set(None);
+        self.rqs[lt].left.set(None);
+        self.count_out(v, from);
+        self.count_in(v, to);
+    }
+
+    /// A vCPU's share of its pCPU's root load (task_h_load).
+    fn h_load(&self, v: VcpuId, p: usize) -> u64 {
+        let w = self.weight(v.0);
+        if !self.groups {
+            return w;
+        }
+        let ge = self.group_ent(p, self.vm_of(v));
+        let gl = self.rqs[self.leaf_rq(v, p)].load_sum.max(1);
+        self.weight(ge) * w / gl
     }
 
     /// Pulls one queued vCPU allowed on `p` from the most loaded runqueue when that
@@ -289,8 +556,8 @@ impl Cfs {
     fn pull_one(&mut self, p: usize, now: Nanos, only_cold: bool) -> bool {
         let mine = self.load(p);
         let mut best: Option<(usize, u64)> = None;
-        for q in 0..self.rqs.len() {
-            if q == p || self.rqs[q].queue.is_empty() {
+        for q in 0..self.np as usize {
+            if q == p || self.nr[q] <= self.running[q].is_some() as u32 {
                 continue;
             }
             let l = self.load(q);
@@ -302,29 +569,124 @@ impl Cfs {
             return false;
         };
         let diff = src_load - mine;
+        let leaves: Vec<RqId> = if self.groups {
+            self.cpu_vms[src]
+                .iter()
+                .map(|&vm| self.group_rq(src, vm as usize))
+                .collect()
+        } else {
+            vec![src]
+        };
         // Moving load w changes the gap to |diff - 2w|: it helps iff 0 < w < diff.
-        // Take the queued vCPU whose load is closest to half the gap.
-        let cand = self.rqs[src]
-            .queue
-            .iter()
-            .copied()
-            .filter(|&v| {
-                let w = self.ent[v.idx()].load;
-                w < diff
+        // With groups at most half the gap moves (the source stays at least as loaded):
+        // group shares follow the vCPUs, and a move that merely mirrored the imbalance
+        // would bounce the vCPU back and forth. Take the queued vCPU whose load is
+        // closest to half the gap.
+        let mut cand: Option<(u64, VcpuId)> = None;
+        for rq in leaves {
+            for &e in &self.rqs[rq].queue {
+                let v = VcpuId(e);
+                let w = self.h_load(v, src);
+                let helps = if self.groups { 2 * w <= diff } else { w < diff };
+                let fits = helps
                     && self.setup.vcpu_mask[v.idx()].contains(p as u32)
-                    && !self.throttled(v)
+                    && !self.throttled(e)
                     && (!only_cold
                         || now.0.saturating_sub(self.ent[v.idx()].last_ran.0)
-                            >= self.migration_cost)
-            })
-            .min_by_key(|&v| (self.ent[v.idx()].load as i64 - (diff / 2) as i64).unsigned_abs());
+                            >= self.migration_cost);
+                let key = (w as i64 - (diff / 2) as i64).unsigned_abs();
+                if fits && cand.is_none_or(|c| key < c.0) {
+                    cand = Some((key, v));
+                }
+            }
+        }
         match cand {
-            Some(v) => {
+            Some((_, v)) => {
+                if self.groups {
+                    self.update_curr(src, now);
+                }
                 self.migrate(v, src, p);
                 true
             }
             None => false,
         }
+    }
+
+    /// pick_next_entity() on one level: the leftmost, or the forced entity, or a next
+    /// buddy not too far right of it, or (when the leftmost yielded) the second one if
+    /// close enough. Returns the entity's position in the queue.
+    fn pick_level(&self, rq: RqId, forced: Option<EntId>) -> Option<(usize, EntId)> {
+        let lv = self.leftmost(rq)?;
+        let r = &self.rqs[rq];
+        let li = r.queue.iter().position(|x| *x == lv).unwrap_or(0);
+        let l_vr = self.vr(lv) as i64;
+        let mut pick = (li, lv);
+        let forced = forced.and_then(|f| r.queue.iter().position(|x| *x == f).map(|i| (i, f)));
+        if let Some(f) = forced {
+            pick = f;
+        } else if let Some(b) = r.next_buddy {
+            if let Some(bi) = r.queue.iter().position(|x| *x == b) {
+                if !self.throttled(b) && self.vr(b) as i64 - l_vr < self.gran_for(b) {
+                    pick = (bi, b);
+                }
+            }
+        } else if r.skip_buddy == Some(lv) {
+            // Take the second-leftmost when it is close enough (yield semantics).
+            let second = r
+                .queue
+                .iter()
+                .enumerate()
+                .filter(|(_, x)| **x != lv && !self.throttled(**x))
+                .min_by_key(|(_, x)| self.vr(**x));
+            if let Some((si, &s)) = second {
+                if self.vr(s) as i64 - l_vr < self.gran_for(s) {
+                    pick = (si, s);
+                }
+            }
+        }
+        Some(pick)
+    }
+
+    /// Sets the buddy hint `set` on every level of `v`'s hierarchy on `p`
+    /// (set_next_buddy / set_skip_buddy walk up with for_each_sched_entity).
+    fn set_buddy(&mut self, p: usize, v: VcpuId, next: bool) {
+        let leaf = self.leaf_rq(v, p);
+        let mut levels = [(leaf, v.0), (usize::MAX, 0)];
+        if self.groups {
+            levels[1] = (p, self.group_ent(p, self.vm_of(v)));
+        }
+        for (rq, e) in levels {
+            if rq == usize::MAX {
+                continue;
+            }
+            if next {
+                self.rqs[rq].next_buddy = Some(e);
+            } else {
+                self.rqs[rq].skip_buddy = Some(e);
+            }
+        }
+    }
+
+    /// check_preempt_wakeup(): the entities where the wakee's and the running vCPU's
+    /// hierarchies meet (find_matching_se); the wakee preempts when the running one is
+    /// more than a wake-up granularity (in the wakee's virtual time) to its right.
+    fn wakeup_preempts(&self, v: VcpuId, p: usize) -> bool {
+        let Some(c) = self.running[p] else {
+            return true;
+        };
+        if self.throttled(c.0) {
+            return true;
+        }
+        let (curr, wakee) = if !self.groups || self.vm_of(c) == self.vm_of(v) {
+            (c.0, v.0)
+        } else {
+            (
+                self.group_ent(p, self.vm_of(c)),
+                self.group_ent(p, self.vm_of(v)),
+            )
+        };
+        let vdiff = self.vr(curr) as i64 - self.vr(wakee) as i64;
+        vdiff > self.gran_for(wakee)
     }
 }
 
@@ -347,7 +709,8 @@ impl HostScheduler for Cfs {
     fn enqueue_wake(&mut self, v: VcpuId, now: Nanos) -> WakePlacement {
         let p = self.select_rq(v);
         self.update_curr(p, now);
-        let min_vr = self.rqs[p].min_vr;
+        let leaf = self.leaf_rq(v, p);
+        let min_vr = self.rqs[leaf].min_vr;
         let prev_rq = self.ent[v.idx()].rq as usize;
         let e = &mut self.ent[v.idx()];
         // A sleeper keeps its vruntime on its own runqueue; moving to another, it keeps
@@ -360,25 +723,11 @@ impl HostScheduler for Cfs {
         // GENTLE_FAIR_SLEEPERS: a sleeper gets at most half a latency of credit.
         e.vruntime = placed.max(min_vr.saturating_sub(self.latency / 2));
         e.rq = p as u32;
-        e.queued = true;
-        let w = e.load;
-        self.rqs[p].queue.push(v);
-        self.rqs[p].left.set(None);
-        self.rqs[p].load_sum += w;
-        let preempt = match self.rqs[p].curr {
-            None => true,
-            Some(c) => {
-                if self.throttled(c) {
-                    true
-                } else {
-                    let vdiff =
-                        self.ent[c.idx()].vruntime as i64 - self.ent[v.idx()].vruntime as i64;
-                    vdiff > self.gran_for(v)
-                }
-            }
-        };
-        if preempt && self.rqs[p].curr.is_some() {
-            self.rqs[p].next_buddy = Some(v);
+        self.push_ent(leaf, v.0);
+        self.count_in(v, p);
+        let preempt = self.wakeup_preempts(v, p);
+        if preempt && self.running[p].is_some() {
+            self.set_buddy(p, v, true);
         }
         WakePlacement {
             pcpu: PcpuId(p as u32),
@@ -389,26 +738,41 @@ impl HostScheduler for Cfs {
     fn put_prev(&mut self, p: PcpuId, v: VcpuId, why: StopReason, now: Nanos) {
         let pi = p.idx();
         self.update_curr(pi, now);
-        self.rqs[pi].curr = None;
+        self.running[pi] = None;
+        let leaf = self.leaf_rq(v, pi);
+        self.rqs[leaf].curr = None;
         let vm = self.vm_of(v);
         self.running_per_vm[vm] = self.running_per_vm[vm].saturating_sub(1);
-        let min_vr = self.rqs[pi].min_vr;
+        let ge = self.group_ent(pi, vm);
+        if self.groups {
+            // put_prev_entity on the root level: the group entity goes back to the
+            // queue (count_out below takes it off if its group runqueue empties).
+            self.rqs[pi].curr = None;
+            self.rqs[pi].put_back = Some((ge, now));
+            let g = &mut self.ent[ge as usize];
+            g.queued = true;
+            self.rqs[pi].queue.push(ge);
+            self.rqs[pi].left.set(None);
+        }
+        let min_vr = self.rqs[leaf].min_vr;
         let e = &mut self.ent[v.idx()];
         e.last_ran = now;
         match why {
             StopReason::Preempted | StopReason::Yielded => {
                 e.queued = true;
-                self.rqs[pi].queue.push(v);
-                self.rqs[pi].left.set(None);
+                self.rqs[leaf].queue.push(v.0);
+                self.rqs[leaf].left.set(None);
                 if why == StopReason::Yielded {
-                    self.rqs[pi].skip_buddy = Some(v);
+                    self.set_buddy(pi, v, false);
                 }
             }
             StopReason::Blocked => {
                 e.queued = false;
-                self.rqs[pi].load_sum -= e.load;
+                e.on_rq = false;
+                self.rqs[leaf].load_sum -= e.load;
                 e.rel_vr = e.vruntime as i64 - min_vr as i64;
-                self.update_min_vr(pi);
+                self.update_min_vr(leaf);
+                self.count_out(v, pi);
             }
         }
     }
@@ -419,59 +783,47 @@ impl HostScheduler for Cfs {
             // newidle balance: an idle pCPU pulls work, cache-hot or not.
             self.pull_one(pi, now, false);
         }
-        let lv = self.leftmost(pi)?;
-        let li = self.rqs[pi]
-            .queue
-            .iter()
-            .position(|x| *x == lv)
-            .unwrap_or(0);
-        debug_assert_eq!(self.rqs[pi].queue.get(li), Some(&lv));
-        let l_vr = self.ent[lv.idx()].vruntime as i64;
-        let mut pick = (li, lv);
-        let rq = &self.rqs[pi];
-        let forced = rq
-            .forced
-            .and_then(|f| rq.queue.iter().position(|x| *x == f).map(|i| (i, f)));
-        if let Some(f) = forced {
-            pick = f;
-        } else if let Some(b) = rq.next_buddy {
-            if let Some(bi) = rq.queue.iter().position(|x| *x == b) {
-                if !self.throttled(b) && self.ent[b.idx()].vruntime as i64 - l_vr < self.gran_for(b)
-                {
-                    pick = (bi, b);
+        let forced = self.rqs[pi].forced;
+        let put_back = self.rqs[pi].put_back.take();
+        let mut rq = pi;
+        let v = loop {
+            let want = forced.map(|f| {
+                if rq == self.leaf_rq(f, pi) {
+                    f.0
+                } else {
+                    self.group_ent(pi, self.vm_of(f))
                 }
+            });
+            let (i, e) = self.pick_level(rq, want)?;
+            debug_assert_eq!(self.rqs[rq].queue.get(i), Some(&e));
+            let r = &mut self.rqs[rq];
+            r.next_buddy = None;
+            r.skip_buddy = None;
+            r.queue.swap_remove(i);
+            r.left.set(None);
+            r.curr = Some(e);
+            // set_next_entity: a group entity picked again right after it was put back
+            // keeps its start (only the levels that change are set).
+            if e < self.nv || put_back != Some((e, now)) {
+                r.picked_at = now;
             }
-        } else if rq.skip_buddy == Some(lv) {
-            // Take the second-leftmost when it is close enough (yield semantics).
-            let second = rq
-                .queue
-                .iter()
-                .enumerate()
-                .filter(|(_, x)| **x != lv && !self.throttled(**x))
-                .min_by_key(|(_, x)| self.ent[x.idx()].vruntime);
-            if let Some((si, &s)) = second {
-                if self.ent[s.idx()].vruntime as i64 - l_vr < self.gran_for(s) {
-                    pick = (si, s);
-                }
+            let en = &mut self.ent[e as usize];
+            en.queued = false;
+            if e < self.nv {
+                break VcpuId(e);
             }
-        }
-        let rq = &mut self.rqs[pi];
-        rq.next_buddy = None;
-        rq.skip_buddy = None;
-        rq.forced = None;
-        rq.queue.swap_remove(pick.0);
-        rq.left.set(None);
-        let v = pick.1;
-        rq.curr = Some(v);
-        rq.exec_start = now;
-        rq.picked_at = now;
+            self.update_min_vr(rq);
+            rq = self.group_rq(pi, self.ent_vm(e));
+        };
+        self.rqs[pi].forced = None;
+        self.rqs[pi].exec_start = now;
+        self.running[pi] = Some(v);
         let e = &mut self.ent[v.idx()];
-        e.queued = false;
         e.ran = true;
         e.rq = pi as u32;
         let vm = self.vm_of(v);
         self.running_per_vm[vm] += 1;
-        self.update_min_vr(pi);
+        self.update_min_vr(rq);
         // With a cap, stop exactly when the VM's remaining quota (shared among its
         // running vCPUs) runs out; otherwise preemption is decided at ticks.
         let limit = self.quota[vm].map(|q| {
@@ -485,32 +837,31 @@ impl HostScheduler for Cfs {
         let pi = p.idx();
         self.update_curr(pi, now);
         let mut resched = false;
-        if let Some(c) = self.rqs[pi].curr {
-            if self.throttled(c) {
+        if let Some(c) = self.running[pi] {
+            if self.throttled(c.0) {
                 return true;
             }
-            // check_preempt_tick
-            let ideal = self.sched_slice(pi, c);
-            let ran = now.0.saturating_sub(self.rqs[pi].picked_at.0);
-            if ran > ideal {
-                resched = true;
-            } else if ran >= self.min_gran {
-                if let Some(l) = self.leftmost(pi) {
-                    let d = self.ent[c.idx()].vruntime as i64 - self.ent[l.idx()].vruntime as i64;
-                    if d > ideal as i64 {
-                        resched = true;
-                    }
-                }
+            // entity_tick on every level, leaf first: update_cfs_shares for the group
+            // entity, then check_preempt_tick where more than one entity competes.
+            let leaf = self.leaf_rq(c, pi);
+            if self.groups {
+                self.reweight_group(pi, self.vm_of(c));
+            }
+            if self.nr_running(leaf) > 1 {
+                resched |= self.slice_used(pi, leaf, now);
+            }
+            if self.groups && self.nr_running(pi) > 1 {
+                resched |= self.slice_used(pi, pi, now);
             }
         }
         if now.0.saturating_sub(self.rqs[pi].last_balance.0) >= self.balance_interval {
             self.rqs[pi].last_balance = now;
-            let idle = self.rqs[pi].curr.is_none();
+            let idle = self.running[pi].is_none();
             if self.pull_one(pi, now, !idle) && idle {
                 resched = true;
             }
         }
-        if self.rqs[pi].curr.is_none() && self.leftmost(pi).is_some() {
+        if self.running[pi].is_none() && self.leftmost(pi).is_some() {
             resched = true;
         }
         resched
@@ -530,8 +881,8 @@ impl HostScheduler for Cfs {
             self.throttled[vm] = still;
         }
         if released {
-            for p in 0..self.rqs.len() {
-                if self.rqs[p].curr.is_none() && !self.rqs[p].queue.is_empty() {
+            for p in 0..self.np as usize {
+                if self.running[p].is_none() && !self.rqs[p].queue.is_empty() {
                     resched.push(PcpuId(p as u32));
                 }
             }
@@ -540,26 +891,26 @@ impl HostScheduler for Cfs {
 
     fn yield_to(&mut self, p: PcpuId, from: VcpuId, to: VcpuId, _now: Nanos) -> Option<PcpuId> {
         let e = &self.ent[to.idx()];
-        if !e.queued || self.throttled(to) {
+        if !e.queued || self.throttled(to.0) {
             return None; // running, blocked or throttled
         }
         let tp = e.rq as usize;
-        if self.nr_running(p.idx()) == 1 && self.nr_running(tp) == 1 {
+        if self.h_nr_running(p.idx()) == 1 && self.h_nr_running(tp) == 1 {
             return None;
         }
-        // yield_to_task_fair: next buddy on the target's queue, skip buddy on ours.
-        self.rqs[tp].next_buddy = Some(to);
-        self.rqs[p.idx()].skip_buddy = Some(from);
+        // yield_to_task_fair: next buddy on the target's hierarchy, skip buddy on ours.
+        self.set_buddy(tp, to, true);
+        self.set_buddy(p.idx(), from, false);
         Some(PcpuId(tp as u32))
     }
 
     fn queued_on(&self, p: PcpuId) -> usize {
-        self.rqs[p.idx()].queue.len()
+        (self.nr[p.idx()] - self.running[p.idx()].is_some() as u32) as usize
     }
 
     fn yield_to_esrch(&self, p: PcpuId, to: VcpuId) -> bool {
         let tp = self.ent[to.idx()].rq as usize;
-        self.nr_running(p.idx()) == 1 && self.nr_running(tp) == 1
+        self.h_nr_running(p.idx()) == 1 && self.h_nr_running(tp) == 1
     }
 
     fn home_of(&self, v: VcpuId) -> PcpuId {
@@ -570,7 +921,7 @@ impl HostScheduler for Cfs {
     /// elsewhere).
     fn run_next(&mut self, p: PcpuId, v: VcpuId) -> bool {
         let e = &self.ent[v.idx()];
-        if !e.queued || self.throttled(v) || !self.setup.vcpu_mask[v.idx()].contains(p.0) {
+        if !e.queued || self.throttled(v.0) || !self.setup.vcpu_mask[v.idx()].contains(p.0) {
             return false;
         }
         let from = e.rq as usize;
@@ -581,11 +932,17 @@ impl HostScheduler for Cfs {
         true
     }
 
-    /// vruntime beyond its runqueue's min_vruntime, in CPU time at its weight.
+    /// vruntime beyond its runqueue's min_vruntime, in CPU time at its weight (with
+    /// groups: its VM's group entity on the root).
     fn lead_ns(&self, v: VcpuId) -> i64 {
-        let e = &self.ent[v.idx()];
-        let min_vr = self.rqs[e.rq as usize].min_vr;
-        (e.vruntime as i64 - min_vr as i64) * e.load as i64 / NICE_0_LOAD as i64
+        let p = self.ent[v.idx()].rq as usize;
+        let (rq, e) = if self.groups {
+            (p, self.group_ent(p, self.vm_of(v)))
+        } else {
+            (p, v.0)
+        };
+        let min_vr = self.rqs[rq].min_vr;
+        (self.vr(e) as i64 - min_vr as i64) * self.weight(e) as i64 / NICE_0_LOAD as i64
     }
 }
 
@@ -597,17 +954,170 @@ mod tests {
     use crate::host::cpumask::CpuMask;
     use crate::sim::VmId;
 
-    /// `weights[i]` is VM i's weight (one vCPU each), on `pcpus` pCPUs.
+    /// `weights[i]` is VM i's weight (one vCPU each), on `pcpus` pCPUs, without groups
+    /// (one vCPU per VM: groups change nothing but the bookkeeping).
     fn cfs(pcpus: u32, weights: &[u32]) -> Cfs {
-        let n = weights.len();
+        let vms: Vec<(u32, u32)> = weights.iter().map(|&w| (1, w)).collect();
+        cfs_vms(pcpus, &vms, false)
+    }
+
+    /// VMs of (vCPUs, weight) on `pcpus` pCPUs, with or without a task group per VM.
+    fn cfs_vms(pcpus: u32, vms: &[(u32, u32)], groups: bool) -> Cfs {
+        let mut vcpu_vm = Vec::new();
+        for (i, &(n, _)) in vms.iter().enumerate() {
+            vcpu_vm.extend((0..n).map(|_| VmId(i as u32)));
+        }
         let setup = SchedSetup {
             pcpus,
-            vcpu_vm: (0..n).map(|i| VmId(i as u32)).collect(),
-            vcpu_mask: vec![CpuMask::all(pcpus); n],
-            vm_weight: weights.to_vec(),
-            vm_cap: vec![None; n],
+            vcpu_mask: vec![CpuMask::all(pcpus); vcpu_vm.len()],
+            vcpu_vm,
+            vm_weight: vms.iter().map(|v| v.1).collect(),
+            vm_cap: vec![None; vms.len()],
         };
-        Cfs::new(&CfsParams::default(), setup)
+        let p = CfsParams {
+            per_vm_groups: groups,
+            ..CfsParams::default()
+        };
+        Cfs::new(&p, setup)
+    }
+
+    /// Every vCPU always runnable, every pCPU driven tick by tick for `ms` (no switch
+    /// costs); returns each vCPU's CPU time (ns).
+    fn simulate(c: &mut Cfs, ms: u64) -> Vec<u64> {
+        let nv = c.nv as usize;
+        let np = c.np as usize;
+        let mut cpu = vec![0u64; nv];
+        let mut running: Vec<Option<(VcpuId, u64)>> = vec![None; np];
+        for v in 0..nv {
+            c.enqueue_wake(VcpuId(v as u32), Nanos(0));
+        }
+        for (p, r) in running.iter_mut().enumerate() {
+            *r = c.pick_next(PcpuId(p as u32), Nanos(0)).map(|(v, _)| (v, 0));
+        }
+        let tick = c.tick.0;
+        let mut now = 0;
+        while now < ms * 1_000_000 {
+            now += tick;
+            for (p, r) in running.iter_mut().enumerate() {
+                let pc = PcpuId(p as u32);
+                if c.tick(pc, Nanos(now)) {
+                    if let Some((v, since)) = r.take() {
+                        cpu[v.idx()] += now - since;
+                        c.put_prev(pc, v, StopReason::Preempted, Nanos(now));
+                    }
+                    *r = c.pick_next(pc, Nanos(now)).map(|(v, _)| (v, now));
+                }
+            }
+        }
+        for (v, since) in running.iter().flatten() {
+            cpu[v.idx()] += now - since;
+        }
+        cpu
+    }
+
+    #[test]
+    fn groups_share_per_vm_not_per_vcpu() {
+        // VM 0: four vCPUs, VM 1: one, equal weights, one pCPU: half each with groups,
+        // 4:1 without.
+        for (groups, want) in [(true, 0.5), (false, 0.8)] {
+            let mut c = cfs_vms(1, &[(4, 256), (1, 256)], groups);
+            let cpu = simulate(&mut c, 3_000);
+            let vm0: u64 = cpu[..4].iter().sum();
+            let share = vm0 as f64 / (vm0 + cpu[4]) as f64;
+            assert!(
+                (share - want).abs() < 0.01,
+                "groups {groups}: VM 0 gets {share}, {cpu:?}"
+            );
+            // Within the VM its vCPUs share equally.
+            let (lo, hi) = (cpu[..4].iter().min(), cpu[..4].iter().max());
+            let (lo, hi) = (*lo.unwrap() as f64, *hi.unwrap() as f64);
+            assert!(hi / lo < 1.15, "groups {groups}: {cpu:?}");
+        }
+    }
+
+    #[test]
+    fn a_wide_and_a_narrow_vm_of_equal_weight_get_equal_cpu_with_groups() {
+        // 16 vCPUs and 1 vCPU, both saturated, on 2 pCPUs: with groups load balancing
+        // leaves the narrow VM a pCPU of its own; without, CPU goes per vCPU thread.
+        for (groups, lo, hi) in [(true, 0.45, 0.55), (false, 0.0, 0.15)] {
+            let mut c = cfs_vms(2, &[(16, 256), (1, 256)], groups);
+            let cpu = simulate(&mut c, 4_000);
+            let total: u64 = cpu.iter().sum();
+            let narrow = cpu[16] as f64 / total as f64;
+            assert!(
+                (lo..=hi).contains(&narrow),
+                "groups {groups}: the 1-vCPU VM gets {narrow} of the host"
+            );
+        }
+    }
+
+    #[test]
+    fn group_weight_follows_the_vms_runnable_vcpus_on_each_pcpu() {
+        let mut c = cfs_vms(2, &[(4, 256)], true);
+        for v in 0..4 {
+            c.enqueue_wake(VcpuId(v), Nanos(0));
+        }
+        // Each group entity weighs the VM's 1024 shares × its runnable vCPUs there / 4,
+        // refreshed by the tick of the pCPU that runs it.
+        for p in 0..2 {
+            c.pick_next(PcpuId(p), Nanos(0)).unwrap();
+            c.tick(PcpuId(p), Nanos(4_000_000));
+            let ge = c.group_ent(p as usize, 0);
+            assert_eq!(c.weight(ge), 1024 * c.nr[p as usize] as u64 / 4);
+        }
+        // The vCPUs on pCPU 0 block one by one; the last takes the group entity off the
+        // root runqueue, and pCPU 0 then pulls from pCPU 1 when it looks for work.
+        let mut now = 4_000_000;
+        while c.nr[0] > 0 {
+            let v = match c.running[0] {
+                Some(v) => v,
+                None => c.pick_next(PcpuId(0), Nanos(now)).unwrap().0,
+            };
+            now += 1_000;
+            c.put_prev(PcpuId(0), v, StopReason::Blocked, Nanos(now));
+            let ge = c.group_ent(0, 0);
+            let want = (1024 * c.nr[0] as u64 / c.nr_vm[0] as u64).max(MIN_SHARES);
+            assert_eq!(c.weight(ge), want);
+        }
+        assert!(!c.ent[c.group_ent(0, 0) as usize].on_rq);
+        assert_eq!(c.load(0), 0);
+        if c.nr[1] > 1 {
+            assert!(c.pick_next(PcpuId(0), Nanos(now)).is_some(), "newidle pull");
+        }
+    }
+
+    #[test]
+    fn a_lone_entity_is_not_preempted_by_the_tick() {
+        // entity_tick checks preemption only where more than one entity competes.
+        let mut c = cfs(1, &[256]);
+        c.enqueue_wake(VcpuId(0), Nanos(0));
+        c.pick_next(PcpuId(0), Nanos(0)).unwrap();
+        for t in 1..20 {
+            assert!(!c.tick(PcpuId(0), Nanos(t * 4_000_000)));
+        }
+    }
+
+    #[test]
+    fn wakeup_preemption_compares_the_group_entities_across_vms() {
+        // VM 0's vCPU has run 20 ms alone on the pCPU; VM 1's vCPU wakes: its group
+        // entity is placed half a latency behind, far enough to preempt.
+        let mut c = cfs_vms(1, &[(1, 256), (1, 256)], true);
+        c.enqueue_wake(VcpuId(0), Nanos(0));
+        c.pick_next(PcpuId(0), Nanos(0)).unwrap();
+        assert!(!c.tick(PcpuId(0), Nanos(20_000_000)));
+        let w = c.enqueue_wake(VcpuId(1), Nanos(20_000_000));
+        assert!(w.preempt);
+        assert_eq!(c.rqs[0].next_buddy, Some(c.group_ent(0, 1)));
+        c.put_prev(
+            PcpuId(0),
+            VcpuId(0),
+            StopReason::Preempted,
+            Nanos(20_000_000),
+        );
+        assert_eq!(
+            c.pick_next(PcpuId(0), Nanos(20_000_000)).map(|x| x.0),
+            Some(VcpuId(1))
+        );
     }
 
     /// Runs pCPU 0 tick by tick for `ms` with every vCPU always runnable; returns the
@@ -694,7 +1204,7 @@ mod tests {
         // A running target cannot be yielded to.
         assert_eq!(c.yield_to(PcpuId(0), VcpuId(0), VcpuId(1), Nanos(10)), None);
         // The target's runqueue picks it next (next buddy) when it is preempted.
-        let curr = c.rqs[tp.idx()].curr.expect("something runs there");
+        let curr = c.running[tp.idx()].expect("something runs there");
         c.put_prev(tp, curr, StopReason::Preempted, Nanos(20));
         assert_eq!(c.pick_next(tp, Nanos(20)).map(|x| x.0), Some(VcpuId(2)));
     }
