@@ -63,7 +63,7 @@ def test_exceptions_are_the_core_classes() -> None:
 
 
 def test_run_returns_report_with_tables() -> None:
-    report = vcpulab.run(WEIGHTS, overrides=["run.duration=1s"])
+    report = vcpulab.run(WEIGHTS, overrides=["run.duration=2s"])
     assert {"vms", "vcpus", "pcpus"} <= set(report.tables)
     vms = report.to_pandas()
     assert list(vms["vm"]) == ["w1a", "w1b", "w2", "w4"]

@@ -211,3 +211,33 @@ fn explain_names_the_profiles_and_what_they_set() {
     // The TOML after the comments is the resolved scenario, accepted back.
     resolve(&out, &[], None).unwrap_or_else(|e| panic!("{e}"));
 }
+
+#[test]
+fn kvm_platforms_say_whether_vms_are_task_groups() {
+    let groups = |platform: &str, sets: &[&str]| {
+        let sc = ok(
+            &scenario(
+                &format!("preset = \"kvm-default\"\n[host]\nplatform = \"{platform}\""),
+                "",
+            ),
+            sets,
+        );
+        match &sc.host.scheduler {
+            SchedulerConfig::Cfs(p) => p.per_vm_groups,
+            SchedulerConfig::Eevdf(p) => p.per_vm_groups,
+            other => panic!("{other:?}"),
+        }
+    };
+    // Gleaner's 3.9 host: its wake-up figure D matches VMs without per-VM groups.
+    assert!(!groups("kvm-3.9-snb", &[]));
+    assert!(!groups("kvm-3.19-hsw", &[]));
+    assert!(groups("kvm-6.6-spr", &[]));
+    // A scenario key wins over the profile.
+    assert!(groups(
+        "kvm-3.9-snb",
+        &["host.scheduler.per_vm_groups=true"]
+    ));
+    // Without a platform, kvm-default's CFS groups VMs (libvirt's cgroups).
+    let sc = ok(&scenario("preset = \"kvm-default\"", ""), &[]);
+    assert!(matches!(&sc.host.scheduler, SchedulerConfig::Cfs(p) if p.per_vm_groups));
+}

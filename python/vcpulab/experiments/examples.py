@@ -135,7 +135,7 @@ EXPERIMENTS = [
         y_label="CPU share of the host",
         seeds=3,
         quick_seeds=2,
-        quick_overrides=("run.duration=1s",),
+        quick_overrides=("run.duration=2s",),
         tolerance=(0.02, 0.10),
     ),
     Experiment(

@@ -90,6 +90,9 @@ pub struct HostPlatform {
     pub xen_ratelimit_us: Option<f64>,
     /// The host scheduler the platform runs unless the preset or scenario chooses one.
     pub scheduler: &'static str,
+    /// KVM: the host's CFS or EEVDF runs each VM as a task group
+    /// (`host.scheduler.per_vm_groups`). `None` on Xen.
+    pub per_vm_groups: Option<bool>,
     /// The guest kernel of the study, used where no `guest.kernel` is given.
     pub guest_kernel: &'static str,
     /// Which of the above are published and which assumed.
@@ -141,6 +144,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_pending_irq: false,
         xen_ratelimit_us: None,
         scheduler: "cfs",
+        per_vm_groups: Some(false),
         guest_kernel: "linux-3.9",
         notes: "host and CPU as published; Sandy Bridge has no APICv (it came with Ivy Bridge-EP)",
     },
@@ -158,6 +162,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_pending_irq: false,
         xen_ratelimit_us: Some(0.0),
         scheduler: "credit",
+        per_vm_groups: None,
         guest_kernel: "linux-3.2",
         notes: "Xen version and guest as published; credit has no rate limit before Xen 4.2",
     },
@@ -175,6 +180,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_pending_irq: false,
         xen_ratelimit_us: Some(1000.0),
         scheduler: "credit",
+        per_vm_groups: None,
         guest_kernel: "linux-3.5",
         notes: "Xen version and guest as published; sched_ratelimit_us (default 1000) since Xen 4.2",
     },
@@ -192,6 +198,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_pending_irq: false,
         xen_ratelimit_us: None,
         scheduler: "cfs",
+        per_vm_groups: Some(false),
         guest_kernel: "linux-3.2",
         notes: "a Linux 3.x KVM host of 2012 as published; version 3.2 and the CPU assumed",
     },
@@ -209,6 +216,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_pending_irq: false,
         xen_ratelimit_us: None,
         scheduler: "cfs",
+        per_vm_groups: Some(false),
         guest_kernel: "linux-3.19",
         notes: "host kernel as published; Haswell-EP has APICv with posted interrupts (KVM enables it when present); halt_poll_ns came in Linux 4.0",
     },
@@ -226,6 +234,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_pending_irq: true,
         xen_ratelimit_us: None,
         scheduler: "eevdf",
+        per_vm_groups: Some(true),
         guest_kernel: "linux-6.6",
         notes: "APICv with posted interrupts; host halt polling on (halt_poll_ns 200 us); EEVDF since Linux 6.6",
     },
@@ -243,6 +252,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_pending_irq: false,
         xen_ratelimit_us: Some(1000.0),
         scheduler: "credit2",
+        per_vm_groups: None,
         guest_kernel: "linux-6.6",
         notes: "credit2 is Xen's default scheduler since 4.12 (sched_ratelimit_us 1000); posted interrupts with APICv; no IPI virtualization and no host halt polling in Xen",
     },
@@ -433,6 +443,15 @@ impl HostPlatform {
                 &["host", "ple", "pending_irq_counts_as_kernel"],
                 Value::Boolean(self.ple_pending_irq),
             );
+        }
+        if let Some(g) = self.per_vm_groups {
+            if matches!(kind, "cfs" | "eevdf") {
+                set(
+                    &mut t,
+                    &["host", "scheduler", "per_vm_groups"],
+                    Value::Boolean(g),
+                );
+            }
         }
         if let Some(r) = self.xen_ratelimit_us {
             if is_xen_scheduler(kind) {

@@ -17,6 +17,7 @@
 //! hierarchies meet (`find_matching_se`), and load balancing moves a vCPU by its share
 //! of the root load (`task_h_load`).
 
+use super::groups::GroupSlots;
 use super::{HostScheduler, SchedSetup, StopReason, WakePlacement};
 use crate::hv::placement::prev_else_next_idle;
 use crate::scenario::CfsParams;
@@ -52,6 +53,21 @@ struct Ent {
     last_ran: Nanos,
     /// Has run at least once (else it is placed like a new task).
     ran: bool,
+}
+
+impl Ent {
+    fn new(load: u64, rq: u32) -> Ent {
+        Ent {
+            vruntime: VR_BASE,
+            load,
+            rel_vr: 0,
+            rq,
+            queued: false,
+            on_rq: false,
+            last_ran: Nanos::ZERO,
+            ran: false,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -91,7 +107,6 @@ pub struct Cfs {
     bw_period: Nanos,
     groups: bool,
     nv: u32,
-    nvm: u32,
     np: u32,
     setup: SchedSetup,
     ent: Vec<Ent>,
@@ -100,11 +115,11 @@ pub struct Cfs {
     running: Vec<Option<VcpuId>>,
     /// Per pCPU: runnable vCPUs there, the running one included (rq->nr_running).
     nr: Vec<u32>,
-    /// Per VM per pCPU: runnable vCPUs there; per VM: runnable vCPUs in all; per pCPU:
-    /// the VMs with runnable vCPUs there (kept with groups only).
-    nr_vm_cpu: Vec<u32>,
+    /// Per (pCPU, VM) in use: the group slot (group entity `nv + slot`, group runqueue
+    /// `np + slot`) and the VM's runnable vCPUs there; per VM: runnable vCPUs in all
+    /// (kept with groups only).
+    slots: GroupSlots,
     nr_vm: Vec<u32>,
-    cpu_vms: Vec<Vec<u32>>,
     /// Per VM: task-group shares (weight 256 = 1024 shares).
     shares: Vec<u64>,
     /// Per VM: quota per bandwidth period (ns), runtime used, throttled.
@@ -128,17 +143,6 @@ impl Cfs {
         let groups = p.per_vm_groups;
         let bw_period = Nanos(ms(p.bandwidth_period_ms));
         let shares: Vec<u64> = setup.vm_weight.iter().map(|w| *w as u64 * 4).collect();
-        let n_groups = if groups { np * nvm } else { 0 };
-        let fresh = |load: u64, rq: u32| Ent {
-            vruntime: VR_BASE,
-            load,
-            rel_vr: 0,
-            rq,
-            queued: false,
-            on_rq: false,
-            last_ran: Nanos::ZERO,
-            ran: false,
-        };
         // Without groups a VM's weight is each vCPU thread's weight; with groups the
         // vCPU threads are nice 0 and the VM's weight is its group's shares.
         let ent = (0..nv as usize)
@@ -148,9 +152,8 @@ impl Cfs {
                 } else {
                     shares[setup.vcpu_vm[i].idx()]
                 };
-                fresh(load, setup.vcpu_mask[i].iter().next().unwrap_or(0))
+                Ent::new(load, setup.vcpu_mask[i].iter().next().unwrap_or(0))
             })
-            .chain((0..n_groups).map(|g| fresh(shares[(g % nvm.max(1)) as usize], g / nvm)))
             .collect();
         let quota = setup
             .vm_cap
@@ -168,21 +171,19 @@ impl Cfs {
             bw_period,
             groups,
             nv,
-            nvm,
             np,
             rqs: vec![
                 Rq {
                     min_vr: VR_BASE,
                     ..Rq::default()
                 };
-                (np + n_groups) as usize
+                np as usize
             ],
             ent,
             running: vec![None; np as usize],
             nr: vec![0; np as usize],
-            nr_vm_cpu: vec![0; (nvm * np) as usize],
+            slots: GroupSlots::new(np),
             nr_vm: vec![0; nvm as usize],
-            cpu_vms: vec![Vec::new(); np as usize],
             shares,
             quota,
             used: vec![0; nvm as usize],
@@ -202,16 +203,23 @@ impl Cfs {
         if e < self.nv {
             self.setup.vcpu_vm[e as usize].idx()
         } else {
-            ((e - self.nv) % self.nvm) as usize
+            self.slots.vm(e - self.nv)
         }
     }
 
+    /// The group slot of `vm` on `p`: it exists once a vCPU of `vm` was runnable there.
+    fn slot(&self, p: usize, vm: usize) -> u32 {
+        self.slots
+            .get(p as u32, vm)
+            .unwrap_or_else(|| unreachable!("VM {vm} has no group on pCPU {p}"))
+    }
+
     fn group_ent(&self, p: usize, vm: usize) -> EntId {
-        self.nv + p as u32 * self.nvm + vm as u32
+        self.nv + self.slot(p, vm)
     }
 
     fn group_rq(&self, p: usize, vm: usize) -> RqId {
-        (self.np as usize) + p * self.nvm as usize + vm
+        self.np as usize + self.slot(p, vm) as usize
     }
 
     /// The runqueue a vCPU is queued on when it is on `p`.
@@ -326,10 +334,11 @@ impl Cfs {
         if !self.groups {
             return self.nr_running(p);
         }
-        self.cpu_vms[p]
+        self.slots
+            .active(p as u32)
             .iter()
             .filter(|&&vm| !(self.capped && self.throttled[vm as usize]))
-            .map(|&vm| self.nr_vm_cpu[vm as usize * self.np as usize + p] as u64)
+            .map(|&vm| self.slots.nr(p as u32, vm as usize) as u64)
             .sum()
     }
 
@@ -397,7 +406,7 @@ impl Cfs {
     fn holds_sibling(&self, p: usize, v: VcpuId) -> bool {
         let vm = self.vm_of(v);
         if self.groups {
-            let here = self.nr_vm_cpu[vm * self.np as usize + p];
+            let here = self.slots.nr(p as u32, vm);
             let counted_self = self.ent[v.idx()].on_rq && self.ent[v.idx()].rq as usize == p;
             return here > counted_self as u32;
         }
@@ -439,7 +448,7 @@ impl Cfs {
     /// group entity on `p` weighs its shares × its runnable vCPUs here / everywhere.
     fn reweight_group(&mut self, p: usize, vm: usize) {
         let ge = self.group_ent(p, vm);
-        let here = self.nr_vm_cpu[vm * self.np as usize + p] as u64;
+        let here = self.slots.nr(p as u32, vm) as u64;
         let all = self.nr_vm[vm] as u64;
         let tg = self.shares[vm];
         let new_w = (tg * here)
@@ -466,6 +475,18 @@ impl Cfs {
         r.load_sum += w;
     }
 
+    /// The VM's slot on `p`; with groups, its group entity and runqueue are created on
+    /// first use (slot order: entity nv + slot, runqueue np + slot).
+    fn ensure_group(&mut self, p: usize, vm: usize) {
+        if self.slots.ensure(p as u32, vm).1 && self.groups {
+            self.ent.push(Ent::new(self.shares[vm], p as u32));
+            self.rqs.push(Rq {
+                min_vr: VR_BASE,
+                ..Rq::default()
+            });
+        }
+    }
+
     /// Counts a vCPU runnable on `p`; with groups, queues its group entity on the root
     /// (placed as a sleeper, enqueue_entity with ENQUEUE_WAKEUP) if it was not there.
     fn count_in(&mut self, v: VcpuId, p: usize) {
@@ -474,11 +495,8 @@ impl Cfs {
             return;
         }
         let vm = self.vm_of(v);
-        let slot = vm * self.np as usize + p;
-        self.nr_vm_cpu[slot] += 1;
-        if self.nr_vm_cpu[slot] == 1 {
-            self.cpu_vms[p].push(vm as u32);
-        }
+        self.ensure_group(p, vm);
+        self.slots.add(p as u32, vm);
         self.nr_vm[vm] += 1;
         self.reweight_group(p, vm);
         let ge = self.group_ent(p, vm);
@@ -498,14 +516,10 @@ impl Cfs {
             return;
         }
         let vm = self.vm_of(v);
-        let slot = vm * self.np as usize + p;
-        self.nr_vm_cpu[slot] -= 1;
-        if self.nr_vm_cpu[slot] == 0 {
-            self.cpu_vms[p].retain(|x| *x != vm as u32);
-        }
+        let (_, left) = self.slots.remove(p as u32, vm);
         self.nr_vm[vm] -= 1;
         let ge = self.group_ent(p, vm);
-        if self.nr_vm_cpu[slot] == 0 && self.ent[ge as usize].on_rq {
+        if left == 0 && self.ent[ge as usize].on_rq {
             let g = &mut self.ent[ge as usize];
             g.on_rq = false;
             g.queued = false;
@@ -523,6 +537,7 @@ impl Cfs {
     }
 
     fn migrate(&mut self, v: VcpuId, from: usize, to: usize) {
+        self.ensure_group(to, self.vm_of(v));
         let (lf, lt) = (self.leaf_rq(v, from), self.leaf_rq(v, to));
         let e = &mut self.ent[v.idx()];
         let rel = e.vruntime as i64 - self.rqs[lf].min_vr as i64;
@@ -570,7 +585,8 @@ impl Cfs {
         };
         let diff = src_load - mine;
         let leaves: Vec<RqId> = if self.groups {
-            self.cpu_vms[src]
+            self.slots
+                .active(src as u32)
                 .iter()
                 .map(|&vm| self.group_rq(src, vm as usize))
                 .collect()
@@ -709,6 +725,7 @@ impl HostScheduler for Cfs {
     fn enqueue_wake(&mut self, v: VcpuId, now: Nanos) -> WakePlacement {
         let p = self.select_rq(v);
         self.update_curr(p, now);
+        self.ensure_group(p, self.vm_of(v));
         let leaf = self.leaf_rq(v, p);
         let min_vr = self.rqs[leaf].min_vr;
         let prev_rq = self.ent[v.idx()].rq as usize;

@@ -24,6 +24,7 @@
 //! periodic pulls of the vCPU closest to half the imbalance), caps are CFS bandwidth
 //! control.
 
+use super::groups::GroupSlots;
 use super::{HostScheduler, SchedSetup, StopReason, WakePlacement};
 use crate::host::cpumask::CpuMask;
 use crate::scenario::EevdfParams;
@@ -103,15 +104,15 @@ pub struct Eevdf {
     /// placement and balancing look these up instead of scanning every pCPU.
     idle: CpuMask,
     overloaded: CpuMask,
-    /// Per pCPU: the VMs with runnable vCPUs there (their group runqueues).
-    cpu_vms: Vec<Vec<u32>>,
+    /// Per (pCPU, VM) in use: the group slot (group entity `nv + slot`, group runqueue
+    /// `np + slot`) and the VM's runnable vCPUs there.
+    slots: GroupSlots,
     /// pCPUs per balancing domain (an LLC's worth): periodic balancing looks within
     /// the domain every interval and across the host every interval × domains.
     domain: u32,
     last_global_balance: Vec<Nanos>,
     last_ran: Vec<Nanos>,
-    /// Per VM per pCPU: runnable vCPUs there; per VM: runnable vCPUs in all.
-    nr_vm_cpu: Vec<u32>,
+    /// Per VM: runnable vCPUs in all.
     nr_vm: Vec<u32>,
     /// Per VM: task-group shares (weight 256 = 1024 shares).
     shares: Vec<u64>,
@@ -172,9 +173,7 @@ impl Eevdf {
             .map_or(750_000 * factor, |s| ms(s).max(1_000));
         let bw_period = Nanos(ms(p.bandwidth_period_ms));
         let shares: Vec<u64> = setup.vm_weight.iter().map(|w| *w as u64 * 4).collect();
-        let n_ent = nv + if groups { np * nvm } else { 0 };
-        let n_rq = np + if groups { np * nvm } else { 0 };
-        let mut se = vec![Se::default(); n_ent as usize];
+        let mut se = vec![Se::default(); nv as usize];
         for (i, s) in se.iter_mut().enumerate().take(nv as usize) {
             // Without groups a VM's weight is each vCPU thread's weight; with groups the
             // vCPU threads are nice 0 and the VM's weight is its group's shares.
@@ -197,7 +196,7 @@ impl Eevdf {
         Eevdf {
             idle: CpuMask::all(np),
             overloaded: CpuMask::default(),
-            cpu_vms: vec![Vec::new(); np as usize],
+            slots: GroupSlots::new(np),
             domain: np.clamp(1, DOMAIN_CPUS),
             last_global_balance: vec![Nanos::ZERO; np as usize],
             placement: p.placement,
@@ -212,11 +211,10 @@ impl Eevdf {
             nvm,
             np,
             se,
-            rqs: vec![Rq::default(); n_rq as usize],
+            rqs: vec![Rq::default(); np as usize],
             cpus: vec![Cpu::default(); np as usize],
             home,
             last_ran: vec![Nanos::ZERO; nv as usize],
-            nr_vm_cpu: vec![0; (nvm * np) as usize],
             nr_vm: vec![0; nvm as usize],
             shares,
             quota,
@@ -237,16 +235,33 @@ impl Eevdf {
         if e < self.nv {
             self.setup.vcpu_vm[e as usize].idx()
         } else {
-            ((e - self.nv) % self.nvm) as usize
+            self.slots.vm(e - self.nv)
         }
     }
 
+    /// The group slot of `vm` on `p`: it exists once a vCPU of `vm` was runnable there.
+    fn slot(&self, p: u32, vm: usize) -> u32 {
+        self.slots
+            .get(p, vm)
+            .unwrap_or_else(|| unreachable!("VM {vm} has no group on pCPU {p}"))
+    }
+
     fn group_ent(&self, p: u32, vm: usize) -> EntId {
-        self.nv + p * self.nvm + vm as u32
+        self.nv + self.slot(p, vm)
     }
 
     fn group_rq(&self, p: u32, vm: usize) -> RqId {
-        self.np + p * self.nvm + vm as u32
+        self.np + self.slot(p, vm)
+    }
+
+    /// The order of equal-vruntime entities on runqueue `rq`: vCPUs by id, group
+    /// entities (on a root runqueue, so of pCPU `rq`) by VM.
+    fn tie_key(&self, rq: RqId, e: EntId) -> u64 {
+        if e < self.nv {
+            e as u64
+        } else {
+            self.nv as u64 + rq as u64 * self.nvm as u64 + self.ent_vm(e) as u64
+        }
     }
 
     /// The runqueue a vCPU is queued on when its home is `p`.
@@ -353,7 +368,7 @@ impl Eevdf {
                     .iter()
                     .copied()
                     .filter(|&e| self.active(e))
-                    .min_by_key(|&e| (self.se[e as usize].vruntime, e))
+                    .min_by_key(|&e| (self.se[e as usize].vruntime, self.tie_key(rq, e)))
             }
         }
     }
@@ -476,7 +491,7 @@ impl Eevdf {
     /// weight (reweight_eevdf).
     fn reweight_group(&mut self, p: u32, vm: usize) {
         let ge = self.group_ent(p, vm);
-        let here = self.nr_vm_cpu[vm * self.np as usize + p as usize] as u64;
+        let here = self.slots.nr(p, vm) as u64;
         let all = self.nr_vm[vm] as u64;
         let tg = self.shares[vm];
         let new_w = (tg * here)
@@ -511,10 +526,12 @@ impl Eevdf {
     fn enqueue_vcpu(&mut self, v: VcpuId, p: u32) {
         self.home[v.idx()] = p;
         let vm = self.vm_of(v);
-        let slot = vm * self.np as usize + p as usize;
-        self.nr_vm_cpu[slot] += 1;
-        if self.nr_vm_cpu[slot] == 1 {
-            self.cpu_vms[p as usize].push(vm as u32);
+        let (_, new) = self.slots.add(p, vm);
+        if new && self.groups {
+            // The VM's group entity and runqueue on `p`, created on first use (slot
+            // order: entity nv + slot, runqueue np + slot).
+            self.se.push(Se::default());
+            self.rqs.push(Rq::default());
         }
         self.nr_vm[vm] += 1;
         self.cpus[p as usize].nr += 1;
@@ -537,11 +554,7 @@ impl Eevdf {
         let vm = self.vm_of(v);
         let leaf = self.leaf_rq(v, p);
         self.dequeue_ent(leaf, v.0);
-        let slot = vm * self.np as usize + p as usize;
-        self.nr_vm_cpu[slot] -= 1;
-        if self.nr_vm_cpu[slot] == 0 {
-            self.cpu_vms[p as usize].retain(|x| *x != vm as u32);
-        }
+        self.slots.remove(p, vm);
         self.nr_vm[vm] -= 1;
         self.cpus[p as usize].nr -= 1;
         self.update_masks(p);
@@ -602,7 +615,7 @@ impl Eevdf {
     /// A vCPU of `v`'s VM other than `v` runs or waits on pCPU `p`.
     fn holds_sibling(&self, p: u32, v: VcpuId) -> bool {
         let vm = self.vm_of(v);
-        let here = self.nr_vm_cpu[vm * self.np as usize + p as usize];
+        let here = self.slots.nr(p, vm);
         let counted_self = self.se[v.idx()].on_rq && self.home[v.idx()] == p;
         here > counted_self as u32
     }
@@ -672,7 +685,7 @@ impl Eevdf {
         let diff = src_load - mine;
         let mut cand: Option<(u64, VcpuId)> = None;
         let leaves: &[u32] = if self.groups {
-            &self.cpu_vms[src as usize]
+            self.slots.active(src)
         } else {
             &[]
         };

@@ -8,6 +8,7 @@ pub mod credit;
 pub mod credit2;
 pub mod eevdf;
 pub mod gang;
+mod groups;
 pub mod relaxed;
 
 use crate::host::cpumask::CpuMask;
