@@ -207,19 +207,12 @@ impl Cfs {
         }
     }
 
-    /// The group slot of `vm` on `p`: it exists once a vCPU of `vm` was runnable there.
-    fn slot(&self, p: usize, vm: usize) -> u32 {
-        self.slots
-            .get(p as u32, vm)
-            .unwrap_or_else(|| unreachable!("VM {vm} has no group on pCPU {p}"))
-    }
-
     fn group_ent(&self, p: usize, vm: usize) -> EntId {
-        self.nv + self.slot(p, vm)
+        self.nv + self.slots.of(p as u32, vm)
     }
 
     fn group_rq(&self, p: usize, vm: usize) -> RqId {
-        self.np as usize + self.slot(p, vm) as usize
+        self.np as usize + self.slots.of(p as u32, vm) as usize
     }
 
     /// The runqueue a vCPU is queued on when it is on `p`.

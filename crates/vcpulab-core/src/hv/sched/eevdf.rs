@@ -239,19 +239,12 @@ impl Eevdf {
         }
     }
 
-    /// The group slot of `vm` on `p`: it exists once a vCPU of `vm` was runnable there.
-    fn slot(&self, p: u32, vm: usize) -> u32 {
-        self.slots
-            .get(p, vm)
-            .unwrap_or_else(|| unreachable!("VM {vm} has no group on pCPU {p}"))
-    }
-
     fn group_ent(&self, p: u32, vm: usize) -> EntId {
-        self.nv + self.slot(p, vm)
+        self.nv + self.slots.of(p, vm)
     }
 
     fn group_rq(&self, p: u32, vm: usize) -> RqId {
-        self.np + self.slot(p, vm)
+        self.np + self.slots.of(p, vm)
     }
 
     /// The order of equal-vruntime entities on runqueue `rq`: vCPUs by id, group

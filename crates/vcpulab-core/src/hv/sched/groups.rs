@@ -38,6 +38,13 @@ impl GroupSlots {
             .map(|(_, s)| *s)
     }
 
+    /// The slot of `vm` on `p` where one must exist (a vCPU of `vm` was runnable there).
+    #[inline]
+    pub(crate) fn of(&self, p: u32, vm: usize) -> Slot {
+        self.get(p, vm)
+            .unwrap_or_else(|| unreachable!("VM {vm} has no group on pCPU {p}"))
+    }
+
     /// The VM of a slot.
     #[inline]
     pub(crate) fn vm(&self, s: Slot) -> usize {
@@ -83,9 +90,7 @@ impl GroupSlots {
     /// A vCPU of `vm` left `p` (blocked or migrated). Returns its slot and the runnable
     /// vCPUs of `vm` left there.
     pub(crate) fn remove(&mut self, p: u32, vm: usize) -> (Slot, u32) {
-        let s = self.get(p, vm).unwrap_or_else(|| {
-            unreachable!("a vCPU leaves pCPU {p} where its VM {vm} has no group slot")
-        });
+        let s = self.of(p, vm);
         let n = &mut self.nr[s as usize];
         *n -= 1;
         let left = *n;
