@@ -98,15 +98,14 @@ def test_overhead_is_measured(reproduced: dict[str, tuple[str, Rows, Path]]) -> 
 def test_published_ranges_are_coded() -> None:
     """The framework side, without the core: published best per VOR and the registry."""
     from vcpulab.experiments import get
-    from vcpulab.experiments.cvs import BEST_CODE, _published_best, _vor_published
+    from vcpulab.experiments.cvs import BEST_CODE, VOR_PUBLISHED, _published_best
 
     assert _published_best(1.0) == "co-sched" and _published_best(1.5) == "co-sched"
     assert _published_best(2.0) == "YTH" and _published_best(2.5) == "YTH"
     assert _published_best(3.0) is None
     assert _published_best(3.5) == "YTT" and _published_best(4.0) == "YTT"
-    rows = _vor_published()
-    assert [r["x"] for r in rows] == [1.0, 1.5, 2.0, 2.5, 3.5, 4.0]
-    assert {r["published"] for r in rows} == set(BEST_CODE.values())
+    assert [p.x for p in VOR_PUBLISHED] == [1.0, 1.5, 2.0, 2.5, 3.5, 4.0]
+    assert {p.value for p in VOR_PUBLISHED} == set(BEST_CODE.values())
     for exp_id in IDS:
         assert get(exp_id).system == "cvs"
     vor = get("cvs-vor")

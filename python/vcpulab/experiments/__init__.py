@@ -73,6 +73,8 @@ PlotFn = Callable[["Experiment", "pd.DataFrame", str, Path], None]
 
 POINT_COLUMN = "point_label"
 """The column naming the point of a points experiment in the frame given to `simulate`."""
+PLANNED_POINTS = "planned_points"
+"""`frame.attrs` key: the labels of the points a reproduction's run planned."""
 
 
 @dataclass(frozen=True)
@@ -404,6 +406,10 @@ def run_experiment(
     if frame is None or frame.empty:
         reasons = "; ".join(f["error"] for f in failed[:3]) or "no results"
         raise RuntimeError(f"{exp.id}: every point failed: {reasons}")
+    if exp.points:
+        # Which points this run planned (--quick may run fewer): a point that ran but
+        # left no row in the table (no epoch closed) is still a point of the run.
+        frame.attrs[PLANNED_POINTS] = [p.label for p in exp.points_for(quick)]
     sim = exp.simulate(frame).reset_index(drop=True)
     pub = (
         exp.published(frame) if callable(exp.published) else pd.DataFrame(list(exp.published))

@@ -33,7 +33,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vcpulab.experiments import POINT_COLUMN, Experiment, Point
-from vcpulab.stats import mean_ci
+from vcpulab.experiments.declare import (
+    Col,
+    Combine,
+    Fn,
+    Over,
+    Pooled,
+    Pub,
+    Ratio,
+    Repro,
+    Row,
+    Sim,
+    row,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -89,46 +101,30 @@ FIXED = tuple(_fixed(w) for w in WINDOWS)
 
 # --- performance (vms table) -----------------------------------------------------------------
 
-
-Throughputs = dict[str, dict[int, float]]
-
-
-def _throughput(frame: pd.DataFrame) -> Throughputs:
-    """Per point and seed: the VMs' summed work units per second."""
-    out: Throughputs = {}
-    sums = frame.groupby([POINT_COLUMN, "seed"], as_index=False)["throughput_per_s"].sum()
-    for r in sums.itertuples(index=False):
-        out.setdefault(str(r[0]), {})[int(r[1])] = float(r[2])
-    return out
+THROUGHPUT = Col("throughput_per_s")
+"""Per run: the VMs' summed work units per second."""
 
 
-def _ratio(tp: Throughputs, label: str, base: str) -> tuple[float, float]:
-    """label / base, paired by seed (same seed, same workload randomness): the mean of
-    the per-seed ratios and its 95% CI half-width (NaN with one seed)."""
-    a, b = tp.get(label, {}), tp.get(base, {})
-    ratios = [a[s] / b[s] for s in sorted(set(a) & set(b)) if b[s] > 0]
-    mean, half, _ = mean_ci(ratios)
-    return mean, half
+def _vs(model: str, vms: int, policy: str, base: str = KVM) -> Ratio:
+    """policy / base, paired by seed (same seed, same workload randomness): the mean of
+    the per-seed ratios and its 95% CI half-width."""
+    return Ratio(
+        THROUGHPUT, of=_label(model, vms, policy), to=_label(model, vms, base), paired=True
+    )
 
 
-def _relative(tp: Throughputs, label: str, base: str) -> float:
-    return _ratio(tp, label, base)[0]
+def _fixed_vs_kvm(model: str, vms: int) -> dict[int, Ratio]:
+    """Relative performance (to KVM's default) per fixed window."""
+    return {w: _vs(model, vms, _fixed(w)) for w in WINDOWS}
 
 
-def _row(x: str, simulated: float, **extra: Any) -> dict[str, Any]:
-    return {"x": x, "simulated": simulated, "simulated_ci95": math.nan, **extra}
+def _loss(values: list[float]) -> float:
+    """What the worst fixed window loses against the best: 1 - worst / best."""
+    return 1.0 - min(values) / max(values) if max(values) else math.nan
 
 
-def _fixed_scan(tp: Throughputs, model: str, vms: int) -> tuple[dict[int, float], int, int]:
-    """Relative performance (to KVM's default) per fixed window; best and worst window."""
-    base = _label(model, vms, KVM)
-    rel = {w: _relative(tp, _label(model, vms, _fixed(w)), base) for w in WINDOWS}
-    valid = {w: r for w, r in rel.items() if not math.isnan(r)}
-    if not valid:
-        return rel, 0, 0
-    best = max(valid, key=lambda w: valid[w])
-    worst = min(valid, key=lambda w: valid[w])
-    return rel, best, worst
+def _divide(a: float, b: float) -> float:
+    return a / b if b else math.nan
 
 
 # --- 1. window sweep --------------------------------------------------------------------------
@@ -142,30 +138,14 @@ SWEEP_PUBLISHED = {
 }
 
 
-def _sweep_published() -> list[dict[str, Any]]:
+def _sweep_rows(model: str) -> list[Row]:
+    fixed = _fixed_vs_kvm(model, 2)
     return [
-        {"x": f"{m}: {k}", "published": v}
-        for m, rows in SWEEP_PUBLISHED.items()
-        for k, v in rows.items()
+        row(f"{model}: best window", Over({float(w): r for w, r in fixed.items()}, "argmax")),
+        row(f"{model}: best / KVM", Over(fixed, "max")),
+        row(f"{model}: worst / KVM", Over(fixed, "min"), worst_window=Over(fixed, "argmin")),
+        *(row(f"{model}: fixed {w} / KVM", r, model=model, window=w) for w, r in fixed.items()),
     ]
-
-
-def _sweep_simulated(frame: pd.DataFrame) -> pd.DataFrame:
-    import pandas as pd
-
-    tp = _throughput(frame)
-    rows = []
-    for m in SWEEP_MODELS:
-        rel, best, worst = _fixed_scan(tp, m, 2)
-        rows.append(_row(f"{m}: best window", float(best)))
-        rows.append(_row(f"{m}: best / KVM", rel.get(best, math.nan)))
-        rows.append(_row(f"{m}: worst / KVM", rel.get(worst, math.nan), worst_window=worst))
-        for w in WINDOWS:
-            mean, half = _ratio(tp, _label(m, 2, _fixed(w)), _label(m, 2, KVM))
-            rows.append(
-                _row(f"{m}: fixed {w} / KVM", mean, model=m, window=w) | {"simulated_ci95": half}
-            )
-    return pd.DataFrame(rows)
 
 
 def _sweep_plot(exp: Experiment, merged: pd.DataFrame, verdict: str, path: Path) -> None:
@@ -213,41 +193,31 @@ SIX_PUBLISHED = (
 )
 
 
-def _six_simulated(frame: pd.DataFrame) -> pd.DataFrame:
-    import pandas as pd
-
-    tp = _throughput(frame)
+def _six_rows(vms: int) -> list[Row]:
     rows = []
-    for vms in SIX_VMS:
-        apple, best_rel, loss = [], [], []
-        for m in SIX:
-            rel, best, worst = _fixed_scan(tp, m, vms)
-            a = _relative(tp, _label(m, vms, APPLE), _label(m, vms, KVM))
-            b = rel.get(best, math.nan)
-            lo = 1.0 - rel.get(worst, math.nan) / b if b and not math.isnan(b) else math.nan
-            apple.append(a)
-            best_rel.append(b)
-            loss.append(lo)
-            half = _ratio(tp, _label(m, vms, APPLE), _label(m, vms, KVM))[1]
-            rows.append(
-                _row(f"{vms} VMs: APPLE / KVM, {m}", a, model=m, vms=vms) | {"simulated_ci95": half}
-            )
-            rows.append(_row(f"{vms} VMs: best fixed / KVM, {m}", b, model=m, vms=vms, window=best))
-            rows.append(
-                _row(f"{vms} VMs: worst fixed loss vs best, {m}", lo, window=worst, vms=vms)
-            )
-            rows.append(
-                _row(
-                    f"{vms} VMs: APPLE / best fixed, {m}",
-                    a / b if b else math.nan,
-                    model=m,
-                    vms=vms,
-                )
-            )
-        rows.append(_row(f"{vms} VMs: APPLE / KVM, mean", _nanmean(apple), vms=vms))
-        rows.append(_row(f"{vms} VMs: best fixed / KVM, mean", _nanmean(best_rel), vms=vms))
-        rows.append(_row(f"{vms} VMs: worst fixed loss vs best, mean", _nanmean(loss), vms=vms))
-    return pd.DataFrame(rows)
+    for m in SIX:
+        fixed = _fixed_vs_kvm(m, vms)
+        apple, best = f"{vms} VMs: APPLE / KVM, {m}", f"{vms} VMs: best fixed / KVM, {m}"
+        rows += [
+            row(apple, _vs(m, vms, APPLE), model=m, vms=vms),
+            row(best, Over(fixed, "max"), model=m, vms=vms, window=Over(fixed, "argmax")),
+            row(
+                f"{vms} VMs: worst fixed loss vs best, {m}",
+                Over(fixed, _loss),
+                window=Over(fixed, "argmin"),
+                vms=vms,
+            ),
+            row(
+                f"{vms} VMs: APPLE / best fixed, {m}",
+                Combine(_divide, (Sim(apple), Sim(best))),
+                model=m,
+                vms=vms,
+            ),
+        ]
+    for what in ("APPLE / KVM", "best fixed / KVM", "worst fixed loss vs best"):
+        mean = Over([Sim(f"{vms} VMs: {what}, {m}") for m in SIX])
+        rows.append(row(f"{vms} VMs: {what}, mean", mean, vms=vms))
+    return rows
 
 
 def _six_explain(merged: pd.DataFrame) -> str:
@@ -336,25 +306,16 @@ SOLO_POLICIES = (KVM, APPLE, OFF)
 SOLO_PUBLISHED = (("KVM / off, mean", 0.985), ("KVM / off, kernbench", 0.92))
 
 
-def _solo_simulated(frame: pd.DataFrame) -> pd.DataFrame:
-    import pandas as pd
-
-    tp = _throughput(frame)
-    rows = []
-    kvm, apple = [], []
-    for m in SIX:
-        off = _label(m, 1, OFF)
-        k, k_half = _ratio(tp, _label(m, 1, KVM), off)
-        a, a_half = _ratio(tp, _label(m, 1, APPLE), off)
-        kvm.append(k)
-        apple.append(a)
-        rows.append(_row(f"KVM / off, {m}", k, model=m, policy=KVM) | {"simulated_ci95": k_half})
-        rows.append(
-            _row(f"APPLE / off, {m}", a, model=m, policy=APPLE) | {"simulated_ci95": a_half}
-        )
-    rows.append(_row("KVM / off, mean", _nanmean(kvm), model="mean", policy=KVM))
-    rows.append(_row("APPLE / off, mean", _nanmean(apple), model="mean", policy=APPLE))
-    return pd.DataFrame(rows)
+def _solo_rows() -> list[Row]:
+    rows = [
+        row(f"{name} / off, {m}", _vs(m, 1, pol, OFF), model=m, policy=pol)
+        for m in SIX
+        for name, pol in (("KVM", KVM), ("APPLE", APPLE))
+    ]
+    for name, pol in (("KVM", KVM), ("APPLE", APPLE)):
+        mean = Over([Sim(f"{name} / off, {m}") for m in SIX])
+        rows.append(row(f"{name} / off, mean", mean, model="mean", policy=pol))
+    return rows
 
 
 def _solo_plot(exp: Experiment, merged: pd.DataFrame, verdict: str, path: Path) -> None:
@@ -392,49 +353,42 @@ EPOCH_POLICIES = (KVM, APPLE, *FIXED)
 INEFF_PUBLISHED = (("window of least inefficiency", 8192.0),)
 
 
-def _pooled(frame: pd.DataFrame) -> dict[str, dict[str, float]]:
-    """Per point, pooled over its VMs, epochs and seeds: inefficiency = sum(spin before
-    exit + handling) / sum(pCPU time); the exit-weighted mean window; epochs per VM."""
-    out: dict[str, dict[str, float]] = {}
-    for label, g in frame.groupby(POINT_COLUMN):
-        cpu = float(g["cpu_ns"].sum())
-        waste = float(g["spin_before_exit_ns"].sum() + g["handling_ns"].sum())
-        exits = float(g["ple_exits"].sum())
-        runs = g.groupby(["seed", "vm"]).ngroups
-        out[str(label)] = {
-            "inefficiency": waste / cpu if cpu > 0 else math.nan,
-            "window": float((g["exit_window_mean_cycles"] * g["ple_exits"]).sum()) / exits
-            if exits > 0
-            else math.nan,
-            "epochs_per_vm": len(g) / runs if runs else math.nan,
-        }
-    return out
+def _inefficiency(epochs: pd.DataFrame) -> float:
+    """Pooled over a point's VMs, epochs and seeds: sum(spin before exit + handling) /
+    sum(pCPU time)."""
+    cpu = float(epochs["cpu_ns"].sum())
+    waste = float(epochs["spin_before_exit_ns"].sum() + epochs["handling_ns"].sum())
+    return waste / cpu if cpu > 0 else math.nan
 
 
-def _ineff_simulated(frame: pd.DataFrame) -> pd.DataFrame:
-    import pandas as pd
+def _exit_window(epochs: pd.DataFrame) -> float:
+    """The exit-weighted mean window of a point's epochs."""
+    exits = float(epochs["ple_exits"].sum())
+    weighted = float((epochs["exit_window_mean_cycles"] * epochs["ple_exits"]).sum())
+    return weighted / exits if exits > 0 else math.nan
 
-    pooled = _pooled(frame)
-    rows = []
-    best_w, best_i = math.nan, math.inf
-    for w in WINDOWS:
-        p = pooled.get(_label("dbench", 2, _fixed(w)))
-        ineff = p["inefficiency"] if p else math.nan
-        if not math.isnan(ineff) and ineff < best_i:
-            best_w, best_i = float(w), ineff
-        rows.append(_row(f"inefficiency at fixed {w}", ineff, policy="fixed", window=float(w)))
-    for pol in (KVM, APPLE):
-        p = pooled.get(_label("dbench", 2, pol))
-        rows.append(
-            _row(
+
+def _ineff_rows() -> list[Row]:
+    def at(policy: str) -> str:
+        return _label("dbench", 2, policy)
+
+    fixed = {float(w): f"inefficiency at fixed {w}" for w in WINDOWS}
+    return [
+        *(
+            row(x, Pooled(Fn(_inefficiency), at(_fixed(int(w)))), policy="fixed", window=w)
+            for w, x in fixed.items()
+        ),
+        *(
+            row(
                 f"inefficiency under {pol}",
-                p["inefficiency"] if p else math.nan,
+                Pooled(Fn(_inefficiency), at(pol)),
                 policy=pol,
-                window=p["window"] if p else math.nan,
+                window=Pooled(Fn(_exit_window), at(pol)),
             )
-        )
-    rows.append(_row("window of least inefficiency", best_w))
-    return pd.DataFrame(rows)
+            for pol in (KVM, APPLE)
+        ),
+        row("window of least inefficiency", Over({w: Sim(x) for w, x in fixed.items()}, "argmin")),
+    ]
 
 
 def _ineff_plot(exp: Experiment, merged: pd.DataFrame, verdict: str, path: Path) -> None:
@@ -584,6 +538,10 @@ def _epochs_explain(merged: pd.DataFrame) -> str:
 # --- helpers ------------------------------------------------------------------------------------
 
 
+def _row(x: str, simulated: float, **extra: Any) -> dict[str, Any]:
+    return {"x": x, "simulated": simulated, "simulated_ci95": math.nan, **extra}
+
+
 def _nanmean(xs: Sequence[float]) -> float:
     vals = [x for x in xs if not math.isnan(x)]
     return math.fsum(vals) / len(vals) if vals else math.nan
@@ -616,14 +574,16 @@ SOURCE = (
 )
 
 EXPERIMENTS = [
-    Experiment(
+    Repro(
         id="apple-window-sweep",
         system="apple",
         title="Performance vs fixed PLE window, relative to KVM's default (2 VMs)",
-        scenarios=(),
         points=_points(SWEEP_MODELS, 2, (KVM, *FIXED)),
-        published=_sweep_published(),
-        simulate=_sweep_simulated,
+        rows=[r for m in SWEEP_MODELS for r in _sweep_rows(m)],
+        simulated=None,
+        published=[
+            Pub(f"{m}: {k}", v) for m, pub in SWEEP_PUBLISHED.items() for k, v in pub.items()
+        ],
         plotter=_sweep_plot,
         explain=_sweep_explain,
         source=SOURCE + "; dbench-like 0.81-1.39 best at 8192, streamcluster-like 0.90-1.16 "
@@ -639,15 +599,15 @@ EXPERIMENTS = [
         notes="Points: dbench-like and streamcluster-like in two 16-vCPU VMs on 16 pCPUs "
         "(`apple/pair.toml`), KVM's default window and fixed windows 512...32768 cycles. "
         "Judged: the best window and the range of throughput relative to KVM's default.",
-    ),
-    Experiment(
+    ).experiment(),
+    Repro(
         id="apple-six",
         system="apple",
         title="Six workloads: APPLE and best/worst fixed window vs KVM's default",
-        scenarios=(),
         points=(*_points(SIX, 2, SIX_POLICIES), *_points(SIX, 4, SIX_POLICIES)),
-        published=[{"x": x, "published": v} for x, v in SIX_PUBLISHED],
-        simulate=_six_simulated,
+        rows=[r for vms in SIX_VMS for r in _six_rows(vms)],
+        simulated=None,
+        published=[Pub(x, v) for x, v in SIX_PUBLISHED],
         plotter=_six_plot,
         explain=_six_explain,
         source=SOURCE + "; two VMs: APPLE 1.21 and best fixed 1.23 (mean relative to KVM's "
@@ -663,15 +623,15 @@ EXPERIMENTS = [
         tolerance=(0.10, 0.25),
         notes="Best and worst fixed windows are chosen per workload among 512...32768 "
         "cycles from the same runs (an oracle choice, as in the study).",
-    ),
-    Experiment(
+    ).experiment(),
+    Repro(
         id="apple-solo",
         system="apple",
         title="One VM alone: KVM's default and APPLE against PLE off",
-        scenarios=(),
         points=_points(SIX, 1, SOLO_POLICIES),
-        published=[{"x": x, "published": v} for x, v in SOLO_PUBLISHED],
-        simulate=_solo_simulated,
+        rows=_solo_rows(),
+        simulated=None,
+        published=[Pub(x, v) for x, v in SOLO_PUBLISHED],
         plotter=_solo_plot,
         source=SOURCE + "; one VM alone: PLE handling costs 1-2% on average against PLE off, "
         "up to 8% for kernbench-like",
@@ -683,15 +643,16 @@ EXPERIMENTS = [
         quick_overrides=QUICK_SIX,
         table="vms",
         tolerance=(0.03, 0.10),
-    ),
-    Experiment(
+    ).experiment(),
+    Repro(
         id="apple-inefficiency",
         system="apple",
         title="APPLE's inefficiency vs fixed PLE window, dbench-like (2 VMs)",
-        scenarios=(),
         points=_points(("dbench",), 2, EPOCH_POLICIES),
-        published=[{"x": x, "published": v} for x, v in INEFF_PUBLISHED],
-        simulate=_ineff_simulated,
+        rows=_ineff_rows(),
+        simulated=None,
+        simulated_ci=True,
+        published=[Pub(x, v) for x, v in INEFF_PUBLISHED],
         plotter=_ineff_plot,
         source=SOURCE + "; the least inefficient window is taken to be dbench-like's best "
         "window, 8192 cycles",
@@ -705,7 +666,7 @@ EXPERIMENTS = [
         tolerance=(0.10, 0.50),
         notes="Inefficiency = (window x PLE exits + exit-to-re-entry handling time) / the "
         "VM's pCPU time, pooled over all epochs, VMs and seeds of a point.",
-    ),
+    ).experiment(),
     Experiment(
         id="apple-window-epochs",
         system="apple",

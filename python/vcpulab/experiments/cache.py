@@ -28,8 +28,8 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vcpulab.experiments import POINT_COLUMN, Experiment, Point
-from vcpulab.stats import mean_ci
+from vcpulab.experiments import Experiment, Point
+from vcpulab.experiments.declare import Col, Combine, Mean, Over, Pub, Repro, Sim, row
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -97,123 +97,75 @@ def _policy_points(contexts: int, policies: tuple[str, ...] = POLICIES) -> tuple
     )
 
 
-def _extra_by_point(frame: pd.DataFrame, how: str = "mean") -> dict[str, tuple[float, float]]:
-    """Per point: mean over seeds (and CI) of the mix's extra CPI %, over its contexts
-    either their mean (`how="mean"`: a policy's effect on the mix) or their maximum
-    (`how="max"`: the context that suffers most)."""
-    out: dict[str, tuple[float, float]] = {}
-    for label, g in frame.groupby(POINT_COLUMN, sort=False):
-        by_seed = g.groupby("seed")["extra_cpi_pct"]
-        per_seed = (by_seed.max() if how == "max" else by_seed.mean()).astype(float).tolist()
-        mean, half, _ = mean_ci(per_seed)
-        out[str(label)] = (mean, half)
-    return out
-
-
-def _rows(frame: pd.DataFrame, how: str = "mean") -> pd.DataFrame:
-    import pandas as pd
-
-    rows = [
-        {"x": label, "simulated": m, "simulated_ci95": h}
-        for label, (m, h) in _extra_by_point(frame, how).items()
-    ]
-    return pd.DataFrame(rows)
-
-
-def _worst_rows(frame: pd.DataFrame) -> pd.DataFrame:
-    return _rows(frame, "max")
-
-
-def _value(frame: pd.DataFrame, label: str, how: str = "mean") -> float:
-    return _extra_by_point(frame, how).get(label, (math.nan, math.nan))[0]
+MOST_AFFECTED = Mean(Col("extra_cpi_pct", how="max"))
+"""Per run, the extra CPI % of the mix's most affected context (which contexts suffer)."""
+MIX_MEAN = Col("extra_cpi_pct", how="mean")
+"""Per run, the mean extra CPI % over the mix's contexts (a policy's effect on the mix)."""
 
 
 # --- 1. cache pollution per mix, 30 ms vs 1 ms ----------------------------------------------
 
-
-def _pollution_published(frame: pd.DataFrame) -> pd.DataFrame:
-    import pandas as pd
-
-    worst = _extra_by_point(frame, "max")
-    others = [
-        worst[_label(m, "1 ms")][0] for m in MIXES if m != "CFR-THR" and _label(m, "1 ms") in worst
-    ]
-    rows: list[dict[str, Any]] = [
-        {"x": _label("CPU-CPU", "1 ms"), "published": BARELY_PCT, "bound": "below"},
-        {"x": _label("THR-THR", "1 ms"), "published": BARELY_PCT, "bound": "below"},
-    ]
-    if others:
-        rows.append({"x": _label("CFR-THR", "1 ms"), "published": max(others), "bound": "above"})
-    return pd.DataFrame(rows)
+POLLUTION_PUBLISHED = (
+    Pub(_label("CPU-CPU", "1 ms"), BARELY_PCT, "below"),
+    Pub(_label("THR-THR", "1 ms"), BARELY_PCT, "below"),
+    # CFR-THR suffers most: above every other mix at 1 ms.
+    Pub(
+        _label("CFR-THR", "1 ms"),
+        Over([Sim(_label(m, "1 ms")) for m in MIXES if m != "CFR-THR"], "max"),
+        "above",
+        when=lambda v: not math.isnan(v),
+    ),
+)
 
 
 # --- 2./3. policies ---------------------------------------------------------------------------
 
 
-def _policy_published_rows(frame: pd.DataFrame, contexts: int) -> list[dict[str, Any]]:
-    def v(mix: str, p: str) -> float:
-        return _value(frame, _label(mix, p, contexts))
+def _policy_published(contexts: int) -> list[Pub]:
+    def v(mix: str, p: str) -> Mean:
+        return Mean(MIX_MEAN, at=_label(mix, p, contexts))
 
     return [
         # CFR-THR: preservation (LRU insertion of the thrashing context) beats the prefetcher.
-        {
-            "x": _label("CFR-THR", "preservation", contexts),
-            "published": v("CFR-THR", "prefetch"),
-            "bound": "below",
-        },
+        Pub(_label("CFR-THR", "preservation", contexts), v("CFR-THR", "prefetch"), "below"),
         # CFR-CFR: the prefetcher helps...
-        {
-            "x": _label("CFR-CFR", "prefetch", contexts),
-            "published": v("CFR-CFR", "mru"),
-            "bound": "below",
-        },
+        Pub(_label("CFR-CFR", "prefetch", contexts), v("CFR-CFR", "mru"), "below"),
         # ...and preservation does not.
-        {
-            "x": _label("CFR-CFR", "preservation", contexts),
-            "published": NOT_HELP_FRAC * v("CFR-CFR", "mru"),
-            "bound": "above",
-        },
+        Pub(
+            _label("CFR-CFR", "preservation", contexts),
+            Combine(lambda mru: NOT_HELP_FRAC * mru, (v("CFR-CFR", "mru"),)),
+            "above",
+        ),
     ]
 
 
-def _policies2_published(frame: pd.DataFrame) -> pd.DataFrame:
-    import pandas as pd
-
-    return pd.DataFrame(_policy_published_rows(frame, 2))
-
-
-def _gain(frame: pd.DataFrame, mix: str, contexts: int) -> float:
+def _gain(mru: float, preservation: float) -> float:
     """Preservation's reduction of the mix's extra CPI against MRU insertion, % of MRU's."""
-    mru = _value(frame, _label(mix, "mru", contexts))
-    pres = _value(frame, _label(mix, "preservation", contexts))
-    return 100.0 * (mru - pres) / mru if mru > 0 else math.nan
+    return 100.0 * (mru - preservation) / mru if mru > 0 else math.nan
+
+
+def _gain_at(mix: str, contexts: int) -> Combine:
+    def v(p: str) -> Mean:
+        return Mean(MIX_MEAN, at=_label(mix, p, contexts))
+
+    return Combine(_gain, (v("mru"), v("preservation")))
 
 
 GAIN = "preservation gain"
 
-
-def _policies4_simulated(frame: pd.DataFrame) -> pd.DataFrame:
-    import pandas as pd
-
-    rows = _rows(frame)
-    four = rows[rows["x"].str.startswith("4:1")]
-    gains = [
-        {"x": _label(mix, GAIN, 4), "simulated": _gain(frame, mix, 4), "simulated_ci95": math.nan}
+POLICIES4_ROWS = (
+    *(
+        row(_label(mix, p, 4), Mean(MIX_MEAN, at=_label(mix, p, 4)))
         for mix in MIXES
-    ]
-    return pd.concat([four, pd.DataFrame(gains)], ignore_index=True)
-
-
-def _policies4_published(frame: pd.DataFrame) -> pd.DataFrame:
-    import pandas as pd
-
-    rows = _policy_published_rows(frame, 4)
+        for p in POLICIES
+    ),
+    *(row(_label(mix, GAIN, 4), _gain_at(mix, 4)) for mix in MIXES),
+)
+POLICIES4_PUBLISHED = (
+    *_policy_published(4),
     # At 4:1 preservation helps less: judged where it helped at 2:1.
-    for mix in MIXES:
-        g2 = _gain(frame, mix, 2)
-        if g2 > 0:
-            rows.append({"x": _label(mix, GAIN, 4), "published": g2, "bound": "below"})
-    return pd.DataFrame(rows)
+    *(Pub(_label(mix, GAIN, 4), _gain_at(mix, 2), "below", when=lambda g: g > 0) for mix in MIXES),
+)
 
 
 # --- plots --------------------------------------------------------------------------------------
@@ -273,14 +225,13 @@ SOURCE = (
 )
 
 EXPERIMENTS = [
-    Experiment(
+    Repro(
         id="cache-pollution-2to1",
         system="cache",
         title="Extra CPI from sharing the LLC, two contexts on one core, 30 ms vs 1 ms",
-        scenarios=(),
         points=_slice_points(),
-        published=_pollution_published,
-        simulate=_worst_rows,
+        published=POLLUTION_PUBLISHED,
+        simulated=MOST_AFFECTED,
         source=SOURCE + "; CPU-CPU and THR-THR barely suffer at 1 ms (< 5% extra CPI), "
         "CFR-THR suffers most",
         x="point",
@@ -290,20 +241,18 @@ EXPERIMENTS = [
         quick_seeds=1,
         quick_overrides=QUICK,
         table="llc",
-        kind="bar",
         plotter=_plot(tuple(f"{s} ms" for s in SLICES), 2, "extra CPI, most affected context (%)"),
         notes="MRU insertion (plain LRU replacement). Judged per mix on its most affected "
         "context (the claims are about which contexts suffer). Mixes take each class's "
         "representatives: CPU namd/sjeng, CFR omnetpp/xalancbmk, THR libquantum/milc.",
-    ),
-    Experiment(
+    ).experiment(),
+    Repro(
         id="cache-policies-2to1",
         system="cache",
         title="Context preservation vs prefetcher vs both vs SIP-best, 2:1, 1 ms slices",
-        scenarios=(),
         points=_policy_points(2),
-        published=_policies2_published,
-        simulate=_rows,
+        published=_policy_published(2),
+        simulated=Mean(MIX_MEAN),
         source=SOURCE + "; CFR-THR: preservation beats the prefetcher; CFR-CFR: the "
         "prefetcher helps (below MRU), preservation does not (above 95% of MRU)",
         x="point",
@@ -313,17 +262,16 @@ EXPERIMENTS = [
         quick_seeds=1,
         quick_overrides=QUICK,
         table="llc",
-        kind="bar",
         plotter=_plot(POLICIES, 2, "mean extra CPI of the mix (%)"),
-    ),
-    Experiment(
+    ).experiment(),
+    Repro(
         id="cache-policies-4to1",
         system="cache",
         title="The same at 4:1: preservation helps less",
-        scenarios=(),
         points=(*_policy_points(4), *_policy_points(2, ("mru", "preservation"))),
-        published=_policies4_published,
-        simulate=_policies4_simulated,
+        rows=POLICIES4_ROWS,
+        simulated=None,
+        published=POLICIES4_PUBLISHED,
         source=SOURCE + "; at 4:1 the CFR-THR and CFR-CFR trends as at 2:1, and "
         "preservation's gain over MRU (% of MRU's extra CPI) below its gain at 2:1 "
         "wherever it helped at 2:1",
@@ -334,9 +282,8 @@ EXPERIMENTS = [
         quick_seeds=1,
         quick_overrides=QUICK,
         table="llc",
-        kind="bar",
         plotter=_plot(POLICIES, 4, "mean extra CPI of the mix (%)"),
         notes="Each 2:1 mix twice over (four contexts). The 2:1 MRU and preservation runs "
         "are repeated here to judge the gain.",
-    ),
+    ).experiment(),
 ]

@@ -15,10 +15,11 @@ Three reproductions, scenarios in `scenarios/cvs/`:
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vcpulab.experiments import POINT_COLUMN, Experiment, Point
+from vcpulab.experiments import Experiment, Point
 from vcpulab.experiments.declare import (
     CI,
     SERIES_X,
@@ -31,11 +32,11 @@ from vcpulab.experiments.declare import (
     Fn,
     Mean,
     Plot,
+    Pub,
     Ratio,
     Repro,
     below,
 )
-from vcpulab.stats import mean_ci
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -80,41 +81,6 @@ def _vor(vcpus: int) -> float:
     return VMS * vcpus / PCPUS
 
 
-def _vor_published() -> list[dict[str, Any]]:
-    rows = []
-    for n in VOR_VCPUS:
-        best = _published_best(_vor(n))
-        if best is not None:
-            rows.append({"x": _vor(n), "published": BEST_CODE[best], "published_best": best})
-    return rows
-
-
-def _per_run(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per run: mean completion over the VMs (s), summed user and system time (s),
-    summed CVS decision time."""
-    import pandas as pd
-
-    keys = [c for c in (ACTION, VCPUS, "seed", POINT_COLUMN) if c in frame.columns]
-    rows = []
-    for key, run in frame.groupby(keys, sort=True):
-        vals = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
-        completion = run["completion_ns"].astype(float)
-        finished = bool(run["finished"].astype(bool).all())
-        rows.append(
-            {
-                **vals,
-                "exec_s": float(completion.mean()) / 1e9 if finished else math.nan,
-                "user_s": float(run["user_ns"].sum()) / 1e9,
-                "system_s": float((run["kernel_ns"] + run["spin_ns"]).sum()) / 1e9,
-                "spin_s": float(run["spin_ns"].sum()) / 1e9,
-                "cpu_s": float(run["cpu_ns"].sum()) / 1e9,
-                "cvs_ns": float(run["cvs_decision_ns"].sum()),
-                "ple_exits": int(run["ple_exits"].sum()),
-            }
-        )
-    return pd.DataFrame(rows)
-
-
 VOR_POINTS = tuple(
     Point(f"{alg} {n}", "cvs/kernbench-vor.toml", (f"{VCPUS}={n}", *overrides))
     for alg, overrides in ALGORITHMS.items()
@@ -122,47 +88,87 @@ VOR_POINTS = tuple(
 )
 
 
-def _vor_simulated(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per VOR: the algorithm with the shortest mean execution time (coded as the
-    published ranges are), and every algorithm's execution, user and system time."""
-    import pandas as pd
+VOR_PUBLISHED = tuple(
+    Pub(_vor(n), BEST_CODE[best], extra={"published_best": best}, extra_after=True)
+    for n in VOR_VCPUS
+    if (best := _published_best(_vor(n))) is not None
+)
 
-    runs = _per_run(frame)
-    split = runs[POINT_COLUMN].astype(str).str.rsplit(" ", n=1, expand=True)
-    runs = runs.assign(algorithm=split[0], vcpus=split[1].astype(int))
-    rows = []
-    for vcpus, at_vor in runs.groupby("vcpus", sort=True):
-        row: dict[str, Any] = {"x": _vor(int(vcpus))}  # type: ignore[arg-type]
-        means: dict[str, float] = {}
-        for name, by_alg in at_vor.groupby("algorithm", sort=False):
-            name = str(name)
-            mean, half, _ = mean_ci(by_alg["exec_s"].astype(float).tolist())
-            means[name] = mean
-            row[f"{name}_exec_s"] = mean
-            row[f"{name}_exec_ci95"] = half
-            row[f"{name}_user_s"] = float(by_alg["user_s"].mean())
-            row[f"{name}_system_s"] = float(by_alg["system_s"].mean())
-            row[f"{name}_ple_exits"] = float(by_alg["ple_exits"].mean())
-        # CVS is the adaptive choice among the three; the best is judged among those.
-        three = {k: v for k, v in means.items() if k in BEST_CODE and not math.isnan(v)}
-        if three:
-            low = min(three.values())
-            # Identical runs (no PLE exit, so the action never ran) tie; a tie that
-            # includes the published best counts as that one.
-            tied = [k for k, v in three.items() if abs(v - low) <= 1e-9 * low]
-            published = _published_best(row["x"])
-            best = published if published in tied else tied[0]
-            row["simulated"] = BEST_CODE[best]
-            row["simulated_best"] = best if len(tied) == 1 else "tie " + "/".join(tied)
-            # How far apart the three are: (slowest - fastest) / fastest.
-            row["spread"] = (max(three.values()) - low) / low if low > 0 else math.nan
-        else:
-            row["simulated"] = math.nan
-            row["simulated_best"] = ""
-        if "CVS" in means and three:
-            row["cvs_vs_best"] = means["CVS"] / min(three.values())
-        rows.append(row)
-    return pd.DataFrame(rows)
+
+def _exec_s(run: pd.DataFrame) -> float:
+    """A run's execution time: the mean completion over its VMs (s); NaN if one did not
+    finish."""
+    if not bool(run["finished"].astype(bool).all()):
+        return math.nan
+    return float(run["completion_ns"].astype(float).mean()) / 1e9
+
+
+def _seconds(*columns: str) -> Fn:
+    """A run's summed time in `columns`, in seconds."""
+    return Fn(lambda run: float(run[list(columns)].sum(axis=1).sum()) / 1e9)
+
+
+EXEC = Fn(_exec_s)
+USER = _seconds("user_ns")
+SYSTEM = _seconds("kernel_ns", "spin_ns")
+"""Kernel time including spinning on kernel locks."""
+PLE_EXITS = Fn(lambda run: int(run["ple_exits"].sum()))
+
+
+def _algorithm_columns() -> dict[str, Cell]:
+    cells: dict[str, Cell] = {}
+    for name in ALGORITHMS:
+        cells[f"{name}_exec_s"] = Mean(EXEC, at=name)
+        cells[f"{name}_exec_ci95"] = CI(EXEC, at=name)
+        cells[f"{name}_user_s"] = Mean(USER, at=name)
+        cells[f"{name}_system_s"] = Mean(SYSTEM, at=name)
+        cells[f"{name}_ple_exits"] = Mean(PLE_EXITS, at=name)
+    return cells
+
+
+def _judged_times(row: Mapping[str, Any]) -> dict[str, float]:
+    """The mean execution times of the three algorithms CVS chooses among (CVS itself is
+    the adaptive choice; the best is judged among those)."""
+    times = {k: float(row.get(f"{k}_exec_s", math.nan)) for k in BEST_CODE}
+    return {k: v for k, v in times.items() if not math.isnan(v)}
+
+
+def _tied_best(row: Mapping[str, Any]) -> list[str]:
+    three = _judged_times(row)
+    if not three:
+        return []
+    low = min(three.values())
+    # Identical runs (no PLE exit, so the action never ran) tie.
+    return [k for k, v in three.items() if abs(v - low) <= 1e-9 * low]
+
+
+def _best_code(row: Mapping[str, Any]) -> float:
+    """The fastest algorithm, coded as the published ranges are; a tie that includes the
+    published best counts as that one."""
+    tied = _tied_best(row)
+    if not tied:
+        return math.nan
+    published = _published_best(row["x"])
+    return BEST_CODE[published if published in tied else tied[0]]
+
+
+def _best_name(row: Mapping[str, Any]) -> str:
+    tied = _tied_best(row)
+    if len(tied) <= 1:
+        return CODE_NAME.get(row["simulated"], "")
+    return "tie " + "/".join(tied)
+
+
+def _spread(row: Mapping[str, Any]) -> float:
+    """How far apart the three are: (slowest - fastest) / fastest."""
+    three = _judged_times(row)
+    low = min(three.values(), default=math.nan)
+    return (max(three.values()) - low) / low if low > 0 else math.nan
+
+
+def _cvs_vs_best(row: Mapping[str, Any]) -> float:
+    three = _judged_times(row)
+    return float(row.get("CVS_exec_s", math.nan)) / min(three.values()) if three else math.nan
 
 
 def _vor_explain(merged: pd.DataFrame) -> str:
@@ -235,14 +241,22 @@ def _vor_plot(exp: Experiment, merged: pd.DataFrame, verdict: str, path: Path) -
     plt.close(fig)
 
 
-VOR = Experiment(
+VOR = Repro(
     id="cvs-vor",
     system="cvs",
     title="best PLE-exit algorithm vs VOR (4 kernbench-like VMs, 8 pCPUs)",
-    scenarios=(),
     points=VOR_POINTS,
-    published=_vor_published(),
-    simulate=_vor_simulated,
+    rows=SERIES_X,
+    x_of=lambda vcpus: _vor(int(vcpus)),
+    columns={
+        **_algorithm_columns(),
+        SIMULATED: SIMULATED_CELL,
+        "simulated_best": Derived(_best_name),
+        "spread": Derived(_spread),
+        "cvs_vs_best": Derived(_cvs_vs_best),
+    },
+    simulated=Derived(_best_code),
+    published=VOR_PUBLISHED,
     source="CVS (FGCS 2016), 4 VMs running kernbench, vCPUs per VM raised: "
     "best is co-scheduling for VOR in [1, 1.75], yield-to-head in [1.75, 3], yield-to-tail "
     "in [3, 4] (coded 1, 2, 3; VOR 3, a boundary, is not judged)",

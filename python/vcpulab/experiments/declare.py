@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from vcpulab.experiments import (
+    PLANNED_POINTS,
     POINT_COLUMN,
     Experiment,
     ExplainFn,
@@ -47,8 +48,8 @@ INDEX = "index"
 
 @dataclass(frozen=True)
 class Col:
-    """A per-run quantity: `how` ("sum" or "mean") of a report column over the run's
-    rows (of VM `vm` only, if given), divided by `per` (1e3: ns to us)."""
+    """A per-run quantity: `how` ("sum", "mean", "max" or "min") of a report column over
+    the run's rows (of VM `vm` only, if given), each divided by `per` (1e3: ns to us)."""
 
     column: str
     vm: str | None = None
@@ -64,7 +65,13 @@ class Col:
         if self.finished_only and not bool(rows["finished"].astype(bool).all()):
             return math.nan
         values = rows[self.column].astype(float) / self.per
-        return float(values.sum() if self.how == "sum" else values.mean())
+        if self.how == "sum":
+            return float(values.sum())
+        if self.how == "max":
+            return float(values.max())
+        if self.how == "min":
+            return float(values.min())
+        return float(values.mean())
 
 
 @dataclass(frozen=True)
@@ -136,7 +143,137 @@ class Text:
     fmt: str
 
 
-Cell = Mean | Ratio | CI | Seeds | Derived | Text
+@dataclass(frozen=True)
+class Pooled:
+    """`q` of every run at `at` taken together (pooled over seeds, not a mean of per-run
+    values), e.g. a ratio of sums over all epochs of all runs."""
+
+    q: Quantity
+    at: str | None = None
+
+
+Cell = Mean | Ratio | CI | Seeds | Pooled | Derived | Text
+
+
+# --- rows computed from other rows -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Sim:
+    """The value of `column` in the result's row whose x is `x` (a row computed before
+    this one: a point's row, or an explicit `Row` listed earlier)."""
+
+    x: Any
+    column: str = "simulated"
+
+
+OVER_HOW = ("mean", "max", "min", "argmax", "argmin")
+
+
+@dataclass(frozen=True)
+class Over:
+    """A summary of several values — cells (`Mean`, `Ratio`, ...) or rows (`Sim`) —
+    NaNs left out: `how` "mean", "max", "min", "argmax" or "argmin" (the key of `of`
+    given as a mapping key -> value, the first on ties), or a function of the list of
+    values. NaN when none is a number."""
+
+    of: Sequence[Any] | Mapping[Any, Any]
+    how: str | Callable[[list[float]], Any] = "mean"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.how, str) and self.how not in OVER_HOW:
+            raise ValueError(f"Over.how: {self.how!r} (allowed: {', '.join(OVER_HOW)})")
+
+
+@dataclass(frozen=True)
+class Combine:
+    """`fn` applied to the values of `args` (cells, `Sim` rows or constants), NaNs
+    included."""
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class RankCorr:
+    """Spearman's rank correlation of columns `x` and `y` across the result's main rows
+    (those of `rows`), over the rows where both are numbers; NaN with fewer than three."""
+
+    x: str
+    y: str
+
+
+@dataclass(frozen=True)
+class Row:
+    """An explicit row of the result: its `x`, the judged value (None: the row has no
+    `simulated` column) and more columns, each a cell, a `Sim`/`Over`/`Combine`/
+    `RankCorr` or a constant (`Derived` sees the row's columns before it). Cells name
+    points by label over the whole frame; a row naming a point the run did not plan
+    (--quick may run fewer) is left out; a planned point without rows gives NaN."""
+
+    x: Any
+    simulated: Any = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+def row(x: Any, simulated: Any = None, **extra: Any) -> Row:
+    """`Row(x, simulated, extra)` with the extra columns as keywords, in CSV order."""
+    return Row(x, simulated, extra)
+
+
+def _spearman(xs: Sequence[float], ys: Sequence[float]) -> float:
+    import pandas as pd
+
+    pairs = [(x, y) for x, y in zip(xs, ys, strict=True) if not (math.isnan(x) or math.isnan(y))]
+    if len(pairs) < 3:
+        return math.nan
+    a = pd.Series([p[0] for p in pairs]).rank()
+    b = pd.Series([p[1] for p in pairs]).rank()
+    return float(a.corr(b))
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not math.isnan(float(value))
+
+
+class _Context:
+    """One evaluation of a reproduction's frame: its point labels, and the rows so far."""
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        import pandas as pd
+
+        self.frame = frame
+        has_points = POINT_COLUMN in frame.columns
+        self.labels = (
+            frame[POINT_COLUMN].astype(str)
+            if has_points
+            else pd.Series([""] * len(frame), index=frame.index)
+        )
+        planned = frame.attrs.get(PLANNED_POINTS)
+        self.present: set[str] | None = (
+            set(planned) if planned is not None else set(self.labels) if has_points else None
+        )
+        self.records: dict[Any, dict[str, Any]] = {}
+        self.main: list[dict[str, Any]] = []
+        self.cells: dict[Any, tuple[float, float]] = {}
+        """Cells already computed: rows and summaries name the same cell many times."""
+
+    def ran(self, ref: Any) -> bool:
+        """Whether every point `ref` names (recursively) ran."""
+        if self.present is None:
+            return True
+        if isinstance(ref, Row):
+            return self.ran(ref.simulated) and all(self.ran(v) for v in ref.extra.values())
+        if isinstance(ref, Mean | CI | Seeds | Pooled):
+            return ref.at is None or ref.at in self.present or ref is SIMULATED_CELL
+        if isinstance(ref, Ratio):
+            return ref.of in self.present and ref.to in self.present
+        if isinstance(ref, Over):
+            refs = ref.of.values() if isinstance(ref.of, Mapping) else ref.of
+            return all(self.ran(r) for r in refs)
+        if isinstance(ref, Combine):
+            return all(self.ran(r) for r in ref.args)
+        return True
 
 
 @dataclass(frozen=True)
@@ -145,12 +282,25 @@ class Pub:
     bound; `extra` columns go to the CSV beside it."""
 
     x: Any
-    value: float
+    value: Any
+    """A number, or a value computed from the simulated result (`Sim`, `Over`, `Combine`
+    or a cell): a trend stated relative to another simulated value ("beats the other
+    policy", "above every other mix")."""
     bound: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)
+    when: Callable[[float], bool] | None = None
+    """Keep the row only where this holds of the value (e.g. judged only where a gain
+    was positive)."""
 
-    def row(self, with_bound: bool) -> dict[str, Any]:
-        out: dict[str, Any] = {"x": self.x, **self.extra, "published": self.value}
+    extra_after: bool = False
+    """Put the `extra` columns after `published` in the CSV (default: before)."""
+
+    def row(self, value: Any, with_bound: bool) -> dict[str, Any]:
+        out: dict[str, Any] = (
+            {"x": self.x, "published": value, **self.extra}
+            if self.extra_after
+            else {"x": self.x, **self.extra, "published": value}
+        )
         if with_bound:
             out["bound"] = self.bound
         return out
@@ -191,14 +341,23 @@ class Repro:
     source: str
     """The paper and figure (or the closed form) the published values come from."""
     published: Sequence[Pub] | Each
-    simulated: Mean | Ratio
-    """The judged cell; a `Mean` or paired `Ratio` also gives `simulated_ci95`."""
+    simulated: Mean | Ratio | Derived | None
+    """The judged cell; a `Mean` or paired `Ratio` also gives `simulated_ci95`. None:
+    the rows of `rows` are not judged (the `summary` rows are)."""
     points: Sequence[Point] = ()
+    quick_points: Sequence[Point] | None = None
     scenario: str | None = None
     """Without points: the scenario file swept over `grid`."""
-    rows: str | Callable[[str, str], tuple[str, str]] = POINT
+    rows: str | Callable[[str, str], tuple[str, str]] | Sequence[Row] = POINT
     """POINT, SERIES_X, a grid key or report column (one row per value, cells pick a point
-    by its label), or a function of (point label, grid value) -> (row key, series)."""
+    by its label), a function of (point label, grid value) -> (row key, series), or the
+    rows themselves (`Row`s whose cells name points)."""
+    summary: Sequence[Row] = ()
+    """Rows computed from the rows above (`Sim`, `Over`, `RankCorr`), after them."""
+    summary_first: bool = False
+    """Put the summary rows before the others in the CSV."""
+    simulated_ci: bool | None = None
+    """Whether explicit rows carry `simulated_ci95` (None: when a judged cell gives one)."""
     x: str = "x"
     """The CSV's name for the row column."""
     x_of: Callable[[str], Any] | str | None = None
@@ -227,6 +386,7 @@ class Repro:
             title=self.title,
             scenarios=(self.scenario,) if self.scenario else (),
             points=self.points,
+            quick_points=self.quick_points,
             published=self._published,
             simulate=self._simulate,
             source=self.source,
@@ -272,7 +432,7 @@ class Repro:
             split = labels.str.rsplit(" ", n=1, expand=True)
             series, row = split[0], split[1]
         else:
-            row, series = frame[self.rows].astype(str), labels
+            row, series = frame[cast(str, self.rows)].astype(str), labels
         if self.rows == POINT and self.points:
             order = [p.label for p in self.points if p.label in set(row)]
         else:
@@ -283,13 +443,15 @@ class Repro:
         return {int(cast(int, seed)): q.of(run) for seed, run in rows.groupby("seed", sort=True)}
 
     def _cell(
-        self, cell: Mean | Ratio | CI | Seeds, rows: pd.DataFrame, series: pd.Series
+        self, cell: Mean | Ratio | CI | Seeds | Pooled, rows: pd.DataFrame, series: pd.Series
     ) -> tuple[float, float]:
         def at(name: str | None) -> pd.DataFrame:
             return rows if name is None else rows[series[rows.index] == name]
 
         if isinstance(cell, Seeds):
             return float(at(cell.at)["seed"].nunique()), math.nan
+        if isinstance(cell, Pooled):
+            return float(cell.q.of(at(cell.at))), math.nan
         if isinstance(cell, CI):
             return mean_ci(list(self._per_seed(at(cell.at), cell.q).values()))[1], math.nan
         if isinstance(cell, Mean):
@@ -314,12 +476,104 @@ class Repro:
             return self.x_of.format(key)
         return self.x_of(key)
 
+    def _gives_ci(self, cell: Any) -> bool:
+        return isinstance(cell, Mean) or (isinstance(cell, Ratio) and cell.paired)
+
+    def _value(self, ref: Any, ctx: _Context, record: Mapping[str, Any]) -> tuple[Any, float]:
+        """A reference's value (and CI half-width, NaN if none) over the whole frame."""
+        if isinstance(ref, Mean | Ratio | CI | Seeds | Pooled):
+            if ref not in ctx.cells:
+                ctx.cells[ref] = self._cell(ref, ctx.frame, ctx.labels)
+            return ctx.cells[ref]
+        if isinstance(ref, Derived):
+            return ref.fn(record), math.nan
+        if isinstance(ref, Sim):
+            rec = ctx.records.get(ref.x)
+            return (rec.get(ref.column, math.nan) if rec is not None else math.nan), math.nan
+        if isinstance(ref, Combine):
+            args = [self._value(a, ctx, record)[0] for a in ref.args]
+            return ref.fn(*args), math.nan
+        if isinstance(ref, Over):
+            items = list(ref.of.items()) if isinstance(ref.of, Mapping) else list(enumerate(ref.of))
+            valid = [
+                (k, float(v))
+                for k, a in items
+                for v in (self._value(a, ctx, record)[0],)
+                if _is_number(v)
+            ]
+            if not valid:
+                return math.nan, math.nan
+            values = [v for _, v in valid]
+            if callable(ref.how):
+                return ref.how(values), math.nan
+            if ref.how == "mean":
+                return math.fsum(values) / len(values), math.nan
+            if ref.how == "max":
+                return max(values), math.nan
+            if ref.how == "min":
+                return min(values), math.nan
+            if ref.how == "argmax":
+                return max(valid, key=lambda kv: kv[1])[0], math.nan
+            if ref.how == "argmin":
+                return min(valid, key=lambda kv: kv[1])[0], math.nan
+            raise AssertionError(ref.how)  # refused in Over.__post_init__
+        if isinstance(ref, RankCorr):
+            xs = [float(r.get(ref.x, math.nan)) for r in ctx.main]
+            ys = [float(r.get(ref.y, math.nan)) for r in ctx.main]
+            return _spearman(xs, ys), math.nan
+        return ref, math.nan
+
+    def _row(self, row: Row, ctx: _Context, with_ci: bool) -> dict[str, Any]:
+        record: dict[str, Any] = {"x": row.x}
+        extra: dict[str, Any] = {}
+        for name, ref in row.extra.items():
+            extra[name] = self._value(ref, ctx, {**record, **extra})[0]
+        if row.simulated is not None:
+            value, half = self._value(row.simulated, ctx, {**record, **extra})
+            record["simulated"] = value
+            if with_ci:
+                record["simulated_ci95"] = half
+        record.update(extra)
+        return record
+
+    def _explicit(self) -> bool:
+        return not isinstance(self.rows, str) and not callable(self.rows)
+
+    def _table(self, frame: pd.DataFrame) -> tuple[list[dict[str, Any]], _Context]:
+        """The result's rows (as records) and the context they were computed in."""
+        ctx = _Context(frame)
+        listed = [*(cast(Sequence[Row], self.rows) if self._explicit() else ()), *self.summary]
+        with_ci = (
+            self.simulated_ci
+            if self.simulated_ci is not None
+            else any(self._gives_ci(r.simulated) for r in listed)
+        )
+        if self._explicit():
+            for r in cast(Sequence[Row], self.rows):
+                if ctx.ran(r):
+                    ctx.records[r.x] = self._row(r, ctx, with_ci)
+                    ctx.main.append(ctx.records[r.x])
+        else:
+            for rec in self._by_key(frame):
+                ctx.records[rec["x"]] = rec
+                ctx.main.append(rec)
+        summary = []
+        for r in self.summary:
+            if ctx.ran(r):
+                ctx.records[r.x] = self._row(r, ctx, with_ci)
+                summary.append(ctx.records[r.x])
+        return ([*summary, *ctx.main] if self.summary_first else [*ctx.main, *summary]), ctx
+
     def _simulate(self, frame: pd.DataFrame) -> pd.DataFrame:
         import pandas as pd
 
+        return pd.DataFrame(self._table(frame)[0])
+
+    def _by_key(self, frame: pd.DataFrame) -> list[dict[str, Any]]:
+        """The rows of a POINT / SERIES_X / grid-key reproduction, one per row key."""
         order, row_key, series = self._keys(frame)
         cells = dict(self.columns)
-        if SIMULATED not in cells:
+        if SIMULATED not in cells and self.simulated is not None:
             cells = {SIMULATED: SIMULATED_CELL, **cells}
         out = []
         for index, key in enumerate(order):
@@ -327,11 +581,13 @@ class Repro:
             record: dict[str, Any] = {"x": self._x(key, index)}
             for name, cell in cells.items():
                 if cell is SIMULATED_CELL:
+                    if isinstance(self.simulated, Derived):
+                        record["simulated"] = self.simulated.fn(record)
+                        continue
+                    assert self.simulated is not None
                     value, half = self._cell(self.simulated, rows, series)
                     record["simulated"] = value
-                    if isinstance(self.simulated, Mean) or (
-                        isinstance(self.simulated, Ratio) and self.simulated.paired
-                    ):
+                    if self._gives_ci(self.simulated):
                         record["simulated_ci95"] = half
                     continue
                 if isinstance(cell, Derived):
@@ -347,24 +603,34 @@ class Repro:
                 else:
                     record[name] = value
             out.append(record)
-        return pd.DataFrame(out)
+        return out
 
     def _published(self, frame: pd.DataFrame) -> pd.DataFrame:
         import pandas as pd
 
         if isinstance(self.published, Each):
-            order, _, _ = self._keys(frame)
+            xs = [r["x"] for r in self._table(frame)[0]]
             each = self.published
             return pd.DataFrame(
                 [
-                    {"x": self._x(k, i), "published": each.value, "bound": each.bound}
+                    {"x": x, "published": each.value, "bound": each.bound}
                     if each.bound
-                    else {"x": self._x(k, i), "published": each.value}
-                    for i, k in enumerate(order)
+                    else {"x": x, "published": each.value}
+                    for x in xs
                 ]
             )
         with_bound = any(p.bound for p in self.published)
-        return pd.DataFrame([p.row(with_bound) for p in self.published])
+        ctx: _Context | None = None
+        rows = []
+        for p in self.published:
+            value = p.value
+            if not isinstance(value, int | float):
+                if ctx is None:
+                    ctx = self._table(frame)[1]
+                value = self._value(value, ctx, {})[0]
+            if p.when is None or p.when(value):
+                rows.append(p.row(value, with_bound))
+        return pd.DataFrame(rows)
 
     # -- plot -----------------------------------------------------------------------
 

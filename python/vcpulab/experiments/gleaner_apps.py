@@ -20,19 +20,24 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vcpulab.experiments import POINT_COLUMN, Experiment, Point
+from vcpulab.experiments import Experiment, Point
 from vcpulab.experiments.declare import (
     SIMULATED,
     SIMULATED_CELL,
     Cell,
     Col,
+    Combine,
     Derived,
     Each,
     Mean,
     Plot,
+    Pub,
+    RankCorr,
     Ratio,
     Repro,
+    Row,
     column_bars,
+    row,
 )
 
 if TYPE_CHECKING:
@@ -91,16 +96,6 @@ COLORS = {
     HOST_POLL: "#c7621a",
     GUEST_POLL: "#4e9a4b",
 }
-
-
-def _metric(frame: pd.DataFrame, point: str, vm: str, column: str, by: str) -> dict[str, float]:
-    """Mean over seeds of `column` of VM `vm` in `point`, per value of grid column `by`."""
-    rows = frame[(frame[POINT_COLUMN] == point) & (frame["vm"] == vm)]
-    out: dict[str, float] = {}
-    for key, g in rows.groupby(by, sort=False):
-        vals = [float(v) for v in g[column] if v is not None and not math.isnan(float(v))]
-        out[str(key)] = sum(vals) / len(vals) if vals else math.nan
-    return out
 
 
 def _ratio(a: float, b: float) -> float:
@@ -308,56 +303,26 @@ FREQ_SETTINGS = ("dedicated", "+matmul", "+freqsleep")
 FREQ_EXTRA = (f"+matmul {GLEANER}", f"+matmul {HOST_POLL}", f"+matmul {GUEST_POLL}")
 
 
-def _spearman(xs: Sequence[float], ys: Sequence[float]) -> float:
-    """Rank correlation of the pairs where both are numbers."""
-    import pandas as pd
-
-    pairs = [(x, y) for x, y in zip(xs, ys, strict=True) if not (math.isnan(x) or math.isnan(y))]
-    if len(pairs) < 3:
-        return math.nan
-    a = pd.Series([p[0] for p in pairs]).rank()
-    b = pd.Series([p[1] for p in pairs]).rank()
-    return float(a.corr(b))
+FREQ_DIFFERENCE = "matmul - freqsleep"
 
 
-def _freq_simulated(frame: pd.DataFrame) -> pd.DataFrame:
-    """One row per workload (its vCPU halts per second running alone under HLT, and its
-    slowdown vs native in each setting), then the judged rows: the rank correlation of
-    the slowdown with the halt rate per setting, and of the matmul-minus-freqsleep
-    slowdown difference with it."""
-    import pandas as pd
-
-    thr = {
-        p.label: _metric(frame, p.label, APP_VM, "throughput_per_s", MODEL_KEY) for p in FREQ_POINTS
+def _freq_columns() -> dict[str, Cell]:
+    """The workload's vCPU halts per second running alone under HLT, its slowdown vs
+    native in each setting, and the matmul-minus-freqsleep slowdown difference."""
+    cells: dict[str, Cell] = {
+        "halts_per_s": Mean(_app("idle_transitions_per_s"), at="dedicated"),
+        **{f"slowdown {s}": Ratio(THROUGHPUT, NATIVE, s) for s in (*FREQ_SETTINGS, *FREQ_EXTRA)},
     }
-    halts = _metric(frame, "dedicated", APP_VM, "idle_transitions_per_s", MODEL_KEY)
-    models = list(halts)
-    rows: list[dict[str, object]] = []
-    for m in models:
-        row: dict[str, object] = {"x": m, "halts_per_s": halts[m]}
-        slowdown: dict[str, float] = {}
-        for label in (*FREQ_SETTINGS, *FREQ_EXTRA):
-            slowdown[label] = _ratio(thr[NATIVE].get(m, math.nan), thr[label].get(m, math.nan))
-            row[f"slowdown {label}"] = slowdown[label]
-        row["matmul - freqsleep"] = slowdown["+matmul"] - slowdown["+freqsleep"]
-        rows.append(row)
-    per_model = pd.DataFrame(rows)
-    freq = [float(v) for v in per_model["halts_per_s"]] if rows else []
-    judged = []
-    for label in (*FREQ_SETTINGS, "matmul - freqsleep"):
-        col = label if label == "matmul - freqsleep" else f"slowdown {label}"
-        ys = [float(v) for v in per_model[col]] if rows else []
-        judged.append({"x": f"rank corr: {col} vs halts/s", "simulated": _spearman(freq, ys)})
-    return pd.concat([pd.DataFrame(judged), per_model], ignore_index=True, sort=False)
+    cells[FREQ_DIFFERENCE] = Derived(lambda r: r["slowdown +matmul"] - r["slowdown +freqsleep"])
+    return cells
 
 
-def _freq_published(frame: pd.DataFrame) -> pd.DataFrame:
-    import pandas as pd
+FREQ_JUDGED = (*(f"slowdown {s}" for s in FREQ_SETTINGS), FREQ_DIFFERENCE)
+"""The columns whose rank correlation with the halt rate is judged."""
 
-    cols = [f"slowdown {s}" for s in FREQ_SETTINGS] + ["matmul - freqsleep"]
-    return pd.DataFrame(
-        [{"x": f"rank corr: {c} vs halts/s", "published": 0.0, "bound": "above"} for c in cols]
-    )
+
+def _rank_corr_x(column: str) -> str:
+    return f"rank corr: {column} vs halts/s"
 
 
 def _freq_plot(exp: Experiment, merged: pd.DataFrame, verdict: str, path: Path) -> None:
@@ -403,16 +368,20 @@ def _freq_plot(exp: Experiment, merged: pd.DataFrame, verdict: str, path: Path) 
     plt.close(fig)
 
 
-FREQUENCY = Experiment(
+FREQUENCY = Repro(
     id="gleaner-frequency",
     system="gleaner",
     title="Slowdown vs idle-transition frequency: dedicated, + matmul, + freqsleep",
-    scenarios=(),
     points=FREQ_POINTS,
     grid={MODEL_KEY: list(PARSEC_SPLASH)},
     quick_grid={MODEL_KEY: list(QUICK_MODELS)},
-    published=_freq_published,
-    simulate=_freq_simulated,
+    # One row per workload (not judged), after the judged rows: the rank correlations.
+    rows=lambda label, model: (model, label),
+    columns=_freq_columns(),
+    simulated=None,
+    summary=[row(_rank_corr_x(c), RankCorr("halts_per_s", c)) for c in FREQ_JUDGED],
+    summary_first=True,
+    published=[Pub(_rank_corr_x(c), 0.0, "above") for c in FREQ_JUDGED],
     plotter=_freq_plot,
     source="Gleaner (USENIX ATC 2014): the slowdown grows with the workload's vCPU "
     "idle-transition frequency, and more with a CPU-bound co-runner (matmul) than with "
@@ -422,7 +391,6 @@ FREQUENCY = Experiment(
     y_label="slowdown vs native",
     seeds=1,
     quick_seeds=1,
-    kind="bar",
     notes="Native and dedicated: `gleaner/single-vm.toml`; co-run: `gleaner/corun.toml` "
     "with matmul or freqsleep in the second VM, all under HLT; the same with matmul and "
     "Gleaner, host halt polling or guest haltpoll are extra columns. Judged: the rank "
@@ -467,51 +435,29 @@ def _dedup_point(n: int, label: str) -> Point:
 DEDUP_POINTS = tuple(_dedup_point(n, label) for n in DEDUP_SIZES for label in DEDUP_SETTINGS)
 
 
-def _dedup_simulated(frame: pd.DataFrame) -> pd.DataFrame:
-    """Per size and setting: dedup-like's slowdown vs native at that size. Judged: the
-    shared settings are slower than native (> 1) and Gleaner is no slower than HLT."""
-    import pandas as pd
+def _dedup_rows(n: int) -> list[Row]:
+    """Per size: dedup-like's slowdown vs native at that size with each co-runner, and
+    Gleaner's speedup over HLT with each; every setting's slowdown beside them."""
+    app = Col("throughput_per_s", vm=APP_VM, how="mean")
 
-    def thr(label: str) -> float:
-        rows = frame[(frame[POINT_COLUMN] == label) & (frame["vm"] == APP_VM)]
-        vals = [float(v) for v in rows["throughput_per_s"]]
-        return sum(vals) / len(vals) if vals else math.nan
+    def slowdown(label: str) -> Ratio:
+        return Ratio(app, of=f"{n} {NATIVE}", to=f"{n} {label}")
 
-    rows = []
-    for n in DEDUP_SIZES:
-        native = thr(f"{n} {NATIVE}")
-        row: dict[str, object] = {"vcpus": n}
-        for label in DEDUP_SETTINGS:
-            if label != NATIVE:
-                row[f"slowdown {label}"] = _ratio(native, thr(f"{n} {label}"))
-        for label in ("+streamcluster", "+matmul"):
-            rows.append({"x": f"{n} {label}", "simulated": row[f"slowdown {label}"], **row})
-        for co in ("+matmul", "+streamcluster"):
-            rows.append(
-                {
-                    "x": f"{n} {co}: Gleaner speedup",
-                    "simulated": _ratio(
-                        float(row[f"slowdown {co}"]),  # type: ignore[arg-type]
-                        float(row[f"slowdown {co} {GLEANER}"]),  # type: ignore[arg-type]
-                    ),
-                    **row,
-                }
+    extra = {
+        "vcpus": n,
+        **{f"slowdown {lb}": slowdown(lb) for lb in DEDUP_SETTINGS if lb != NATIVE},
+    }
+    return [
+        *(Row(f"{n} {co}", slowdown(co), extra) for co in ("+streamcluster", "+matmul")),
+        *(
+            Row(
+                f"{n} {co}: Gleaner speedup",
+                Combine(_ratio, (slowdown(co), slowdown(f"{co} {GLEANER}"))),
+                extra,
             )
-    return pd.DataFrame(rows)
-
-
-def _dedup_published(frame: pd.DataFrame) -> pd.DataFrame:
-    import pandas as pd
-
-    rows = []
-    for n in DEDUP_SIZES:
-        rows += [
-            {"x": f"{n} +streamcluster", "published": 1.0, "bound": "above"},
-            {"x": f"{n} +matmul", "published": 1.0, "bound": "above"},
-            {"x": f"{n} +matmul: Gleaner speedup", "published": 1.0, "bound": "above"},
-            {"x": f"{n} +streamcluster: Gleaner speedup", "published": 1.0, "bound": "above"},
-        ]
-    return pd.DataFrame(rows)
+            for co in ("+matmul", "+streamcluster")
+        ),
+    ]
 
 
 def _dedup_plot(exp: Experiment, merged: pd.DataFrame, verdict: str, path: Path) -> None:
@@ -528,14 +474,15 @@ def _dedup_plot(exp: Experiment, merged: pd.DataFrame, verdict: str, path: Path)
     )
 
 
-DEDUP = Experiment(
+DEDUP = Repro(
     id="gleaner-dedup",
     system="gleaner",
     title="dedup-like natively, dedicated and shared, at 1, 4 and 16 vCPUs/pCPUs",
-    scenarios=(),
     points=DEDUP_POINTS,
-    published=_dedup_published,
-    simulate=_dedup_simulated,
+    rows=[r for n in DEDUP_SIZES for r in _dedup_rows(n)],
+    simulated=None,
+    # The shared settings are slower than native; Gleaner is no slower than HLT.
+    published=Each(1.0, "above"),
     plotter=_dedup_plot,
     source="Gleaner (USENIX ATC 2014), dedup study: sharing the host with a second equal "
     "VM (streamcluster or matmul) slows dedup down against native, more with more "
@@ -546,7 +493,6 @@ DEDUP = Experiment(
     seeds=2,
     quick_seeds=1,
     quick_overrides=("run.duration=40ms",),
-    kind="bar",
     notes="dedup-like (default parameters, one thread group per vCPU count as the model "
     "builds it) in `gleaner/single-vm.toml` (native, dedicated) and `gleaner/corun.toml` "
     "(a second equal VM running streamcluster-like or matmul for ever), with host.pcpus "
