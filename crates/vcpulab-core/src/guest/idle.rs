@@ -2,7 +2,7 @@
 //! haltpoll's adaptive window (drivers/cpuidle/governors/haltpoll.c), or executes HLT.
 
 use crate::hv::vcpu::{VCat, VcpuActivity};
-use crate::sim::world::{Ev, World};
+use crate::sim::world::World;
 use crate::sim::{Nanos, VcpuId};
 
 impl World {
@@ -26,9 +26,8 @@ impl World {
         if haltpoll && vc.guest_poll_ns > 0 {
             vc.set_cat(now, VCat::IdlePoll);
             vc.act = VcpuActivity::IdlePoll;
-            let gen = vc.gen;
             let end = t0 + Nanos(vc.guest_poll_ns);
-            self.q.push(end, Ev::Step(v, gen));
+            self.push_step(v, end);
             return;
         }
         self.start_halt(v, t0, true);
@@ -49,8 +48,7 @@ impl World {
         let vc = &mut self.vcpus[v.idx()];
         vc.set_cat(now, VCat::Overhead);
         vc.act = VcpuActivity::Halting;
-        let gen = vc.gen;
-        self.q.push(t0 + Nanos(exit), Ev::Step(v, gen));
+        self.push_step(v, t0 + Nanos(exit));
     }
 
     /// The vCPU leaves idle for a thread: haltpoll adapts its window to the idle period

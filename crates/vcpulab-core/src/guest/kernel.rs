@@ -12,7 +12,7 @@
 use crate::guest::interpreter::Advance;
 use crate::guest::thread::{ThreadActivity, ThreadState};
 use crate::hv::vcpu::{VCat, VcpuActivity};
-use crate::sim::world::{Ev, World};
+use crate::sim::world::World;
 use crate::sim::{Nanos, ThreadId, VcpuId};
 
 /// Where a VM's synchronization objects start in the global arenas.
@@ -223,8 +223,7 @@ impl World {
         vc.set_cat(now, cat);
         vc.act = VcpuActivity::Thread;
         vc.seg_start = t0;
-        let gen = vc.gen;
-        self.q.push(t0 + Nanos(seg), Ev::Step(v, gen));
+        self.push_step(v, t0 + Nanos(seg));
     }
 
     pub(crate) fn arm_spin(&mut self, v: VcpuId, t: ThreadId, t0: Nanos) {
@@ -248,8 +247,7 @@ impl World {
         vc.ple_deadline = ple_dl;
         let dl = budget_dl.min(ple_dl);
         if dl != Nanos::MAX {
-            let gen = vc.gen;
-            self.q.push(dl, Ev::Step(v, gen));
+            self.push_step(v, dl);
         }
     }
 

@@ -10,6 +10,9 @@ pub struct Pcpu {
     pub entry_until: Nanos,
     /// Generation of the slice timer.
     pub timer_gen: u32,
+    /// When the live slice timer fires (Nanos::MAX: none). A step of `cur` armed past it
+    /// would be cancelled there and is kept back instead (`World::push_step`).
+    pub slice_end: Nanos,
     /// Earliest pending reschedule request (Nanos::MAX: none).
     pub resched_at: Nanos,
     pub last_vcpu: Option<VcpuId>,
@@ -34,6 +37,7 @@ impl Pcpu {
     pub fn new() -> Pcpu {
         Pcpu {
             resched_at: Nanos::MAX,
+            slice_end: Nanos::MAX,
             ..Pcpu::default()
         }
     }

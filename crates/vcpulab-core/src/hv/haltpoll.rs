@@ -5,7 +5,7 @@
 
 use crate::hv::sched::StopReason;
 use crate::hv::vcpu::{HvState, VCat, VcpuActivity};
-use crate::sim::world::{Ev, World};
+use crate::sim::world::World;
 use crate::sim::{Nanos, VcpuId};
 
 impl World {
@@ -34,8 +34,7 @@ impl World {
         vc.act = VcpuActivity::HostPoll;
         vc.halted_at = now;
         vc.gen = vc.gen.wrapping_add(1);
-        let gen = vc.gen;
-        self.q.push(now + Nanos(window), Ev::Step(v, gen));
+        self.push_step(v, now + Nanos(window));
         true
     }
 

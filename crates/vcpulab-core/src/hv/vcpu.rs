@@ -70,6 +70,10 @@ pub struct Vcpu {
     pub act: VcpuActivity,
     /// Generation of the step event; bumped to cancel.
     pub gen: u32,
+    /// A step armed past the slice end of the pCPU it runs on, not yet queued (it
+    /// would be cancelled at the slice end): queued only if the vCPU runs on past it
+    /// (`World::release_step`). Valid while `gen` is unchanged.
+    pub held_step: Option<(Nanos, u32)>,
     /// Guest progress resumes here after a dispatch (entry overhead + cache refill).
     pub resume_at: Nanos,
     /// Start of the current progress segment.
@@ -160,6 +164,7 @@ impl Vcpu {
             hv: HvState::Halted,
             act: VcpuActivity::Off,
             gen: 0,
+            held_step: None,
             resume_at: Nanos::ZERO,
             seg_start: Nanos::ZERO,
             cur: None,
