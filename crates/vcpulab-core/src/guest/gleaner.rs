@@ -24,7 +24,7 @@ use crate::sim::world::{Ev, World};
 use crate::sim::{Nanos, Rng, ThreadId, VcpuId, VmId};
 use crate::workload::program::{Instr, Program};
 use serde::Serialize;
-use std::sync::Arc;
+use std::rc::Rc;
 
 /// No vCPU: `set_cpuset` run by the guest daemon, not by a thread of the workload.
 const NO_VCPU: VcpuId = VcpuId(u32::MAX);
@@ -160,8 +160,8 @@ impl GleanerVm {
 }
 
 /// The yielding thread's program: `loop { sched_yield() ... }`.
-pub fn yielder_program() -> Arc<Program> {
-    Arc::new(Program {
+pub fn yielder_program() -> Rc<Program> {
+    Rc::new(Program {
         code: vec![
             Instr::LoopStart {
                 slot: 0,

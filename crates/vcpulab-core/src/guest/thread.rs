@@ -4,7 +4,7 @@
 use crate::sim::{LockId, Nanos, Rng, ThreadId, VcpuId, VmId};
 use crate::workload::program::Program;
 use std::collections::VecDeque;
-use std::sync::Arc;
+use std::rc::Rc;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ThreadState {
@@ -105,7 +105,9 @@ pub enum Micro {
 pub struct Thread {
     pub vm: VmId,
     pub name: String,
-    pub program: Arc<Program>,
+    /// Shared by the threads of a group; `Rc`, not `Arc`: a run is single-threaded, and
+    /// the interpreter takes a reference at every step (an atomic count there cost ~3%).
+    pub program: Rc<Program>,
     pub pc: u32,
     pub loops: Vec<u64>,
     pub state: ThreadState,
@@ -156,7 +158,7 @@ pub struct Thread {
 }
 
 impl Thread {
-    pub fn new(vm: VmId, name: String, program: Arc<Program>, vcpu: VcpuId, rng: Rng) -> Thread {
+    pub fn new(vm: VmId, name: String, program: Rc<Program>, vcpu: VcpuId, rng: Rng) -> Thread {
         Thread {
             vm,
             name,

@@ -8,7 +8,7 @@ pub mod program;
 
 use crate::scenario::WorkloadSpec;
 use program::{Program, Symbols};
-use std::sync::Arc;
+use std::rc::Rc;
 
 #[derive(Clone, Debug)]
 pub struct ThreadGroup {
@@ -18,7 +18,7 @@ pub struct ThreadGroup {
     /// Index of the group's process (address space) within the workload; 0 is the main
     /// process.
     pub process: u16,
-    pub program: Arc<Program>,
+    pub program: Rc<Program>,
 }
 
 #[derive(Clone, Debug)]
@@ -118,7 +118,7 @@ pub fn build(spec: &WorkloadSpec, vcpus: u32) -> Result<BuiltWorkload, WorkloadE
                 threads: g.threads,
                 idle_priority: g.priority == crate::scenario::Priority::Idle,
                 process: process as u16,
-                program: Arc::new(p),
+                program: Rc::new(p),
             });
         }
         BuiltWorkload {

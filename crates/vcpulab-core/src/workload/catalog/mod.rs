@@ -17,7 +17,7 @@ use super::program::{LoopCount, LoopSpec, OpSpec, Program};
 use super::{BuiltWorkload, ThreadGroup, WorkloadError};
 use crate::sim::time::parse_duration;
 use crate::sim::Nanos;
-use std::sync::Arc;
+use std::rc::Rc;
 use toml::{Table, Value};
 
 pub struct ParamInfo {
@@ -464,7 +464,7 @@ pub fn build(model: &str, params: &Table, threads: u32) -> Result<BuiltWorkload,
             threads: n,
             idle_priority: false,
             process: 0,
-            program: Arc::new(prog),
+            program: Rc::new(prog),
         });
     }
     Ok(BuiltWorkload {
