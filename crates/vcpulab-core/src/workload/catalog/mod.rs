@@ -35,8 +35,14 @@ pub struct ModelInfo {
     pub description: &'static str,
     pub params: &'static [ParamInfo],
     pub footprint_kib: u64,
+    /// Items a queue of the model holds (`Push` blocks when full); a workload's
+    /// `queue_capacity` overrides it.
+    pub queue_capacity: u32,
     build: fn(&Params, u32) -> Result<Groups, WorkloadError>,
 }
+
+/// The queue depth of the models whose source uses small bounded queues (20).
+pub(crate) const QUEUE_DEPTH: u32 = 20;
 
 /// Model parameters with defaults filled in.
 pub struct Params {
@@ -270,6 +276,7 @@ pub const MODELS: &[ModelInfo] = &[
             },
         ],
         footprint_kib: 1024,
+        queue_capacity: QUEUE_DEPTH,
         build: |p, threads| {
             let blocks = p.dur("work")?.0.div_ceil(1_000_000).max(1);
             let body = vec![compute(Dist::constant(Nanos::from_ms(1))), OpSpec::Count(1)];
@@ -288,6 +295,7 @@ pub const MODELS: &[ModelInfo] = &[
             "a spinning loop on every thread, for ever: the background load of the CVS study",
         params: &[],
         footprint_kib: 16,
+        queue_capacity: QUEUE_DEPTH,
         build: |_, threads| {
             Ok(vec![(
                 "bomb".into(),
@@ -318,6 +326,7 @@ pub const MODELS: &[ModelInfo] = &[
             },
         ],
         footprint_kib: 16,
+        queue_capacity: QUEUE_DEPTH,
         build: |p, threads| {
             let n = p.int("iterations", 0, i64::MAX)?;
             let body = vec![
@@ -349,6 +358,7 @@ pub const MODELS: &[ModelInfo] = &[
             },
         ],
         footprint_kib: 256,
+        queue_capacity: QUEUE_DEPTH,
         build: |p, threads| {
             let n = p.int("iterations", 0, i64::MAX)?;
             let body = vec![
@@ -474,7 +484,7 @@ pub fn build(model: &str, params: &Table, threads: u32) -> Result<BuiltWorkload,
         forever,
         symbols,
         barrier_parties: Vec::new(),
-        queue_capacity: 20,
+        queue_capacity: info.queue_capacity,
     })
 }
 

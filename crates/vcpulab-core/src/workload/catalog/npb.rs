@@ -145,6 +145,7 @@ macro_rules! npb_model {
             description: $desc,
             params: PARAMS,
             footprint_kib: $fp,
+            queue_capacity: QUEUE_DEPTH,
             build: |p, t| single($kind, p, t),
         };
     };
@@ -176,6 +177,7 @@ pub(super) const SUITE: ModelInfo = ModelInfo {
         "the seven NPB-like kernels (BT, CG, EP, IS, LU, MG, SP) one after another in one VM",
     params: PARAMS,
     footprint_kib: 65_536,
+    queue_capacity: QUEUE_DEPTH,
     build: |p, t| {
         let forever = p.boolean("forever")?;
         let mut progs = Vec::new();

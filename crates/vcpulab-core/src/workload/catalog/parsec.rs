@@ -28,6 +28,7 @@ pub(super) const BLACKSCHOLES: ModelInfo = ModelInfo {
     description: "blackscholes-like: data-parallel option pricing, the kernel repeated; no synchronization but create/join",
     params: &[scale("0.2"), FOREVER],
     footprint_kib: 36_992,
+    queue_capacity: QUEUE_DEPTH,
     build: |p, t| {
         // 2.67 G instructions for 100 runs of the kernel over 64K options (simlarge).
         let per_run = cpu_ns(2.67) / 100.0 / t as f64;
@@ -55,6 +56,7 @@ pub(super) const BODYTRACK: ModelInfo = ModelInfo {
         FOREVER,
     ],
     footprint_kib: 2_048,
+    queue_capacity: QUEUE_DEPTH,
     build: |p, t| {
         let frames = p.scaled(4.0)?; // simlarge: 4 frames
         let cmds = p.int("commands", 1, 10_000)? as u64;
@@ -105,6 +107,7 @@ pub(super) const CANNEAL: ModelInfo = ModelInfo {
     description: "canneal-like: lock-free simulated annealing (atomic swaps), one barrier per temperature step",
     params: &[scale("0.125"), FOREVER],
     footprint_kib: 52_608,
+    queue_capacity: QUEUE_DEPTH,
     build: |p, t| {
         // 7.33 G instructions over 128 temperature steps (simlarge); 1,024 barrier waits
         // = 128 steps x 8 threads.
@@ -148,6 +151,13 @@ pub(super) const DEDUP: ModelInfo = ModelInfo {
         FOREVER,
     ],
     footprint_kib: 65_536,
+    // PARSEC's queues hold QUEUE_SIZE = 1024 x 1024 chunk pointers (dedup.h): 52,428
+    // of the model's 20-chunk batches — in effect never full (the model's queues held
+    // 20 batches, so the compress threads blocked whenever the writer fell behind).
+    // Producers insert ITEM_PER_INSERT = 20 chunks at once and a dequeue takes up to
+    // ITEM_PER_FETCH = 20 that are there (encoder.c, queue.c): with queues that never
+    // fill, a pop takes exactly one insert's 20, i.e. one of the model's batches.
+    queue_capacity: 1024 * 1024 / 20,
     build: build_dedup,
 };
 
@@ -343,6 +353,7 @@ pub(super) const FACESIM: ModelInfo = ModelInfo {
     description: "facesim-like: task-queue thread pool (mutex + condvar queues), uneven partitions, no barriers",
     params: &[scale("0.1"), FOREVER],
     footprint_kib: 19_456,
+    queue_capacity: QUEUE_DEPTH,
     build: |p, t| {
         // 29.90 G instructions, 3,231 condvar waits, 14,541 locks for 1 frame (simlarge):
         // ≈ 400 parallel regions of one task per worker (derived: 3,231 / 8).
@@ -380,6 +391,7 @@ pub(super) const FERRET: ModelInfo = ModelInfo {
     description: "ferret-like: 6-stage similarity-search pipeline (load 1 -> segment, extract, vectorize, rank N each -> output 1) with depth-20 queues",
     params: &[scale("0.125"), FOREVER],
     footprint_kib: 6_208,
+    queue_capacity: QUEUE_DEPTH,
     build: |p, n| {
         // 23.97 G instructions for 256 queries (simlarge); 345,778 locks.
         let q = cpu_ns(23.97) / 256.0;
@@ -452,6 +464,7 @@ pub(super) const FLUIDANIMATE: ModelInfo = ModelInfo {
         FOREVER,
     ],
     footprint_kib: 33_216,
+    queue_capacity: QUEUE_DEPTH,
     build: |p, t| {
         let s = p.float("scale", 1e-6, 1e3)?;
         let frames = p.int("frames", 1, 1_000_000)? as u64;
@@ -511,6 +524,7 @@ pub(super) const FREQMINE: ModelInfo = ModelInfo {
         FOREVER,
     ],
     footprint_kib: 34_624,
+    queue_capacity: QUEUE_DEPTH,
     build: |p, t| {
         // 33.45 G instructions and 990,025 locks for 990,000 transactions (simlarge).
         let tx = p.scaled(990_000.0)?;
@@ -564,6 +578,7 @@ pub(super) const RAYTRACE: ModelInfo = ModelInfo {
         FOREVER,
     ],
     footprint_kib: 55_872,
+    queue_capacity: QUEUE_DEPTH,
     build: |p, t| {
         let s = p.float("scale", 1e-6, 1e3)?;
         let frames = p.int("frames", 1, 1_000_000)? as u64;
@@ -608,6 +623,7 @@ pub(super) const STREAMCLUSTER: ModelInfo = ModelInfo {
         FOREVER,
     ],
     footprint_kib: 6_912,
+    queue_capacity: QUEUE_DEPTH,
     build: |p, t| {
         // 22.12 G instructions, 129,600 barrier waits = 16,200 episodes on 8 threads
         // (simlarge): 455 us of CPU per episode in total.
@@ -644,6 +660,7 @@ pub(super) const SWAPTIONS: ModelInfo = ModelInfo {
     description: "swaptions-like: data-parallel Monte Carlo pricing, blocks of swaptions per thread, no sharing",
     params: &[scale("0.25"), FOREVER],
     footprint_kib: 352,
+    queue_capacity: QUEUE_DEPTH,
     build: |p, t| {
         // 14.11 G instructions for 64 swaptions x 40K simulations (simlarge).
         let sw = p.scaled(64.0)?;
@@ -679,6 +696,7 @@ pub(super) const VIPS: ModelInfo = ModelInfo {
     description: "vips-like: thread pool over image tiles; a tile buffer above the mmap threshold is unmapped per tile (TLB shootdown)",
     params: &[scale("0.03"), FOREVER],
     footprint_kib: 1_984,
+    queue_capacity: QUEUE_DEPTH,
     build: |p, t| {
         // 31.21 G instructions, 33,586 locks, 6,361 condvar waits (simlarge): one work
         // unit per lock, a progress signal per ≈5 units.
@@ -740,6 +758,7 @@ pub(super) const X264: ModelInfo = ModelInfo {
         FOREVER,
     ],
     footprint_kib: 5_120,
+    queue_capacity: QUEUE_DEPTH,
     build: |p, t| {
         let s = p.float("scale", 1e-6, 1e3)?;
         let frames = p.int("frames", 1, 10_000_000)? as u64;

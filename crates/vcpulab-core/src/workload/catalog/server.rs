@@ -40,6 +40,7 @@ pub(super) const KERNBENCH: ModelInfo = ModelInfo {
         FOREVER,
     ],
     footprint_kib: 8_192,
+    queue_capacity: QUEUE_DEPTH,
     build: |p, t| {
         // kernbench -j16 on 16 CPUs: 3919 s user, 339 s system, 1.61 M voluntary sleeps
         // (/usr/bin/time %w, which kernbench prints as "Sleeps"). Per sleep: 2.43 ms
@@ -137,6 +138,7 @@ pub(super) const DBENCH: ModelInfo = ModelInfo {
         FOREVER,
     ],
     footprint_kib: 1_024,
+    queue_capacity: QUEUE_DEPTH,
     build: |p, t| {
         let ops = p.int("ops", 1, 100_000_000)? as u64;
         let forever = p.boolean("forever")?;
@@ -226,6 +228,7 @@ pub(super) const EBIZZY: ModelInfo = ModelInfo {
         FOREVER,
     ],
     footprint_kib: 5_120,
+    queue_capacity: QUEUE_DEPTH,
     build: |p, t| {
         // 512 KiB per loop (ebizzy -m: mmap instead of malloc). Every address-space
         // change takes the process's mmap_sem (an rw_semaphore) for writing — mmap
@@ -350,6 +353,7 @@ pub(super) const SYSBENCH_OLTP: ModelInfo = ModelInfo {
     description: "sysbench-OLTP-like: a server thread per connection running read/write transactions; InnoDB mutex contention, I/O; count = transactions",
     params: OLTP_PARAMS,
     footprint_kib: 8_192,
+    queue_capacity: QUEUE_DEPTH,
     build: |p, t| oltp(p, t, "oltp"),
 };
 
@@ -359,6 +363,7 @@ pub(super) const MYSQL: ModelInfo = ModelInfo {
         "MySQL-like server under the sysbench OLTP read/write mix (same model as sysbench-oltp)",
     params: OLTP_PARAMS,
     footprint_kib: 8_192,
+    queue_capacity: QUEUE_DEPTH,
     build: |p, t| oltp(p, t, "mysql"),
 };
 
@@ -386,6 +391,7 @@ pub(super) const IPERF: ModelInfo = ModelInfo {
         FOREVER,
     ],
     footprint_kib: 256,
+    queue_capacity: QUEUE_DEPTH,
     build: |p, t| {
         let n = p.int("reads", 1, 100_000_000)? as u64;
         let forever = p.boolean("forever")?;
@@ -411,6 +417,7 @@ pub(super) const IPERF_UDP: ModelInfo = ModelInfo {
         help: "application work per datagram (iperf's accounting)",
     }],
     footprint_kib: 256,
+    queue_capacity: QUEUE_DEPTH,
     build: |p, t| {
         let body = vec![OpSpec::NetRecv(1), cpu(p.dist("app")?), count(1)];
         Ok(vec![("receiver".into(), t, vec![outer(true, 0, body)])])

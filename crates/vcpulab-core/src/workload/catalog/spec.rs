@@ -36,6 +36,7 @@ macro_rules! spec_model {
             ),
             params: PARAMS,
             footprint_kib: $fp,
+            queue_capacity: QUEUE_DEPTH,
             build,
         };
     };

@@ -22,6 +22,7 @@ pub(super) const CHOLESKY: ModelInfo = ModelInfo {
     description: "cholesky-like: supernodal fan-out factorization from a shared task queue; 7 lock sites, 4 barriers",
     params: &[scale("1"), FOREVER],
     footprint_kib: 4_096,
+    queue_capacity: QUEUE_DEPTH,
     build: |p, t| {
         // (assumed) 2,000 tasks of ≈200 us each, lognormal sigma 1 (supernodes vary).
         let tasks = p.scaled(2_000.0)?.div_ceil(t as u64);
@@ -65,6 +66,7 @@ pub(super) const LU_NCB: ModelInfo = ModelInfo {
         FOREVER,
     ],
     footprint_kib: 31_872,
+    queue_capacity: QUEUE_DEPTH,
     build: |p, t| {
         let s = p.float("scale", 1e-6, 1e3)?;
         let k = p.int("blocks", 2, 4_096)? as u64;
@@ -123,6 +125,7 @@ pub(super) const VOLREND: ModelInfo = ModelInfo {
         FOREVER,
     ],
     footprint_kib: 2_752,
+    queue_capacity: QUEUE_DEPTH,
     build: |p, t| {
         let s = p.float("scale", 1e-6, 1e3)?;
         let frames = p.int("frames", 1, 1_000_000)? as u64;
@@ -235,6 +238,7 @@ pub(super) const WATER_NSQUARED: ModelInfo = ModelInfo {
     description: "water_nsquared-like: O(n^2) molecular dynamics; per-molecule array locks in the force phase, global-sum locks, 6 barriers per step",
     params: &[scale("0.05"), STEPS, FOREVER],
     footprint_kib: 1_856,
+    queue_capacity: QUEUE_DEPTH,
     build: |p, t| {
         // (assumed) 4,096 molecules: 8.4 M pairs x 100 ns per step; a molecule lock per
         // updated molecule (n/2 per thread-pair sweep).
@@ -247,6 +251,7 @@ pub(super) const WATER_SPATIAL: ModelInfo = ModelInfo {
     description: "water_spatial-like: cell-list molecular dynamics; only global-sum locks (8 sites), 6 barriers per step",
     params: &[scale("0.1"), STEPS, FOREVER],
     footprint_kib: 41_024,
+    queue_capacity: QUEUE_DEPTH,
     build: |p, t| {
         // (assumed) 4,096 molecules in cells: 200 ms of CPU per step, no molecule locks.
         water(p, t, "ws", 200e6, 0.0, 8)

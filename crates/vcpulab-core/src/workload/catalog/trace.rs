@@ -34,6 +34,7 @@ pub(super) const TRACE: ModelInfo = ModelInfo {
         },
     ],
     footprint_kib: 256,
+    queue_capacity: QUEUE_DEPTH,
     build: |p, _threads| {
         let text = p.string("text")?;
         let repeat = p.int("repeat", 0, i64::MAX)? as u64;
