@@ -326,3 +326,13 @@ fn total_work_is_fixed_whatever_the_thread_count() {
         bad.join("\n")
     );
 }
+
+#[test]
+fn dedup_queues_hold_parsecs_queue_size_and_the_others_twenty() {
+    let table = toml::Table::new();
+    let dedup = catalog::build("dedup", &table, 16).unwrap_or_else(|e| panic!("{e:?}"));
+    // QUEUE_SIZE = 1024 x 1024 chunk pointers (PARSEC dedup.h), in batches of 20.
+    assert_eq!(dedup.queue_capacity, 52_428);
+    let ferret = catalog::build("ferret", &table, 16).unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(ferret.queue_capacity, 20);
+}

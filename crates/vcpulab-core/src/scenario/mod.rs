@@ -1034,7 +1034,8 @@ pub struct WorkloadSpec {
     /// Explicit thread groups, for model = "program".
     #[serde(default)]
     pub group: Vec<GroupSpec>,
-    /// Capacity of the workload's bounded queues (items).
+    /// Capacity of the workload's bounded queues (items); default: the model's (20, or
+    /// PARSEC's 52,428 batches for dedup), 20 for a program.
     #[serde(default)]
     pub queue_capacity: Option<u32>,
 }
