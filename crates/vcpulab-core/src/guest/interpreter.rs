@@ -129,6 +129,14 @@ impl World {
                     retry: false,
                 }),
                 Instr::RwUnlock(s) => th.micro.push_back(Micro::RwUp(bases.rwsem + s)),
+                Instr::RwSpin { lock, write, spin } => {
+                    let spin = spin.sample(&mut th.rng).0;
+                    th.micro.push_back(Micro::RwSpinDown {
+                        s: bases.rwsem + lock,
+                        write: *write,
+                        spin,
+                    });
+                }
                 Instr::Yield => {
                     // sched_yield: the syscall's cost, then the runqueue's best thread
                     // (if any) runs and the yielder goes behind it.

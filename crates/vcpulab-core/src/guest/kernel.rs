@@ -230,7 +230,9 @@ impl World {
         let now = self.now;
         let th = &self.threads[t.idx()];
         let budgeted = match th.act {
-            ThreadActivity::SpinMutex(_) | ThreadActivity::SpinBarrier(..) => true,
+            ThreadActivity::SpinMutex(_)
+            | ThreadActivity::SpinBarrier(..)
+            | ThreadActivity::SpinRw(..) => true,
             ThreadActivity::SpinLock(_) => self.vms[th.vm.idx()].guest.pv_spin > 0,
             _ => false,
         };

@@ -56,6 +56,8 @@ pub struct RwSem {
     pub waiters: VecDeque<(ThreadId, bool)>,
     /// The semaphore's wait_lock (a kernel spinlock).
     pub wait_lock: LockId,
+    /// Threads spinning for it (`ThreadActivity::SpinRw`).
+    pub spinners: u32,
 }
 
 impl RwSem {
@@ -136,6 +138,17 @@ impl World {
                     false
                 }
             }
+            ThreadActivity::SpinRw(s, write) => {
+                let rw = &mut self.rwsems[s as usize];
+                if rw.grantable(write, false) {
+                    rw.take(t, write);
+                    rw.spinners -= 1;
+                    self.threads[t.idx()].act = ThreadActivity::Work;
+                    true
+                } else {
+                    false
+                }
+            }
             ThreadActivity::TlbWait => {
                 if self.threads[t.idx()].acks_left == 0 {
                     self.threads[t.idx()].act = ThreadActivity::Work;
@@ -176,6 +189,16 @@ impl World {
                     ns: self.costs.syscall_ns,
                     kernel: true,
                 });
+            }
+            ThreadActivity::SpinRw(s, write) => {
+                // Out of spin rounds: wait on the lock's event (a futex system call),
+                // then sleep as a read-write semaphore's waiter does.
+                th.act = ThreadActivity::Work;
+                self.rwsems[s as usize].spinners -= 1;
+                let wait_lock = self.rwsems[s as usize].wait_lock;
+                let th = &mut self.threads[t.idx()];
+                th.micro.push_front(Micro::RwSpinSleep { s, write });
+                th.micro.push_front(Micro::KLock(wait_lock));
             }
             ThreadActivity::SpinLock(l) => self.spin_lock_exhausted(t, l),
             _ => {}
@@ -455,6 +478,44 @@ impl World {
                 }
                 Flow::Next
             }
+            Micro::RwSpinSleep { s, write } => {
+                let rw = &mut self.rwsems[s as usize];
+                let wait_lock = rw.wait_lock;
+                if rw.grantable(write, false) {
+                    rw.take(t, write);
+                    let th = &mut self.threads[t.idx()];
+                    th.micro.push_front(Micro::KUnlock(wait_lock));
+                    return Flow::Next;
+                }
+                rw.waiters.push_back((t, write));
+                // os_event_wait: a futex wait; woken, the thread spins again.
+                let wait = self.futex_cost(t);
+                let th = &mut self.threads[t.idx()];
+                let spin = th.rw_spin;
+                th.micro.push_front(Micro::RwSpinDown { s, write, spin });
+                th.micro.push_front(Micro::Block);
+                th.micro.push_front(wait);
+                th.micro.push_front(Micro::KUnlock(wait_lock));
+                Flow::Next
+            }
+            Micro::RwSpinDown { s, write, spin } => {
+                let rw = &mut self.rwsems[s as usize];
+                if rw.grantable(write, false) {
+                    rw.take(t, write);
+                    return Flow::Next;
+                }
+                rw.spinners += 1;
+                let th = &mut self.threads[t.idx()];
+                th.rw_spin = spin;
+                th.wait_start = self.now;
+                th.act = ThreadActivity::SpinRw(s, write);
+                if spin == 0 {
+                    self.spin_exhausted(t);
+                    return Flow::Next;
+                }
+                self.threads[t.idx()].spin_left = spin;
+                Flow::Wait
+            }
             Micro::RwUp(s) => {
                 let rw = &mut self.rwsems[s as usize];
                 if rw.writer == Some(t) {
@@ -462,6 +523,17 @@ impl World {
                 } else {
                     rw.readers = rw.readers.saturating_sub(1);
                 }
+                // Spinners on running vCPUs see the release at once: every reader can
+                // take it, the first writer only (the others find it taken).
+                if self.rwsems[s as usize].spinners > 0 && self.rwsems[s as usize].writer.is_none()
+                {
+                    self.poke_spinners(
+                        t,
+                        |a| matches!(a, ThreadActivity::SpinRw(x, _) if x == s),
+                        false,
+                    );
+                }
+                let rw = &mut self.rwsems[s as usize];
                 if rw.writer.is_none() && rw.readers == 0 && !rw.waiters.is_empty() {
                     let wait_lock = rw.wait_lock;
                     let cost = Micro::Work {

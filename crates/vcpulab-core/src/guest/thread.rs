@@ -27,6 +27,8 @@ pub enum ThreadActivity {
     SpinMutex(u32),
     /// Spinning at a barrier (global index) until its generation passes `gen`.
     SpinBarrier(u32, u64),
+    /// Spinning on a user read-write lock (global index), for writing if `true`.
+    SpinRw(u32, bool),
     /// Waiting for TLB-shootdown acknowledgements.
     TlbWait,
     /// pv spinlock: the vCPU halted waiting for the unlocker's kick.
@@ -68,6 +70,19 @@ pub enum Micro {
     },
     /// up_read / up_write (the mode the thread holds it in).
     RwUp(u32),
+    /// A spinning read-write lock (InnoDB's): take it if free for the mode, else spin up
+    /// to the given ns, then wait on its event (`RwSpinSleep`) and, woken, start over.
+    RwSpinDown {
+        s: u32,
+        write: bool,
+        spin: u64,
+    },
+    /// Holding the lock's wait_lock (the event's mutex): take it if now free, else
+    /// queue, sleep, and spin again when woken.
+    RwSpinSleep {
+        s: u32,
+        write: bool,
+    },
     /// Holding the wait_lock: wake the writer at the front, or every reader before the
     /// first queued writer.
     WakeRw(u32),
@@ -124,6 +139,9 @@ pub struct Thread {
     pub micro: VecDeque<Micro>,
     /// Spin budget left in the current spin (user mutex, barrier, pv lock).
     pub spin_left: u64,
+    /// The spin budget of the spinning read-write lock being taken: spent again after
+    /// each wake-up (InnoDB spins, then waits, in a loop).
+    pub rw_spin: u64,
     /// When the current lock/barrier wait began.
     pub wait_start: Nanos,
     /// A wake-up arrived before the thread got to block.
@@ -175,6 +193,7 @@ impl Thread {
             debt: Nanos::ZERO,
             micro: VecDeque::new(),
             spin_left: 0,
+            rw_spin: 0,
             wait_start: Nanos::ZERO,
             wake_pending: false,
             held: Vec::new(),

@@ -347,7 +347,9 @@ impl World {
             || !matches!(th.act, ThreadActivity::Work)
                 && !matches!(
                     th.act,
-                    ThreadActivity::SpinMutex(_) | ThreadActivity::SpinBarrier(..)
+                    ThreadActivity::SpinMutex(_)
+                        | ThreadActivity::SpinBarrier(..)
+                        | ThreadActivity::SpinRw(..)
                 )
             || (th.act == ThreadActivity::Work && (th.in_kernel || th.debt.0 > 0));
         self.vcpus[v.idx()].preempted_in_kernel = kernel;

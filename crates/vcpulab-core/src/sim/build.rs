@@ -170,6 +170,7 @@ impl SyncArenas {
                 writer: None,
                 waiters: Default::default(),
                 wait_lock,
+                spinners: 0,
             });
         }
         ObjBases {

@@ -46,6 +46,12 @@ pub enum OpSpec {
     RwRead(String),
     RwWrite(String),
     RwUnlock(String),
+    /// A user-level read-write lock that spins before it sleeps (InnoDB's rw_lock_t:
+    /// rw_lock_s_lock_spin / rw_lock_x_lock_func spin up to `spin`, then wait on the
+    /// lock's event — a futex): take it shared / exclusive; release with `rw_unlock`.
+    /// It tries and spins whatever sleeps on the lock (no queue fairness, as InnoDB).
+    RwSpinRead(RwSpinSpec),
+    RwSpinWrite(RwSpinSpec),
     /// Counting semaphore (futex-based): post adds one and wakes a waiter, wait takes
     /// one or sleeps.
     SemPost(String),
@@ -81,6 +87,13 @@ pub struct KspinSpec {
 #[serde(deny_unknown_fields)]
 pub struct LockSpinSpec {
     pub mutex: String,
+    pub spin: Dist,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RwSpinSpec {
+    pub lock: String,
     pub spin: Dist,
 }
 
@@ -149,6 +162,11 @@ pub enum Instr {
     RwRead(u32),
     RwWrite(u32),
     RwUnlock(u32),
+    RwSpin {
+        lock: u32,
+        write: bool,
+        spin: Dist,
+    },
     Yield,
     Cpuset(u128),
     Push(u32),
@@ -283,6 +301,11 @@ impl Program {
                 OpSpec::RwRead(s) => self.code.push(Instr::RwRead(intern(&mut syms.rwsems, s))),
                 OpSpec::RwWrite(s) => self.code.push(Instr::RwWrite(intern(&mut syms.rwsems, s))),
                 OpSpec::RwUnlock(s) => self.code.push(Instr::RwUnlock(intern(&mut syms.rwsems, s))),
+                OpSpec::RwSpinRead(r) | OpSpec::RwSpinWrite(r) => self.code.push(Instr::RwSpin {
+                    lock: intern(&mut syms.rwsems, &r.lock),
+                    write: matches!(op, OpSpec::RwSpinWrite(_)),
+                    spin: r.spin.clone(),
+                }),
                 OpSpec::Yield(_) => self.code.push(Instr::Yield),
                 OpSpec::Cpuset(s) => {
                     let m = crate::host::cpumask::CpuMask::parse(s, 128)

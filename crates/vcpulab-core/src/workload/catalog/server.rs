@@ -306,46 +306,85 @@ fn oltp(p: &Params, t: u32, prefix: &str) -> Result<Groups, WorkloadError> {
     // ≈ 4,500 PAUSEs, then sync_array_reserve_cell and os_event_wait (a futex). At ≈ 10
     // cycles per PAUSE before Skylake (Intel's optimization manual) and 3 GHz: ≈ 15 us
     // (derived), 13-17 us over the rounds' random delays.
+    let spin = || dunif(13_000.0, 17_000.0);
     let innodb = |name: &str, hold: Dist| {
         vec![
             OpSpec::LockSpin(crate::workload::program::LockSpinSpec {
                 mutex: m(name),
-                spin: dunif(13_000.0, 17_000.0),
+                spin: spin(),
             }),
             cpu(hold),
             unlock(&m(name)),
         ]
     };
-    // A statement: receive (io), parse (5 us, assumed), execute with InnoDB mutex
-    // sections (buffer pool page lookups, lock table), send (kernel 3 us).
-    let stmt = |exec: f64, pages: u64, lock_sys: bool| {
-        let mut v = vec![io(rtt.clone()), kern(dc(3_000.0)), cpu(dexp(5_000.0))];
-        for _ in 0..pages {
-            v.extend(innodb("buf_pool", dc(300.0)));
-            v.push(cpu(dexp(exec / pages as f64)));
-        }
-        if lock_sys {
-            v.extend(innodb("lock_sys", dc(1_000.0)));
-        }
-        v.push(kern(dc(3_000.0)));
-        v
-    };
-    // BEGIN, 10 point selects, 4 range queries of 100 rows, 2 updates, 1 delete, 1 insert,
-    // COMMIT (sysbench oltp read/write).
-    let mut tx = stmt(1_000.0, 1, false);
-    tx.extend(innodb("trx_sys", dc(500.0)));
-    tx.push(rep(10, stmt(10_000.0, 3, false)));
-    tx.push(rep(4, stmt(60_000.0, 4, false)));
-    tx.push(rep(2, stmt(20_000.0, 3, true)));
-    tx.extend(stmt(20_000.0, 3, true));
-    tx.extend(stmt(25_000.0, 4, true));
-    // COMMIT: trx_sys, log_sys, then the redo-log flush
-    tx.extend(stmt(2_000.0, 1, false));
-    tx.extend(innodb("trx_sys", dc(800.0)));
-    tx.extend(innodb("log_sys", dc(1_500.0)));
-    tx.push(io(fsync));
-    tx.push(count(1));
-    Ok(split_groups("connection", n, t, forever, tx))
+    // Index pages are latched with InnoDB's rw-locks (sync0rw.cc), which spin the same
+    // rounds as its mutexes before they wait on the lock's event: a page read under a
+    // shared latch, a row changed under an exclusive one, held while the page is
+    // processed (btr_cur_search_to_nth_level, mtr). sysbench's table of 10,000 rows
+    // fills ≈ 100 leaf pages of 16 KiB (≈ 100 rows of ≈ 150 bytes each, derived); each
+    // connection visits them in its own rotation, so two connections meet on a page
+    // now and then (what a uniform random row choice does), and only a writer makes the
+    // other wait.
+    const LEAVES: u64 = 100;
+    let mut groups: Groups = Vec::new();
+    for (i, iters) in slots(n, t, forever).into_iter().enumerate() {
+        let mut next_leaf = {
+            let (off, mut j) = (mix(i as u64) % LEAVES, 0u64);
+            move || {
+                j += 1;
+                m(&format!("leaf{}", (off + j * 7) % LEAVES))
+            }
+        };
+        // A statement: receive (io), parse (5 us, assumed), execute its page reads
+        // (buffer pool lookup under the buffer pool mutex, then the page under its
+        // latch), the last one latched exclusively if it changes a row (and then the
+        // lock table), send (kernel 3 us).
+        let mut stmt = |exec: f64, pages: u64, modifies: bool| {
+            let mut v = vec![io(rtt.clone()), kern(dc(3_000.0)), cpu(dexp(5_000.0))];
+            for k in 0..pages {
+                let leaf = next_leaf();
+                let latch = crate::workload::program::RwSpinSpec {
+                    lock: leaf.clone(),
+                    spin: spin(),
+                };
+                v.extend(innodb("buf_pool", dc(300.0)));
+                v.push(if modifies && k + 1 == pages {
+                    OpSpec::RwSpinWrite(latch)
+                } else {
+                    OpSpec::RwSpinRead(latch)
+                });
+                v.push(cpu(dexp(exec / pages as f64)));
+                v.push(OpSpec::RwUnlock(leaf));
+            }
+            if modifies {
+                v.extend(innodb("lock_sys", dc(1_000.0)));
+            }
+            v.push(kern(dc(3_000.0)));
+            v
+        };
+        // BEGIN, 10 point selects, 4 range queries of 100 rows, 2 updates, 1 delete, 1
+        // insert, COMMIT (sysbench oltp read/write).
+        let mut tx = stmt(1_000.0, 1, false);
+        tx.extend(innodb("trx_sys", dc(500.0)));
+        tx.push(rep(10, stmt(10_000.0, 3, false)));
+        tx.push(rep(4, stmt(60_000.0, 4, false)));
+        tx.push(rep(2, stmt(20_000.0, 3, true)));
+        tx.extend(stmt(20_000.0, 3, true));
+        tx.extend(stmt(25_000.0, 4, true));
+        // COMMIT: trx_sys, log_sys, then the redo-log flush
+        tx.extend(stmt(2_000.0, 1, false));
+        tx.extend(innodb("trx_sys", dc(800.0)));
+        tx.extend(innodb("log_sys", dc(1_500.0)));
+        tx.push(io(fsync.clone()));
+        tx.push(count(1));
+        let name = if i == 0 {
+            "connection".to_string()
+        } else {
+            format!("connection.{i}")
+        };
+        groups.push((name, 1, vec![outer(forever, iters, tx)]));
+    }
+    Ok(groups)
 }
 
 pub(super) const SYSBENCH_OLTP: ModelInfo = ModelInfo {
