@@ -282,14 +282,12 @@ impl AccessProfile {
             self.base_cpi + ((apki - mpki) * hit_cycles + mpki * miss_cycles) / self.mlp / 1000.0;
         let lines_per_kib = 1024.0 / line_bytes.max(1) as f64;
         let instr_per_us = clock_ghz * 1e3 / cpi.max(1e-9);
-        CacheProfile {
-            resident_kib: useful_kib.round() as u64,
-            load_cap_kib: self.footprint_kib,
-            refill_ns_per_kib: lines_per_kib * (miss_cycles - hit_cycles).max(0.0)
-                / self.mlp
-                / clock_ghz.max(1e-9),
-            touch_kib_per_us: instr_per_us * mpki / 1000.0 / lines_per_kib,
-        }
+        CacheProfile::new(
+            useful_kib.round() as u64,
+            self.footprint_kib,
+            lines_per_kib * (miss_cycles - hit_cycles).max(0.0) / self.mlp / clock_ghz.max(1e-9),
+            instr_per_us * mpki / 1000.0 / lines_per_kib,
+        )
     }
 }
 
