@@ -99,7 +99,6 @@ impl World {
             let runs_at = t0 + th.debt;
             let lat = runs_at.0.saturating_sub(w.0);
             let path = th.wake_path as usize;
-            self.vms[vm].wake_latency.record(lat);
             self.vms[vm].wake_paths[path].record(lat);
             if self.trace.is_some() {
                 let name = format!("woken {} runs", self.threads[t.idx()].name);

@@ -493,7 +493,8 @@ impl Report {
                 Some(c) => (c.0 as f64 / 1e9).max(1e-12),
                 None => secs,
             };
-            all_wake.merge(&m.wake_latency);
+            let wake_latency = m.wake_latency();
+            all_wake.merge(&wake_latency);
             vms.push(VmRow {
                 vm: m.name.clone(),
                 model: m.model.clone(),
@@ -518,10 +519,10 @@ impl Report {
                 wakes: vs.iter().map(|v| v.wakes).sum(),
                 idle_transitions_per_s: halts as f64 / secs / m.nvcpus.max(1) as f64,
                 cache_refill_ns: vs.iter().map(|v| v.refill_ns).sum(),
-                wake_latency_count: m.wake_latency.count(),
-                wake_latency_mean_ns: m.wake_latency.mean_or_nan(),
-                wake_latency_p50_ns: m.wake_latency.quantile_opt(0.5),
-                wake_latency_p99_ns: m.wake_latency.quantile_opt(0.99),
+                wake_latency_count: wake_latency.count(),
+                wake_latency_mean_ns: wake_latency.mean_or_nan(),
+                wake_latency_p50_ns: wake_latency.quantile_opt(0.5),
+                wake_latency_p99_ns: wake_latency.quantile_opt(0.99),
                 dispatch_wait_count: m.dispatch_wait.count(),
                 dispatch_wait_mean_ns: m.dispatch_wait.mean_or_nan(),
                 dispatch_wait_p99_ns: m.dispatch_wait.quantile_opt(0.99),
@@ -684,7 +685,10 @@ impl Report {
             histograms.insert(format!("lock_hold/{vm}/{}", c.name), c.hold.summary());
         }
         for m in &w.vms {
-            histograms.insert(format!("wake_latency/{}", m.name), m.wake_latency.summary());
+            histograms.insert(
+                format!("wake_latency/{}", m.name),
+                m.wake_latency().summary(),
+            );
             histograms.insert(
                 format!("dispatch_wait/{}", m.name),
                 m.dispatch_wait.summary(),

@@ -230,7 +230,6 @@ impl World {
                 finished_threads: 0,
                 completion: None,
                 units: 0,
-                wake_latency: Default::default(),
                 dispatch_wait: Default::default(),
                 wake_paths: Default::default(),
                 ipi_resched: Default::default(),
@@ -469,7 +468,6 @@ impl World {
     /// Discards the latency samples recorded during the warm-up.
     fn end_warmup(&mut self) {
         for vm in &mut self.vms {
-            vm.wake_latency.clear();
             vm.dispatch_wait.clear();
             for h in &mut vm.wake_paths {
                 h.clear();
