@@ -99,7 +99,7 @@ impl World {
 
     /// Co-schedule the spinner's VM: each preempted sibling is made the next vCPU of a
     /// pCPU that runs no vCPU of the VM (an idle one first, then its own runqueue's),
-    /// and that pCPU reschedules now. The spinner keeps spinning: the holder is among
+    /// and that pCPU reschedules when the reschedule IPI reaches it. The spinner keeps spinning: the holder is among
     /// the siblings now running. False (and nothing done) when no sibling moved.
     pub(crate) fn ple_coschedule(&mut self, p: PcpuId, v: VcpuId) -> bool {
         let now = self.now;
@@ -115,6 +115,7 @@ impl World {
         }
         taken |= 1 << p.0;
         let mut moved = 0u64;
+        let ipi = Nanos(self.costs.native_ipi_ns);
         for i in 0..n {
             let s = VcpuId(first + i);
             if s == v || self.vcpus[s.idx()].hv != HvState::Runnable {
@@ -138,7 +139,10 @@ impl World {
             taken |= 1 << q;
             if self.sched.run_next(PcpuId(q), s) {
                 moved += 1;
-                self.request_resched(PcpuId(q), now);
+                // The other pCPU learns of it by a reschedule IPI (Xen's
+                // cpu_raise_softirq(SCHEDULE_SOFTIRQ), Linux's smp_send_reschedule),
+                // as a directed yield's target does: the host's IPI latency.
+                self.request_resched(PcpuId(q), now + ipi);
             }
         }
         let st = &mut self.cosched[vm.idx()];
