@@ -103,7 +103,7 @@ impl World {
             }
             self.dispatch(p, v, slice, noop);
         }
-        self.drain_sched_resched();
+        self.drain_sched_resched(Some(p));
     }
 
     /// The first urgent vCPU waiting on `p`, made the scheduler's next pick.
@@ -397,17 +397,29 @@ impl World {
             let delay = if count { self.costs.wake_halted_ns } else { 0 };
             self.request_resched(wp.pcpu, now + Nanos(delay));
         }
-        self.drain_sched_resched();
+        // The wake-up is the host's work on another CPU (the waker's, or the timer's):
+        // every pCPU the scheduler asks to pick again is remote.
+        self.drain_sched_resched(None);
         placement
     }
 
-    /// Reschedules now the pCPUs the host scheduler asked for (gangs, co-stops).
-    pub(crate) fn drain_sched_resched(&mut self) {
+    /// Reschedules the pCPUs the host scheduler asked for (relaxed co-scheduling's
+    /// co-stops and releases, credit2's tickles, a gang's start and stop): `origin`, the
+    /// pCPU whose scheduler code asked, at once; any other when the reschedule IPI
+    /// reaches it (Xen's cpumask_raise_softirq(SCHEDULE_SOFTIRQ), Linux's
+    /// smp_send_reschedule), after the host's IPI latency — as a directed yield's and a
+    /// co-schedule's targets do. A gang's pCPUs switch together (`resched_by_ipi`).
+    pub(crate) fn drain_sched_resched(&mut self, origin: Option<PcpuId>) {
         let mut buf = std::mem::take(&mut self.sched_resched);
         self.sched.drain_resched(&mut buf);
         let now = self.now;
+        let remote = if self.sched.resched_by_ipi() {
+            now + Nanos(self.costs.native_ipi_ns)
+        } else {
+            now
+        };
         for &q in &buf {
-            self.request_resched(q, now);
+            self.request_resched(q, if Some(q) == origin { now } else { remote });
         }
         buf.clear();
         self.sched_resched = buf;

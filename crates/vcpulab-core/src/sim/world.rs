@@ -557,7 +557,7 @@ impl World {
                 if self.sched.tick(p, self.now) {
                     self.resched(p);
                 }
-                self.drain_sched_resched();
+                self.drain_sched_resched(Some(p));
             }
             Ev::GlobalTick => {
                 if let Some(period) = self.sched.global_period() {
@@ -570,7 +570,7 @@ impl World {
                     self.resched(p);
                 }
                 self.resched_buf = buf;
-                self.drain_sched_resched();
+                self.drain_sched_resched(None);
             }
             Ev::WarmupEnd => self.end_warmup(),
             Ev::TlbAck(t, gen) => self.on_tlb_ack(t, gen),

@@ -349,6 +349,10 @@ impl HostScheduler for Gang {
         out.sort_unstable_by_key(|p| p.0);
         out.dedup();
     }
+
+    fn resched_by_ipi(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

@@ -105,6 +105,15 @@ pub trait HostScheduler {
     /// a co-stopped vCPU is released); drained by the core after each decision.
     fn drain_resched(&mut self, _out: &mut Vec<PcpuId>) {}
 
+    /// Whether the pCPUs returned by `drain_resched` other than the deciding one learn
+    /// of it by a reschedule IPI (and pick again after the host's IPI latency). Strict
+    /// co-scheduling says no: a gang's start and stop are one decision applied on all
+    /// of its pCPUs at the boundary (their slice timers fire together), and its planner
+    /// would otherwise see a gang half stopped.
+    fn resched_by_ipi(&self) -> bool {
+        true
+    }
+
     /// How far ahead of its fair share `v` has run, in nanoseconds of CPU time
     /// (negative: behind). Urgent-vCPU-first's allowance is measured against it.
     fn lead_ns(&self, _v: VcpuId) -> i64 {
