@@ -1,6 +1,6 @@
 //! Platform profiles: `host.platform` and `guest.kernel` fill keys under the preset and
 //! the scenario (explicit keys win over the preset, the preset over the profile).
-use vcpulab_core::scenario::{IdleMode, SchedulerConfig, SpinlockKind};
+use vcpulab_core::scenario::{IdleMode, PleCandidates, SchedulerConfig, SpinlockKind};
 use vcpulab_core::{explain, resolve, Scenario};
 
 fn scenario(extra_top: &str, vm_guest: &str) -> String {
@@ -50,6 +50,12 @@ fn a_host_platform_sets_its_keys_and_its_guest_kernel() {
         "a Linux 3.9 host"
     );
     assert!(matches!(sc.host.scheduler, SchedulerConfig::Cfs(_)));
+    // Linux 3.9's kvm_vcpu_on_spin: no preempted flag, no yield-to-kernel-mode filter.
+    assert_eq!(sc.host.ple.candidates, PleCandidates::NotHalted);
+    assert!(!sc.host.ple.yield_to_kernel_mode);
+    let apple = ok(&scenario("", ""), &["host.platform=kvm-3.19-hsw"]);
+    assert_eq!(apple.host.ple.candidates, PleCandidates::Preempted);
+    assert!(!apple.host.ple.yield_to_kernel_mode);
     for vm in &sc.vm {
         assert_eq!(vm.guest.kernel.as_deref(), Some("linux-3.9"));
         assert_eq!(vm.guest.spinlock, SpinlockKind::Ticket);
@@ -63,6 +69,8 @@ fn a_host_platform_sets_its_keys_and_its_guest_kernel() {
         m.host.ple.pending_irq_counts_as_kernel,
         "Linux 5.3+ directed yield"
     );
+    assert_eq!(m.host.ple.candidates, PleCandidates::Ready);
+    assert!(m.host.ple.yield_to_kernel_mode);
     assert_eq!(m.host.costs.vmexit_ns, 742); // 1484 cycles at 2.0 GHz
     let g = &m.vm[0].guest;
     assert!(!g.ipi_under_lock && g.pv_tlb_flush && g.vcpu_is_preempted && g.haltpoll_available);

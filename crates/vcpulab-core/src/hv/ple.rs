@@ -6,6 +6,7 @@
 use crate::guest::thread::ThreadActivity;
 use crate::hv::sched::StopReason;
 use crate::hv::vcpu::HvState;
+use crate::scenario::PleCandidates;
 use crate::scenario::{PleAction, PleConfig, PlePolicy};
 use crate::sim::world::World;
 use crate::sim::{Nanos, VcpuId, VmId};
@@ -212,21 +213,30 @@ impl World {
                     continue;
                 }
                 let cv = &self.vcpus[c.idx()];
-                // `ready`: preempted while runnable (halted vCPUs with a pending
-                // interrupt are runnable already through their wake-up).
-                if cv.hv != HvState::Runnable {
+                // Which vCPUs this kernel's handler looks at (a vCPU woken from halt
+                // is runnable and `woke_from_halt` until it runs).
+                let running = matches!(cv.hv, HvState::Running(_));
+                if !looked_at(self.ple_candidates, cv) {
                     continue;
                 }
-                // Linux 5.3+: a pending interrupt makes a user-mode candidate a target.
-                let pending = self.ple_pending_irq_counts
-                    && (!cv.pending.is_empty() || !cv.pending_irq.is_empty());
-                if in_kernel && !cv.preempted_in_kernel && !pending {
-                    continue;
+                // Linux 4.14+: a kernel-mode spinner passes over candidates preempted
+                // in user mode; from 5.3 a pending interrupt makes one a target.
+                if self.ple_yield_to_kernel_mode && in_kernel && !running {
+                    let pending = self.ple_pending_irq_counts
+                        && (!cv.pending.is_empty() || !cv.pending_irq.is_empty());
+                    if !cv.preempted_in_kernel && !pending {
+                        continue;
+                    }
                 }
                 // kvm_vcpu_eligible_for_directed_yield: a candidate inside its own PLE
                 // handler is eligible every other time it is considered; any other
                 // candidate always is.
                 if !eligible_for_directed_yield(&mut self.vcpus[c.idx()]) {
+                    continue;
+                }
+                if running {
+                    // yield_to finds the target running and gives up (returns 0: no
+                    // try is used). Only the older kernels look at running vCPUs.
                     continue;
                 }
                 match self.sched.yield_to(p, me, c, now) {
@@ -249,6 +259,18 @@ impl World {
     }
 }
 
+/// Whether kvm_vcpu_on_spin looks at `v` under the kernel's candidate rule
+/// (`host.ple.candidates`): before the `preempted` flag every vCPU not halted, then only
+/// vCPUs preempted while running, from Linux 5.3 (`vcpu->ready`) also vCPUs woken from
+/// halt that have not run since.
+pub(crate) fn looked_at(rule: PleCandidates, v: &crate::hv::vcpu::Vcpu) -> bool {
+    match rule {
+        PleCandidates::NotHalted => v.hv != HvState::Halted,
+        PleCandidates::Preempted => v.hv == HvState::Runnable && !v.woke_from_halt,
+        PleCandidates::Ready => v.hv == HvState::Runnable,
+    }
+}
+
 /// kvm_vcpu_eligible_for_directed_yield (virt/kvm/kvm_main.c): eligible unless inside its
 /// own PLE handler with dy_eligible off; inside it, each look flips dy_eligible.
 pub(crate) fn eligible_for_directed_yield(v: &mut crate::hv::vcpu::Vcpu) -> bool {
@@ -262,6 +284,33 @@ pub(crate) fn eligible_for_directed_yield(v: &mut crate::hv::vcpu::Vcpu) -> bool
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_kernel_looks_at_its_own_candidates() {
+        use crate::host::cpumask::CpuMask;
+        use crate::hv::vcpu::{HvState, Vcpu};
+        use crate::sim::{PcpuId, VmId};
+        let mk = |hv: HvState, woke: bool| {
+            let mut v = Vcpu::new(VmId(0), 0, CpuMask::all(4));
+            v.hv = hv;
+            v.woke_from_halt = woke;
+            v
+        };
+        let preempted = mk(HvState::Runnable, false);
+        let woken = mk(HvState::Runnable, true);
+        let running = mk(HvState::Running(PcpuId(1)), false);
+        let halted = mk(HvState::Halted, false);
+        use PleCandidates::*;
+        // Before the preempted flag: everything not halted, running vCPUs included.
+        assert!(looked_at(NotHalted, &preempted) && looked_at(NotHalted, &woken));
+        assert!(looked_at(NotHalted, &running) && !looked_at(NotHalted, &halted));
+        // vcpu->preempted: a vCPU woken from halt is no candidate until it has run.
+        assert!(looked_at(Preempted, &preempted) && !looked_at(Preempted, &woken));
+        assert!(!looked_at(Preempted, &running) && !looked_at(Preempted, &halted));
+        // vcpu->ready (5.3+): woken vCPUs are candidates again.
+        assert!(looked_at(Ready, &preempted) && looked_at(Ready, &woken));
+        assert!(!looked_at(Ready, &running) && !looked_at(Ready, &halted));
+    }
 
     #[test]
     fn dy_eligible_flips_only_inside_the_ple_handler() {

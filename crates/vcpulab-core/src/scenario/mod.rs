@@ -274,7 +274,32 @@ pub struct PleConfig {
     /// yield-to-kernel mode, a candidate preempted in user mode is still a target when
     /// an interrupt is pending for it. Off on the studies' older hosts.
     pub pending_irq_counts_as_kernel: bool,
+    /// Which vCPUs KVM's kvm_vcpu_on_spin looks at (virt/kvm/kvm_main.c), by kernel.
+    pub candidates: PleCandidates,
+    /// Linux 4.14 and later (kvm_vcpu_on_spin's `yield_to_kernel_mode`): a vCPU spinning
+    /// in kernel mode passes over candidates preempted in user mode. Off on the 3.x
+    /// study hosts, whose handler looks at every candidate whatever its mode.
+    pub yield_to_kernel_mode: bool,
 }
+
+/// The candidates of KVM's directed yield, as each kernel's kvm_vcpu_on_spin chooses them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PleCandidates {
+    /// Before the `preempted` flag: every other vCPU not blocked in halt
+    /// (`waitqueue_active(&vcpu->wq)`), a running one included (its yield_to fails) and
+    /// one woken from halt that has not run yet.
+    NotHalted,
+    /// `vcpu->preempted` (set by kvm_sched_out only when the vCPU thread was still
+    /// runnable): vCPUs preempted while running; one woken from halt is not a candidate
+    /// until it has run and been preempted.
+    Preempted,
+    /// `vcpu->ready` (July 2019, Linux 5.3 or 5.4: "KVM: Boost vCPUs that are delivering
+    /// interrupts"):
+    /// preempted vCPUs and vCPUs woken from halt that have not run yet.
+    Ready,
+}
+
 impl Default for PleConfig {
     fn default() -> Self {
         PleConfig {
@@ -289,6 +314,8 @@ impl Default for PleConfig {
             epoch_exits: 1000,
             apple: AppleConfig::default(),
             pending_irq_counts_as_kernel: false,
+            candidates: PleCandidates::Ready,
+            yield_to_kernel_mode: true,
         }
     }
 }

@@ -85,6 +85,11 @@ pub struct HostPlatform {
     /// KVM's PLE handler of Linux 5.3 and later: a preempted candidate with a pending
     /// interrupt counts as in-kernel (`host.ple.pending_irq_counts_as_kernel`).
     pub ple_pending_irq: bool,
+    /// KVM: which vCPUs the PLE handler looks at (`host.ple.candidates`: not-halted,
+    /// preempted or ready) and whether a kernel-mode spinner passes over user-mode
+    /// candidates (`host.ple.yield_to_kernel_mode`, Linux 4.14+). Unused on Xen.
+    pub ple_candidates: &'static str,
+    pub ple_yield_to_kernel_mode: bool,
     /// Xen's scheduler rate limit (`sched_ratelimit_us`, Xen 4.2 and later; none in
     /// 4.1). `None` on KVM.
     pub xen_ratelimit_us: Option<f64>,
@@ -142,6 +147,8 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ipiv: false,
         halt_poll: false,
         ple_pending_irq: false,
+        ple_candidates: "not-halted",
+        ple_yield_to_kernel_mode: false,
         xen_ratelimit_us: None,
         scheduler: "cfs",
         per_vm_groups: Some(false),
@@ -160,6 +167,8 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ipiv: false,
         halt_poll: false,
         ple_pending_irq: false,
+        ple_candidates: "ready",
+        ple_yield_to_kernel_mode: false,
         xen_ratelimit_us: Some(0.0),
         scheduler: "credit",
         per_vm_groups: None,
@@ -178,6 +187,8 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ipiv: false,
         halt_poll: false,
         ple_pending_irq: false,
+        ple_candidates: "ready",
+        ple_yield_to_kernel_mode: false,
         xen_ratelimit_us: Some(1000.0),
         scheduler: "credit",
         per_vm_groups: None,
@@ -196,6 +207,8 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ipiv: false,
         halt_poll: false,
         ple_pending_irq: false,
+        ple_candidates: "not-halted",
+        ple_yield_to_kernel_mode: false,
         xen_ratelimit_us: None,
         scheduler: "cfs",
         per_vm_groups: Some(false),
@@ -214,6 +227,8 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ipiv: false,
         halt_poll: false,
         ple_pending_irq: false,
+        ple_candidates: "preempted",
+        ple_yield_to_kernel_mode: false,
         xen_ratelimit_us: None,
         scheduler: "cfs",
         per_vm_groups: Some(false),
@@ -232,6 +247,8 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ipiv: true,
         halt_poll: true,
         ple_pending_irq: true,
+        ple_candidates: "ready",
+        ple_yield_to_kernel_mode: true,
         xen_ratelimit_us: None,
         scheduler: "eevdf",
         per_vm_groups: Some(true),
@@ -250,6 +267,8 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ipiv: false,
         halt_poll: false,
         ple_pending_irq: false,
+        ple_candidates: "ready",
+        ple_yield_to_kernel_mode: false,
         xen_ratelimit_us: Some(1000.0),
         scheduler: "credit2",
         per_vm_groups: None,
@@ -442,6 +461,16 @@ impl HostPlatform {
                 &mut t,
                 &["host", "ple", "pending_irq_counts_as_kernel"],
                 Value::Boolean(self.ple_pending_irq),
+            );
+            set(
+                &mut t,
+                &["host", "ple", "candidates"],
+                Value::String(self.ple_candidates.into()),
+            );
+            set(
+                &mut t,
+                &["host", "ple", "yield_to_kernel_mode"],
+                Value::Boolean(self.ple_yield_to_kernel_mode),
             );
         }
         if let Some(g) = self.per_vm_groups {

@@ -106,6 +106,10 @@ pub struct World {
     pub ple_action: PleAction,
     /// `host.ple.pending_irq_counts_as_kernel` (Linux 5.3+ directed-yield rule).
     pub ple_pending_irq_counts: bool,
+    /// `host.ple.candidates` and `host.ple.yield_to_kernel_mode` (the kernel's
+    /// kvm_vcpu_on_spin rules).
+    pub ple_candidates: crate::scenario::PleCandidates,
+    pub ple_yield_to_kernel_mode: bool,
     /// PLE exits counted in epochs, per VM (APPLE's input, the report's series).
     pub ple_epochs: crate::hv::ple_epochs::PleEpochs,
     pub clock_ghz: f64,
@@ -279,6 +283,8 @@ impl World {
             ple: ple::build(&sc.host.ple, &vcpu_vm),
             ple_action: sc.host.ple.action,
             ple_pending_irq_counts: sc.host.ple.pending_irq_counts_as_kernel,
+            ple_candidates: sc.host.ple.candidates,
+            ple_yield_to_kernel_mode: sc.host.ple.yield_to_kernel_mode,
             ple_epochs: crate::hv::ple_epochs::PleEpochs::new(&sc.host.ple, sc.vm.len(), nvcpus),
             clock_ghz: sc.host.clock_ghz,
             halt_poll: sc.host.halt_poll.clone(),
