@@ -6,8 +6,7 @@
 use crate::guest::thread::ThreadActivity;
 use crate::hv::sched::StopReason;
 use crate::hv::vcpu::HvState;
-use crate::scenario::PleCandidates;
-use crate::scenario::{PleAction, PleConfig, PlePolicy};
+use crate::scenario::{PleAction, PleCandidates, PleConfig, PlePolicy};
 use crate::sim::world::World;
 use crate::sim::{Nanos, VcpuId, VmId};
 

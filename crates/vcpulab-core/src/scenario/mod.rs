@@ -295,9 +295,19 @@ pub enum PleCandidates {
     /// until it has run and been preempted.
     Preempted,
     /// `vcpu->ready` (July 2019, Linux 5.3 or 5.4: "KVM: Boost vCPUs that are delivering
-    /// interrupts"):
-    /// preempted vCPUs and vCPUs woken from halt that have not run yet.
+    /// interrupts"): preempted vCPUs and vCPUs woken from halt that have not run yet.
     Ready,
+}
+
+impl PleCandidates {
+    /// The scenario value (`host.ple.candidates`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PleCandidates::NotHalted => "not-halted",
+            PleCandidates::Preempted => "preempted",
+            PleCandidates::Ready => "ready",
+        }
+    }
 }
 
 impl Default for PleConfig {

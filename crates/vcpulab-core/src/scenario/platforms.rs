@@ -7,7 +7,7 @@
 //!
 //! Every number's source is in docs/model.md ("Platform profiles").
 
-use super::ScenarioError;
+use super::{PleCandidates, ScenarioError};
 use toml::{Table, Value};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,10 +85,10 @@ pub struct HostPlatform {
     /// KVM's PLE handler of Linux 5.3 and later: a preempted candidate with a pending
     /// interrupt counts as in-kernel (`host.ple.pending_irq_counts_as_kernel`).
     pub ple_pending_irq: bool,
-    /// KVM: which vCPUs the PLE handler looks at (`host.ple.candidates`: not-halted,
-    /// preempted or ready) and whether a kernel-mode spinner passes over user-mode
-    /// candidates (`host.ple.yield_to_kernel_mode`, Linux 4.14+). Unused on Xen.
-    pub ple_candidates: &'static str,
+    /// KVM: which vCPUs the PLE handler looks at (`host.ple.candidates`) and whether a
+    /// kernel-mode spinner passes over user-mode candidates
+    /// (`host.ple.yield_to_kernel_mode`, Linux 4.14+). Unused on Xen.
+    pub ple_candidates: PleCandidates,
     pub ple_yield_to_kernel_mode: bool,
     /// Xen's scheduler rate limit (`sched_ratelimit_us`, Xen 4.2 and later; none in
     /// 4.1). `None` on KVM.
@@ -147,7 +147,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ipiv: false,
         halt_poll: false,
         ple_pending_irq: false,
-        ple_candidates: "not-halted",
+        ple_candidates: PleCandidates::NotHalted,
         ple_yield_to_kernel_mode: false,
         xen_ratelimit_us: None,
         scheduler: "cfs",
@@ -167,7 +167,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ipiv: false,
         halt_poll: false,
         ple_pending_irq: false,
-        ple_candidates: "ready",
+        ple_candidates: PleCandidates::Ready,
         ple_yield_to_kernel_mode: false,
         xen_ratelimit_us: Some(0.0),
         scheduler: "credit",
@@ -187,7 +187,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ipiv: false,
         halt_poll: false,
         ple_pending_irq: false,
-        ple_candidates: "ready",
+        ple_candidates: PleCandidates::Ready,
         ple_yield_to_kernel_mode: false,
         xen_ratelimit_us: Some(1000.0),
         scheduler: "credit",
@@ -207,7 +207,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ipiv: false,
         halt_poll: false,
         ple_pending_irq: false,
-        ple_candidates: "not-halted",
+        ple_candidates: PleCandidates::NotHalted,
         ple_yield_to_kernel_mode: false,
         xen_ratelimit_us: None,
         scheduler: "cfs",
@@ -227,7 +227,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ipiv: false,
         halt_poll: false,
         ple_pending_irq: false,
-        ple_candidates: "preempted",
+        ple_candidates: PleCandidates::Preempted,
         ple_yield_to_kernel_mode: false,
         xen_ratelimit_us: None,
         scheduler: "cfs",
@@ -247,7 +247,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ipiv: true,
         halt_poll: true,
         ple_pending_irq: true,
-        ple_candidates: "ready",
+        ple_candidates: PleCandidates::Ready,
         ple_yield_to_kernel_mode: true,
         xen_ratelimit_us: None,
         scheduler: "eevdf",
@@ -267,7 +267,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ipiv: false,
         halt_poll: false,
         ple_pending_irq: false,
-        ple_candidates: "ready",
+        ple_candidates: PleCandidates::Ready,
         ple_yield_to_kernel_mode: false,
         xen_ratelimit_us: Some(1000.0),
         scheduler: "credit2",
@@ -465,7 +465,7 @@ impl HostPlatform {
             set(
                 &mut t,
                 &["host", "ple", "candidates"],
-                Value::String(self.ple_candidates.into()),
+                Value::String(self.ple_candidates.as_str().into()),
             );
             set(
                 &mut t,
