@@ -53,6 +53,10 @@ fn a_host_platform_sets_its_keys_and_its_guest_kernel() {
     // Linux 3.9's kvm_vcpu_on_spin: no preempted flag, no yield-to-kernel-mode filter.
     assert_eq!(sc.host.ple.candidates, PleCandidates::NotHalted);
     assert!(!sc.host.ple.yield_to_kernel_mode);
+    assert!(sc.host.ple.dy_eligible, "Linux 3.7+");
+    let dcs = ok(&scenario("", ""), &["host.platform=kvm-3.2-wsm"]);
+    assert!(!dcs.host.ple.dy_eligible, "Linux 3.2 has no dy_eligible");
+    assert_eq!(dcs.host.ple.candidates, PleCandidates::NotHalted);
     let apple = ok(&scenario("", ""), &["host.platform=kvm-3.19-hsw"]);
     assert_eq!(apple.host.ple.candidates, PleCandidates::Preempted);
     assert!(!apple.host.ple.yield_to_kernel_mode);

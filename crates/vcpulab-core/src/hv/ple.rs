@@ -227,10 +227,10 @@ impl World {
                         continue;
                     }
                 }
-                // kvm_vcpu_eligible_for_directed_yield: a candidate inside its own PLE
-                // handler is eligible every other time it is considered; any other
-                // candidate always is.
-                if !eligible_for_directed_yield(&mut self.vcpus[c.idx()]) {
+                // kvm_vcpu_eligible_for_directed_yield (Linux 3.7+): a candidate inside
+                // its own PLE handler is eligible every other time it is considered;
+                // any other candidate always is.
+                if self.ple_dy_eligible && !eligible_for_directed_yield(&mut self.vcpus[c.idx()]) {
                     continue;
                 }
                 if running {

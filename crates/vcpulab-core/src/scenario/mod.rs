@@ -280,6 +280,10 @@ pub struct PleConfig {
     /// in kernel mode passes over candidates preempted in user mode. Off on the 3.x
     /// study hosts, whose handler looks at every candidate whatever its mode.
     pub yield_to_kernel_mode: bool,
+    /// Linux 3.7 and later (kvm_vcpu_eligible_for_directed_yield, "KVM: Choose better
+    /// candidate for directed yield"): a candidate inside its own PLE handler is eligible
+    /// every other time it is looked at. Off on DCS's 3.2 host, which tries every one.
+    pub dy_eligible: bool,
 }
 
 /// The candidates of KVM's directed yield, as each kernel's kvm_vcpu_on_spin chooses them.
@@ -326,6 +330,7 @@ impl Default for PleConfig {
             pending_irq_counts_as_kernel: false,
             candidates: PleCandidates::Ready,
             yield_to_kernel_mode: true,
+            dy_eligible: true,
         }
     }
 }

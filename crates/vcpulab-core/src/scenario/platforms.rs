@@ -90,6 +90,8 @@ pub struct HostPlatform {
     /// (`host.ple.yield_to_kernel_mode`, Linux 4.14+). Unused on Xen.
     pub ple_candidates: PleCandidates,
     pub ple_yield_to_kernel_mode: bool,
+    /// KVM: the handler's dy_eligible alternation (`host.ple.dy_eligible`, Linux 3.7+).
+    pub ple_dy_eligible: bool,
     /// Xen's scheduler rate limit (`sched_ratelimit_us`, Xen 4.2 and later; none in
     /// 4.1). `None` on KVM.
     pub xen_ratelimit_us: Option<f64>,
@@ -149,6 +151,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_pending_irq: false,
         ple_candidates: PleCandidates::NotHalted,
         ple_yield_to_kernel_mode: false,
+        ple_dy_eligible: true,
         xen_ratelimit_us: None,
         scheduler: "cfs",
         per_vm_groups: Some(false),
@@ -169,6 +172,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_pending_irq: false,
         ple_candidates: PleCandidates::Ready,
         ple_yield_to_kernel_mode: false,
+        ple_dy_eligible: true,
         xen_ratelimit_us: Some(0.0),
         scheduler: "credit",
         per_vm_groups: None,
@@ -189,6 +193,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_pending_irq: false,
         ple_candidates: PleCandidates::Ready,
         ple_yield_to_kernel_mode: false,
+        ple_dy_eligible: true,
         xen_ratelimit_us: Some(1000.0),
         scheduler: "credit",
         per_vm_groups: None,
@@ -209,6 +214,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_pending_irq: false,
         ple_candidates: PleCandidates::NotHalted,
         ple_yield_to_kernel_mode: false,
+        ple_dy_eligible: false,
         xen_ratelimit_us: None,
         scheduler: "cfs",
         per_vm_groups: Some(false),
@@ -229,6 +235,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_pending_irq: false,
         ple_candidates: PleCandidates::Preempted,
         ple_yield_to_kernel_mode: false,
+        ple_dy_eligible: true,
         xen_ratelimit_us: None,
         scheduler: "cfs",
         per_vm_groups: Some(false),
@@ -249,6 +256,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_pending_irq: true,
         ple_candidates: PleCandidates::Ready,
         ple_yield_to_kernel_mode: true,
+        ple_dy_eligible: true,
         xen_ratelimit_us: None,
         scheduler: "eevdf",
         per_vm_groups: Some(true),
@@ -269,6 +277,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_pending_irq: false,
         ple_candidates: PleCandidates::Ready,
         ple_yield_to_kernel_mode: false,
+        ple_dy_eligible: true,
         xen_ratelimit_us: Some(1000.0),
         scheduler: "credit2",
         per_vm_groups: None,
@@ -471,6 +480,11 @@ impl HostPlatform {
                 &mut t,
                 &["host", "ple", "yield_to_kernel_mode"],
                 Value::Boolean(self.ple_yield_to_kernel_mode),
+            );
+            set(
+                &mut t,
+                &["host", "ple", "dy_eligible"],
+                Value::Boolean(self.ple_dy_eligible),
             );
         }
         if let Some(g) = self.per_vm_groups {

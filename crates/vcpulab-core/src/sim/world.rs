@@ -110,6 +110,7 @@ pub struct World {
     /// kvm_vcpu_on_spin rules).
     pub ple_candidates: crate::scenario::PleCandidates,
     pub ple_yield_to_kernel_mode: bool,
+    pub ple_dy_eligible: bool,
     /// PLE exits counted in epochs, per VM (APPLE's input, the report's series).
     pub ple_epochs: crate::hv::ple_epochs::PleEpochs,
     pub clock_ghz: f64,
@@ -285,6 +286,7 @@ impl World {
             ple_pending_irq_counts: sc.host.ple.pending_irq_counts_as_kernel,
             ple_candidates: sc.host.ple.candidates,
             ple_yield_to_kernel_mode: sc.host.ple.yield_to_kernel_mode,
+            ple_dy_eligible: sc.host.ple.dy_eligible,
             ple_epochs: crate::hv::ple_epochs::PleEpochs::new(&sc.host.ple, sc.vm.len(), nvcpus),
             clock_ghz: sc.host.clock_ghz,
             halt_poll: sc.host.halt_poll.clone(),
