@@ -66,6 +66,10 @@ struct Rq {
     load: u64,
     /// Monotonic floor of the entities' vruntimes: the zero of `avg_vruntime`'s sums.
     min_vr: i64,
+    /// Σ weight × vruntime over the on-rq entities (queued + curr), kept exactly as they
+    /// change (Linux keeps `cfs_rq->avg_vruntime` the same way), so avg_vruntime needs
+    /// no scan: Σ w·(v − min_vr) = this − load × min_vr.
+    sum_wv: i128,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -274,6 +278,19 @@ impl Eevdf {
 
     /// Σ w·(v − min_vr) and Σ w over the on-rq entities (queued + curr) of `rq`.
     fn avg_parts(&self, rq: RqId) -> (i128, i128) {
+        if self.capped {
+            // A throttled VM's entities take no part: the kept sums cover every entity.
+            return self.avg_parts_scan(rq);
+        }
+        let r = &self.rqs[rq as usize];
+        let load = r.load as i128;
+        let parts = (r.sum_wv - load * r.min_vr as i128, load);
+        debug_assert_eq!(parts, self.avg_parts_scan(rq));
+        parts
+    }
+
+    /// avg_parts by a scan over the runqueue's entities, skipping throttled ones.
+    fn avg_parts_scan(&self, rq: RqId) -> (i128, i128) {
         let r = &self.rqs[rq as usize];
         let mut sum: i128 = 0;
         let mut load: i128 = 0;
@@ -376,7 +393,11 @@ impl Eevdf {
         let slice = self.base_slice;
         let others = !self.rqs[rq as usize].queued.is_empty();
         let s = &mut self.se[c as usize];
-        s.vruntime += fair(delta, s.weight);
+        let dv = fair(delta, s.weight);
+        s.vruntime += dv;
+        let dwv = s.weight as i128 * dv as i128;
+        self.rqs[rq as usize].sum_wv += dwv;
+        let s = &mut self.se[c as usize];
         let mut resched = false;
         if s.vruntime >= s.deadline {
             s.deadline = s.vruntime + fair(slice, s.weight);
@@ -453,9 +474,11 @@ impl Eevdf {
         self.place(rq, e);
         let w = self.se[e as usize].weight;
         self.se[e as usize].on_rq = true;
+        let v = self.se[e as usize].vruntime;
         let r = &mut self.rqs[rq as usize];
         r.queued.push(e);
         r.load += w;
+        r.sum_wv += w as i128 * v as i128;
         if r.queued.len() == 1 && r.curr.is_none() {
             // The first entity sets the zero of the runqueue's sums.
             r.min_vr = self.se[e as usize].vruntime;
@@ -470,12 +493,14 @@ impl Eevdf {
         let s = &mut self.se[e as usize];
         s.on_rq = false;
         s.protect = false;
+        let v = s.vruntime;
         let r = &mut self.rqs[rq as usize];
         r.queued.retain(|x| *x != e);
         if r.curr == Some(e) {
             r.curr = None;
         }
         r.load -= w;
+        r.sum_wv -= w as i128 * v as i128;
         self.update_min_vr(rq);
     }
 
@@ -504,13 +529,16 @@ impl Eevdf {
         }
         let avg = self.avg_vruntime(p);
         let s = &mut self.se[ge as usize];
+        let old_wv = old_w as i128 * s.vruntime as i128;
         let lag = (avg - s.vruntime) as i128 * old_w as i128 / new_w as i128;
         let vslice = (s.deadline - avg) as i128 * old_w as i128 / new_w as i128;
         s.vruntime = avg - lag as i64;
         s.deadline = avg + vslice as i64;
         s.weight = new_w;
+        let new_wv = new_w as i128 * s.vruntime as i128;
         let r = &mut self.rqs[p as usize];
         r.load = r.load - old_w + new_w;
+        r.sum_wv += new_wv - old_wv;
         self.update_min_vr(p);
     }
 
