@@ -396,14 +396,13 @@ impl Eevdf {
         let dv = fair(delta, s.weight);
         s.vruntime += dv;
         let dwv = s.weight as i128 * dv as i128;
-        self.rqs[rq as usize].sum_wv += dwv;
-        let s = &mut self.se[c as usize];
         let mut resched = false;
         if s.vruntime >= s.deadline {
             s.deadline = s.vruntime + fair(slice, s.weight);
             s.protect = false;
             resched = others;
         }
+        self.rqs[rq as usize].sum_wv += dwv;
         self.update_min_vr(rq);
         resched
     }
