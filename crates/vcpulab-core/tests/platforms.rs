@@ -54,12 +54,24 @@ fn a_host_platform_sets_its_keys_and_its_guest_kernel() {
     assert_eq!(sc.host.ple.candidates, PleCandidates::NotHalted);
     assert!(!sc.host.ple.yield_to_kernel_mode);
     assert!(sc.host.ple.dy_eligible, "Linux 3.7+");
+    assert!(
+        sc.host.ple.esrch_ends_scan,
+        "Linux 3.9: -ESRCH through a bool"
+    );
     let dcs = ok(&scenario("", ""), &["host.platform=kvm-3.2-wsm"]);
     assert!(!dcs.host.ple.dy_eligible, "Linux 3.2 has no dy_eligible");
     assert_eq!(dcs.host.ple.candidates, PleCandidates::NotHalted);
+    assert!(
+        dcs.host.ple.esrch_ends_scan,
+        "Linux 3.2: no -ESRCH, the boost succeeds"
+    );
     let apple = ok(&scenario("", ""), &["host.platform=kvm-3.19-hsw"]);
     assert_eq!(apple.host.ple.candidates, PleCandidates::Preempted);
     assert!(!apple.host.ple.yield_to_kernel_mode);
+    assert!(
+        !apple.host.ple.esrch_ends_scan,
+        "Linux 3.16+: -ESRCH uses a try"
+    );
     for vm in &sc.vm {
         assert_eq!(vm.guest.kernel.as_deref(), Some("linux-3.9"));
         assert_eq!(vm.guest.spinlock, SpinlockKind::Ticket);

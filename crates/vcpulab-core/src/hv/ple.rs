@@ -185,7 +185,9 @@ impl World {
     /// (two passes), skipping itself, running and voluntarily halted vCPUs, in
     /// yield-to-kernel mode those preempted in user mode, and candidates inside their
     /// own PLE handler whose dy_eligible flag is off (it flips on each look); try
-    /// yield_to on each, until three fail with -ESRCH.
+    /// yield_to on each, until three fail with -ESRCH (Linux 3.16+) or, before 3.16
+    /// (`host.ple.esrch_ends_scan`), until the first whose yield_to finds both
+    /// runqueues holding one task, which ends the scan as a success without a yield.
     /// Returns the target's pCPU on success.
     fn directed_yield(&mut self, p: crate::sim::PcpuId, me: VcpuId) -> Option<crate::sim::PcpuId> {
         let now = self.now;
@@ -243,11 +245,14 @@ impl World {
                         self.vms[vm].last_boosted = i;
                         return Some(tp);
                     }
-                    // Only -ESRCH uses up one of the three tries.
                     None if self.sched.yield_to_esrch(p, c) => {
-                        tries += 1;
-                        if tries >= 3 {
-                            return None;
+                        match after_esrch(self.ple_esrch_ends_scan, &mut tries) {
+                            AfterEsrch::EndAsBoosted => {
+                                self.vms[vm].last_boosted = i;
+                                return None;
+                            }
+                            AfterEsrch::GiveUp => return None,
+                            AfterEsrch::NextCandidate => {}
                         }
                     }
                     None => {}
@@ -255,6 +260,32 @@ impl World {
             }
         }
         None
+    }
+}
+
+/// What kvm_vcpu_on_spin does when yield_to finds the spinner's and the candidate's
+/// runqueues holding one task each.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum AfterEsrch {
+    /// Linux before 3.16: the answer reads as a success (before 3.8 the boost succeeds;
+    /// 3.8 to 3.15 return -ESRCH through a `bool`, so `yielded > 0`): the scan stops,
+    /// the candidate becomes the last boosted, and the spinner, alone, keeps its pCPU.
+    EndAsBoosted,
+    /// Linux 3.16+: -ESRCH used one of the three tries; the scan goes on.
+    NextCandidate,
+    /// Linux 3.16+: the third -ESRCH ends the scan.
+    GiveUp,
+}
+
+pub(crate) fn after_esrch(ends_scan: bool, tries: &mut u32) -> AfterEsrch {
+    if ends_scan {
+        return AfterEsrch::EndAsBoosted;
+    }
+    *tries += 1;
+    if *tries >= 3 {
+        AfterEsrch::GiveUp
+    } else {
+        AfterEsrch::NextCandidate
     }
 }
 
@@ -283,6 +314,16 @@ pub(crate) fn eligible_for_directed_yield(v: &mut crate::hv::vcpu::Vcpu) -> bool
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn esrch_uses_a_try_since_3_16_and_ends_the_scan_before() {
+        let mut tries = 0;
+        assert_eq!(after_esrch(true, &mut tries), AfterEsrch::EndAsBoosted);
+        assert_eq!(tries, 0, "no try counted before 3.16");
+        assert_eq!(after_esrch(false, &mut tries), AfterEsrch::NextCandidate);
+        assert_eq!(after_esrch(false, &mut tries), AfterEsrch::NextCandidate);
+        assert_eq!(after_esrch(false, &mut tries), AfterEsrch::GiveUp);
+    }
 
     #[test]
     fn each_kernel_looks_at_its_own_candidates() {

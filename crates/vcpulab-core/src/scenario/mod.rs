@@ -284,6 +284,14 @@ pub struct PleConfig {
     /// candidate for directed yield"): a candidate inside its own PLE handler is eligible
     /// every other time it is looked at. Off on DCS's 3.2 host, which tries every one.
     pub dy_eligible: bool,
+    /// Linux before 3.16: when the spinner's and the candidate's runqueues each hold one
+    /// task, yield_to's answer reaches kvm_vcpu_on_spin as a success — before 3.8 there
+    /// is no such check and the boost succeeds (the spinner, alone, is picked again);
+    /// 3.8 to 3.15 return -ESRCH through a `bool` ("sched: Fix signedness bug in
+    /// yield_to()", 2014) — so the scan stops at that candidate, records it as the last
+    /// boosted, and the spinner keeps its pCPU. Off (Linux 3.16+): -ESRCH uses one of
+    /// three tries and the scan goes on.
+    pub esrch_ends_scan: bool,
 }
 
 /// The candidates of KVM's directed yield, as each kernel's kvm_vcpu_on_spin chooses them.
@@ -331,6 +339,7 @@ impl Default for PleConfig {
             candidates: PleCandidates::Ready,
             yield_to_kernel_mode: true,
             dy_eligible: true,
+            esrch_ends_scan: false,
         }
     }
 }

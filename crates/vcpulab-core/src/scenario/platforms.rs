@@ -92,6 +92,9 @@ pub struct HostPlatform {
     pub ple_yield_to_kernel_mode: bool,
     /// KVM: the handler's dy_eligible alternation (`host.ple.dy_eligible`, Linux 3.7+).
     pub ple_dy_eligible: bool,
+    /// KVM: yield_to's single-task answer ends the scan as a success
+    /// (`host.ple.esrch_ends_scan`, Linux before 3.16).
+    pub ple_esrch_ends_scan: bool,
     /// Xen's scheduler rate limit (`sched_ratelimit_us`, Xen 4.2 and later; none in
     /// 4.1). `None` on KVM.
     pub xen_ratelimit_us: Option<f64>,
@@ -152,6 +155,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_candidates: PleCandidates::NotHalted,
         ple_yield_to_kernel_mode: false,
         ple_dy_eligible: true,
+        ple_esrch_ends_scan: true,
         xen_ratelimit_us: None,
         scheduler: "cfs",
         per_vm_groups: Some(false),
@@ -173,6 +177,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_candidates: PleCandidates::Ready,
         ple_yield_to_kernel_mode: false,
         ple_dy_eligible: true,
+        ple_esrch_ends_scan: false,
         xen_ratelimit_us: Some(0.0),
         scheduler: "credit",
         per_vm_groups: None,
@@ -194,6 +199,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_candidates: PleCandidates::Ready,
         ple_yield_to_kernel_mode: false,
         ple_dy_eligible: true,
+        ple_esrch_ends_scan: false,
         xen_ratelimit_us: Some(1000.0),
         scheduler: "credit",
         per_vm_groups: None,
@@ -215,6 +221,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_candidates: PleCandidates::NotHalted,
         ple_yield_to_kernel_mode: false,
         ple_dy_eligible: false,
+        ple_esrch_ends_scan: true,
         xen_ratelimit_us: None,
         scheduler: "cfs",
         per_vm_groups: Some(false),
@@ -236,6 +243,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_candidates: PleCandidates::Preempted,
         ple_yield_to_kernel_mode: false,
         ple_dy_eligible: true,
+        ple_esrch_ends_scan: false,
         xen_ratelimit_us: None,
         scheduler: "cfs",
         per_vm_groups: Some(false),
@@ -257,6 +265,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_candidates: PleCandidates::Ready,
         ple_yield_to_kernel_mode: true,
         ple_dy_eligible: true,
+        ple_esrch_ends_scan: false,
         xen_ratelimit_us: None,
         scheduler: "eevdf",
         per_vm_groups: Some(true),
@@ -278,6 +287,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_candidates: PleCandidates::Ready,
         ple_yield_to_kernel_mode: false,
         ple_dy_eligible: true,
+        ple_esrch_ends_scan: false,
         xen_ratelimit_us: Some(1000.0),
         scheduler: "credit2",
         per_vm_groups: None,
@@ -485,6 +495,11 @@ impl HostPlatform {
                 &mut t,
                 &["host", "ple", "dy_eligible"],
                 Value::Boolean(self.ple_dy_eligible),
+            );
+            set(
+                &mut t,
+                &["host", "ple", "esrch_ends_scan"],
+                Value::Boolean(self.ple_esrch_ends_scan),
             );
         }
         if let Some(g) = self.per_vm_groups {

@@ -111,6 +111,7 @@ pub struct World {
     pub ple_candidates: crate::scenario::PleCandidates,
     pub ple_yield_to_kernel_mode: bool,
     pub ple_dy_eligible: bool,
+    pub ple_esrch_ends_scan: bool,
     /// PLE exits counted in epochs, per VM (APPLE's input, the report's series).
     pub ple_epochs: crate::hv::ple_epochs::PleEpochs,
     pub clock_ghz: f64,
@@ -287,6 +288,7 @@ impl World {
             ple_candidates: sc.host.ple.candidates,
             ple_yield_to_kernel_mode: sc.host.ple.yield_to_kernel_mode,
             ple_dy_eligible: sc.host.ple.dy_eligible,
+            ple_esrch_ends_scan: sc.host.ple.esrch_ends_scan,
             ple_epochs: crate::hv::ple_epochs::PleEpochs::new(&sc.host.ple, sc.vm.len(), nvcpus),
             clock_ghz: sc.host.clock_ghz,
             halt_poll: sc.host.halt_poll.clone(),
