@@ -435,6 +435,14 @@ OVERHEAD = Repro(
         "vm.0.workload.params.cycles=30",
     ),
     plot=Plot("line"),
+    notes="The share is the PLE-exit rate times the decision's cost "
+    "(`host.costs.cvs_decision_ns` + `cvs_per_runqueue_ns` x pCPUs = 260 ns here). At VOR 4 "
+    "(32 vCPUs) CVS answers nearly every exit with yield-to-head, and two spinners queued on "
+    "one pCPU - mostly TLB-shootdown initiators waiting for preempted targets - hand it back "
+    "and forth every PLE window (each yields to the other and goes to the head itself), "
+    "hence ~130,000 exits per second per VM (`decisions_per_s`); at VOR 8 CVS picks "
+    "yield-to-tail and the rate falls to thousands. docs/validation-changes.md shows the "
+    "alternation on one run.",
 )
 
 EXPERIMENTS = [VOR, BOMB_OLTP, BOMB_KERNBENCH, BOMB_NPB, OVERHEAD]
