@@ -95,6 +95,8 @@ def format_report(data: Mapping[str, Any]) -> str:
         f"simulated {fmt_ns(data.get('end_ns'))} (stop: {data.get('stop_reason', '?')}), "
         f"{fmt_num(data.get('events'))} events"
     )
+    for warning in data.get("warnings") or []:
+        out.append(f"warning: {warning}")
 
     vms = data.get("vms") or []
     if vms:

@@ -164,6 +164,12 @@ class Report:
         return str(self._data.get("stop_reason", ""))
 
     @property
+    def warnings(self) -> list[str]:
+        """Mechanisms the run was too short to let act (Gleaner's controller, APPLE's
+        window search); empty when there are none."""
+        return [str(w) for w in self._data.get("warnings") or []]
+
+    @property
     def events(self) -> int:
         return int(self._data.get("events", 0))
 

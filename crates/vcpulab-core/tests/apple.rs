@@ -120,3 +120,22 @@ fn bad_apple_parameters_name_the_key() {
         .to_string();
     assert!(e.contains("step_cycle"), "{e}");
 }
+
+#[test]
+fn apple_without_a_closed_epoch_says_so() {
+    let short = run_with(
+        &contended("policy = \"apple\"\nepoch_exits = 1000000"),
+        &["run.duration=50ms"],
+    );
+    assert!(short.vms.iter().any(|v| v.ple_exits > 0));
+    assert!(
+        short
+            .warnings
+            .iter()
+            .any(|w| w.contains("APPLE closed no epoch")),
+        "{:?}",
+        short.warnings
+    );
+    let enough = run_with(&contended("policy = \"apple\"\nepoch_exits = 20"), &[]);
+    assert!(enough.warnings.is_empty(), "{:?}", enough.warnings);
+}

@@ -178,3 +178,20 @@ fn the_controller_table_stays_bounded_and_spans_the_run() {
     assert!(last > 5_000_000_000, "last row at {last} ns");
     assert!(r.gleaner.windows(2).all(|w| w[0].t_ns < w[1].t_ns));
 }
+
+#[test]
+fn a_run_too_short_for_the_controller_says_so() {
+    // 30 ms: the 50 ms controller never measures.
+    let short = run_with(&mutex_vm(4, "gleaner", ""), &["run.duration=30ms"]);
+    assert_eq!(short.warnings.len(), 1, "{:?}", short.warnings);
+    let w = &short.warnings[0];
+    assert!(
+        w.contains("vm app") && w.contains("measured 0 time") && w.contains("50 ms"),
+        "{w}"
+    );
+    // Long enough: no warning; retention alone has no controller to warn about.
+    let long = run_with(&mutex_vm(4, "gleaner", ""), &["run.duration=300ms"]);
+    assert!(long.warnings.is_empty(), "{:?}", long.warnings);
+    let retention = run_with(&mutex_vm(4, "retention", ""), &["run.duration=30ms"]);
+    assert!(retention.warnings.is_empty(), "{:?}", retention.warnings);
+}

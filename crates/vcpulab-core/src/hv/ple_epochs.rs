@@ -112,6 +112,11 @@ impl PleEpochs {
         self.rows.iter().flat_map(Thinned::iter)
     }
 
+    /// Epochs of VM `vm` closed so far.
+    pub fn closed(&self, vm: usize) -> u64 {
+        self.rows[vm].iter().map(|r| r.epoch + 1).max().unwrap_or(0)
+    }
+
     fn keep(&mut self, vm: usize, row: PleEpochRow) {
         self.rows[vm].offer(row.epoch, row);
     }

@@ -404,6 +404,43 @@ pub struct Report {
     /// Demand-based coordinated scheduling's counters (hv/uvf.rs), when it is on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dcs: Option<crate::hv::uvf::UvfStats>,
+    /// Mechanisms the run was too short to let act (Gleaner's controller, APPLE's
+    /// window search): the figures above then show their start-up, not the mechanism.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// Warnings for adaptive mechanisms that had no time to act in a run ending at `end_ns`.
+fn too_short_warnings(sc: &Scenario, w: &World, end_ns: u64) -> Vec<String> {
+    let mut out = Vec::new();
+    let ms = |ns: u64| ns as f64 / 1e6;
+    for m in &w.vms {
+        let Some(g) = &m.gleaner else { continue };
+        if g.controller.is_some() && g.intervals < 2 {
+            out.push(format!(
+                "vm {}: Gleaner's controller measured {} time(s) in a {:.1} ms run (interval \
+                 {:.0} ms), so consolidation had no time to act; run longer (a workload with \
+                 `forever = true` and a longer run.duration) to see it",
+                m.name,
+                g.intervals,
+                ms(end_ns),
+                ms(g.interval.0)
+            ));
+        }
+    }
+    if sc.host.ple.policy == crate::scenario::PlePolicy::Apple {
+        for (i, m) in w.vms.iter().enumerate() {
+            let closed = w.ple_epochs.closed(i);
+            if m.ple_exits > 0 && closed == 0 {
+                out.push(format!(
+                    "vm {}: APPLE closed no epoch ({} PLE exits, {} per epoch), so its window \
+                     search never moved; run longer to see it",
+                    m.name, m.ple_exits, sc.host.ple.epoch_exits
+                ));
+            }
+        }
+    }
+    out
 }
 
 /// Weighted max-min fair allocation of `capacity` among claimants with (weight, max).
@@ -736,6 +773,7 @@ impl Report {
                 .iter()
                 .map(|n| NetRow::of(n, &w.vms[n.vm.idx()].name, end))
                 .collect(),
+            warnings: too_short_warnings(sc, w, end),
         }
     }
 
@@ -768,6 +806,7 @@ impl Report {
             llc,
             dcs: None,
             net: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 
