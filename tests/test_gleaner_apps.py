@@ -116,3 +116,24 @@ def test_mysql_and_vms_gains(reproduced: dict[str, tuple[str, Rows]]) -> None:
     for r in mysql + vms:
         for name in ("Gleaner", "host halt-poll", "guest haltpoll"):
             assert _f(r, f"gain_{name}") > 0, name
+
+
+@needs_core
+def test_a_run_too_short_for_gleaner_warns_and_sweeps_count_it() -> None:
+    import vcpulab
+
+    single = str(Path(__file__).resolve().parents[1] / "scenarios/gleaner/single-vm.toml")
+    short = ["vm.0.workload.model=water_spatial", "vm.0.guest.gleaner.mode=gleaner"]
+    report = vcpulab.run(single, overrides=short)
+    assert len(report.warnings) == 1
+    assert "controller measured 0 time(s)" in report.warnings[0]
+    hlt = vcpulab.run(single, overrides=short[:1])
+    assert hlt.warnings == []
+    frame = vcpulab.sweep(
+        single,
+        {"vm.0.guest.gleaner.mode": ["gleaner", "off"]},
+        1,
+        overrides=short[:1],
+    )
+    assert frame.attrs["warned_runs"] == 1
+    assert frame.attrs["warnings"] == report.warnings

@@ -422,6 +422,9 @@ def collect(
     grid_keys = [k for k, _ in sweep["grid"]]
     records: list[dict[str, Any]] = []
     failed: list[dict[str, Any]] = []
+    # Runs whose report warns that a mechanism had no time to act, and their warnings.
+    warned_runs = 0
+    warnings: list[str] = []
     seen: set[int] = set()
     for p in db.sweep_points(sweep["id"]):
         if p["idx"] in seen:
@@ -438,6 +441,10 @@ def collect(
             )
             continue
         report = json.loads(p["report"])
+        run_warnings = [str(w) for w in report.get("warnings") or []]
+        if run_warnings:
+            warned_runs += 1
+            warnings += [w for w in run_warnings if w not in warnings]
         head: dict[str, Any] = {k: parse_value(p["params"][k]) for k in grid_keys}
         head["seed"] = p["seed"]
         head["point"] = p["key"][:12]
@@ -465,6 +472,8 @@ def collect(
     frame.attrs["grid_columns"] = grid_keys
     frame.attrs["table"] = table
     frame.attrs["failed"] = failed
+    frame.attrs["warned_runs"] = warned_runs
+    frame.attrs["warnings"] = warnings
     return frame, failed
 
 

@@ -76,6 +76,11 @@ POINT_COLUMN = "point_label"
 PLANNED_POINTS = "planned_points"
 """`frame.attrs` key: the labels of the points a reproduction's run planned."""
 
+WARNED_RUNS = "warned_runs"
+WARNINGS = "warnings"
+"""Frame attributes: how many runs' reports carried warnings (a mechanism the run was
+too short to let act), and the distinct warnings."""
+
 
 @dataclass(frozen=True)
 class Point:
@@ -423,6 +428,10 @@ def run_experiment(
         detail += "; " + exp.explain(merged)
     if failed:
         detail += f"; {len(failed)} point(s) failed"
+    warned = int(frame.attrs.get(WARNED_RUNS, 0))
+    if warned:
+        first = (frame.attrs.get(WARNINGS) or ["?"])[0]
+        detail += f"; {warned} of {planned} runs warn that a mechanism had no time to act ({first})"
     if exp.beside is not None and exp.beside_simulate is not None:
         beside = run_sweep(
             scenario_path(exp.beside),
@@ -520,6 +529,8 @@ def _run_points(
     frames: list[pd.DataFrame] = []
     sweep_ids: dict[str, str] = {}
     failed: list[dict[str, Any]] = []
+    warned_runs = 0
+    warnings: list[str] = []
     planned = 0
     grid = exp.grid_for(quick)
     grid_size = math.prod(len(v) for v in grid.values()) if grid else 1
@@ -545,6 +556,10 @@ def _run_points(
             planned += outcome.planned
             failed += [{"point_label": pt.label, **f} for f in outcome.failed]
             if outcome.frame is not None and not outcome.frame.empty:
+                warned_runs += int(outcome.frame.attrs.get("warned_runs", 0))
+                warnings += [
+                    w for w in outcome.frame.attrs.get("warnings", []) if w not in warnings
+                ]
                 frames.append(outcome.frame.assign(**{POINT_COLUMN: pt.label}))
             bar.update(outcome.planned - len(outcome.failed))
             if outcome.failed:
@@ -556,6 +571,9 @@ def _run_points(
         if not isinstance(store, ResultsStore):
             db.close()
     frame = pd.concat(frames, ignore_index=True, sort=False) if frames else None
+    if frame is not None:
+        frame.attrs[WARNED_RUNS] = warned_runs
+        frame.attrs[WARNINGS] = warnings
     return frame, sweep_ids, planned, failed
 
 

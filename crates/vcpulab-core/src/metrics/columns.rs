@@ -39,6 +39,7 @@ pub static COLUMNS: &[Column] = &[
     ),
     c("report", "end_ns", "ns", "simulated time at which the run stopped"),
     c("report", "stop_reason", "-", "why it stopped: duration, all-finished, event-budget, no-progress or aborted"),
+    c("report", "warnings", "-", "list, absent when empty: adaptive mechanisms the run was too short to let act (Gleaner's controller measured fewer than twice; APPLE closed no epoch while its VM made PLE exits); the figures then show their start-up"),
     c("report", "events", "count", "simulation events dispatched"),
     c("report", "scenario.name", "-", "the scenario's name"),
     c("report", "scenario.seed", "-", "the seed of the run (same scenario and seed give a bit-identical report)"),

@@ -434,7 +434,8 @@ fn too_short_warnings(sc: &Scenario, w: &World, end_ns: u64) -> Vec<String> {
             if m.ple_exits > 0 && closed == 0 {
                 out.push(format!(
                     "vm {}: APPLE closed no epoch ({} PLE exits, {} per epoch), so its window \
-                     search never moved; run longer to see it",
+                     stayed at the initial one; with this few exits that may not matter, \
+                     otherwise run longer to see APPLE adapt",
                     m.name, m.ple_exits, sc.host.ple.epoch_exits
                 ));
             }
