@@ -476,31 +476,26 @@ impl HostPlatform {
             Value::String(self.scheduler.into()),
         );
         if self.hypervisor == Hypervisor::Kvm {
-            set(
-                &mut t,
-                &["host", "ple", "pending_irq_counts_as_kernel"],
-                Value::Boolean(self.ple_pending_irq),
-            );
-            set(
-                &mut t,
-                &["host", "ple", "candidates"],
-                Value::String(self.ple_candidates.as_str().into()),
-            );
-            set(
-                &mut t,
-                &["host", "ple", "yield_to_kernel_mode"],
-                Value::Boolean(self.ple_yield_to_kernel_mode),
-            );
-            set(
-                &mut t,
-                &["host", "ple", "dy_eligible"],
-                Value::Boolean(self.ple_dy_eligible),
-            );
-            set(
-                &mut t,
-                &["host", "ple", "esrch_ends_scan"],
-                Value::Boolean(self.ple_esrch_ends_scan),
-            );
+            // The directed-yield rules of this kernel's kvm_vcpu_on_spin.
+            let ple = [
+                (
+                    "pending_irq_counts_as_kernel",
+                    Value::Boolean(self.ple_pending_irq),
+                ),
+                (
+                    "candidates",
+                    Value::String(self.ple_candidates.as_str().into()),
+                ),
+                (
+                    "yield_to_kernel_mode",
+                    Value::Boolean(self.ple_yield_to_kernel_mode),
+                ),
+                ("dy_eligible", Value::Boolean(self.ple_dy_eligible)),
+                ("esrch_ends_scan", Value::Boolean(self.ple_esrch_ends_scan)),
+            ];
+            for (key, value) in ple {
+                set(&mut t, &["host", "ple", key], value);
+            }
         }
         if let Some(g) = self.per_vm_groups {
             if matches!(kind, "cfs" | "eevdf") {
