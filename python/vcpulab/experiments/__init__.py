@@ -78,8 +78,9 @@ PLANNED_POINTS = "planned_points"
 
 WARNED_RUNS = "warned_runs"
 WARNINGS = "warnings"
-"""Frame attributes: how many runs' reports carried warnings (a mechanism the run was
-too short to let act), and the distinct warnings."""
+"""Frame attributes (set by `sweeps.collect` per sweep, summed here over points): how many
+runs' reports carried warnings (a mechanism the run was too short to let act), and the
+distinct warnings."""
 
 
 @dataclass(frozen=True)
@@ -556,10 +557,8 @@ def _run_points(
             planned += outcome.planned
             failed += [{"point_label": pt.label, **f} for f in outcome.failed]
             if outcome.frame is not None and not outcome.frame.empty:
-                warned_runs += int(outcome.frame.attrs.get("warned_runs", 0))
-                warnings += [
-                    w for w in outcome.frame.attrs.get("warnings", []) if w not in warnings
-                ]
+                warned_runs += int(outcome.frame.attrs.get(WARNED_RUNS, 0))
+                warnings += [w for w in outcome.frame.attrs.get(WARNINGS, []) if w not in warnings]
                 frames.append(outcome.frame.assign(**{POINT_COLUMN: pt.label}))
             bar.update(outcome.planned - len(outcome.failed))
             if outcome.failed:
