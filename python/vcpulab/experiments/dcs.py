@@ -452,7 +452,18 @@ RESCHED_CO = Repro(
     quick_seeds=1,
     tolerance=(0.02, 0.10),
     notes="The spin-wait is the catalog's `spin` parameter (time spun at a barrier before "
-    "blocking on a futex). The last column shows what the CPU-bound VM pays.",
+    "blocking on a futex). The last column shows what the CPU-bound VM pays. Why "
+    "Resched-Co loses at a 20 us spin-wait (one seed at the full input, traced): in the "
+    "baseline the waiters mostly stay spinning and the 3.2 host's PLE handler yields to "
+    "their preempted siblings (248k successful directed yields, 13k halts); with "
+    "Resched-Co a woken vCPU preempts the CPU-bound VM at once and arrives at the next "
+    "barrier sooner, but its siblings are then running rather than preempted, so the "
+    "spinners find nobody to yield to (2.8k successful yields), spin out the 20 us and "
+    "halt (45k halts). Every wake after the CPU-bound VM ran on the pCPU pays the "
+    "nested TLB refill of the wake path (host.cache, calibrated on Gleaner's wake-up "
+    "setting D), 2.4 s of refill against 0.84 s. With host.cache.model=none the speedup "
+    "at 20 us is 0.95 instead of 0.77: the refill is most of the loss, the extra "
+    "halts the rest. Not tuned.",
 )
 
 # --- 7. delayed reschedule IPI (guest) vs Resched-DP (host) ----------------------------------
