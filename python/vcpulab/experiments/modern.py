@@ -115,10 +115,10 @@ GLEANER_THEN_NOW = Repro(
     "ineligible, so it waits for the next 4 ms tick (dispatch wait p99 5.6 ms against "
     "22 us under CFS, whose woken entity is placed at most half a latency behind "
     "min_vruntime and preempts at once); a base slice of 0.01 ms changes nothing, so it "
-    "is not RUN_TO_PARITY. With per-VM groups (on the CFS host) a VM's shares are split over its runnable "
-    "vCPUs, so after a barrier releases all 16 each group entity weighs 1/16 of the "
-    "shares, its wake-up granularity grows 16-fold while its sleeper credit does not, "
-    "and it no longer preempts on wake-up (dispatch wait p50 1.9 ms). Both are the "
+    "is not RUN_TO_PARITY. With per-VM groups (on the CFS host) a VM's shares are split "
+    "over its runnable vCPUs, so after a barrier releases all 16 each group entity weighs "
+    "1/16 of the shares, its wake-up granularity grows 16-fold while its sleeper credit "
+    "does not, and it no longer preempts on wake-up (dispatch wait p50 1.9 ms). Both are the "
     "kernels' rules (kernel/sched/fair.c place_entity, check_preempt_wakeup*); nothing "
     "here is tuned.",
 )
