@@ -40,6 +40,7 @@ from vcpulab.experiments.declare import (
     Ratio,
     Repro,
 )
+from vcpulab.experiments.suites import PARSEC_LIKE
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -57,21 +58,6 @@ CONFIGS: dict[str, tuple[str, ...]] = {
     "+Resched-DP": ("host.scheduler.placement=lc-balance", "host.dcs.resched_dp=true"),
     "DCS": ("preset=dcs",),
 }
-PARSEC_LIKE = (
-    "blackscholes",
-    "bodytrack",
-    "canneal",
-    "dedup",
-    "facesim",
-    "ferret",
-    "fluidanimate",
-    "freqmine",
-    "raytrace",
-    "streamcluster",
-    "swaptions",
-    "vips",
-    "x264",
-)
 
 
 def _x264_throughput(run: pd.DataFrame) -> float:

@@ -39,6 +39,7 @@ from vcpulab.experiments.declare import (
     column_bars,
     row,
 )
+from vcpulab.experiments.suites import PARSEC_LIKE, SPLASH_LIKE
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -47,26 +48,7 @@ APP_VM = "app"
 CO_VM = "corunner"
 MODEL_KEY = "vm.0.workload.model"
 
-PARSEC_SPLASH = (
-    "blackscholes",
-    "bodytrack",
-    "canneal",
-    "dedup",
-    "facesim",
-    "ferret",
-    "fluidanimate",
-    "freqmine",
-    "raytrace",
-    "streamcluster",
-    "swaptions",
-    "vips",
-    "x264",
-    "cholesky",
-    "lu_ncb",
-    "volrend",
-    "water_nsquared",
-    "water_spatial",
-)
+PARSEC_SPLASH = PARSEC_LIKE + SPLASH_LIKE
 QUICK_MODELS = ("canneal", "water_spatial", "blackscholes")
 
 NATIVE = "native"

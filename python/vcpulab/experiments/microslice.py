@@ -34,6 +34,7 @@ from vcpulab.experiments.declare import (
     Ratio,
     Repro,
 )
+from vcpulab.experiments.suites import PARSEC_LIKE
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -51,22 +52,6 @@ def at_slice(ms: str) -> tuple[str, ...]:
     limit = min(1000.0, float(ms) * 1000.0)
     return (f"{SLICE}={ms}", f"{RATELIMIT}={limit:g}")
 
-
-PARSEC_LIKE = (
-    "blackscholes",
-    "bodytrack",
-    "canneal",
-    "dedup",
-    "facesim",
-    "ferret",
-    "fluidanimate",
-    "freqmine",
-    "raytrace",
-    "streamcluster",
-    "swaptions",
-    "vips",
-    "x264",
-)
 
 # --- 1. spinlock waiting and holding, solo vs co-run --------------------------------------
 

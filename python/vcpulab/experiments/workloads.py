@@ -17,40 +17,12 @@ from __future__ import annotations
 
 from vcpulab.experiments import Point
 from vcpulab.experiments.declare import Col, Pub, Ratio, Repro, Row, row
+from vcpulab.experiments.suites import NPB_LIKE, PARSEC_LIKE, SERVER_LIKE, SPLASH_LIKE
 
 SCENARIO = "workloads/native-scaling.toml"
 THREADS = (1, 2, 4, 8, 16)
 QUICK_THREADS = (1, 4, 16)
-MODELS = (
-    "blackscholes",
-    "bodytrack",
-    "canneal",
-    "dedup",
-    "facesim",
-    "ferret",
-    "fluidanimate",
-    "freqmine",
-    "raytrace",
-    "streamcluster",
-    "swaptions",
-    "vips",
-    "x264",
-    "cholesky",
-    "lu_ncb",
-    "volrend",
-    "water_nsquared",
-    "water_spatial",
-    "npb-bt",
-    "npb-cg",
-    "npb-ep",
-    "npb-is",
-    "npb-lu",
-    "npb-mg",
-    "npb-sp",
-    "kernbench",
-    "dbench",
-    "mysql",
-)
+MODELS = PARSEC_LIKE + SPLASH_LIKE + NPB_LIKE + SERVER_LIKE
 QUICK_MODELS = ("dedup", "streamcluster", "water_nsquared")
 
 # Published native figures: (model, threads, over threads) -> speedup.
