@@ -18,7 +18,9 @@ Five reproductions:
 - `apple-inefficiency`: APPLE's inefficiency measure against the fixed window
   (dbench-like, two VMs), with KVM's default and APPLE marked.
 - `apple-window-epochs`: the window over epochs of 1000 PLE exits, KVM's default (mean of
-  the VM's vCPU windows at each epoch's end) and APPLE.
+  the VM's vCPU windows at each epoch's end, whose spread is judged: one vCPU's window is
+  always 4096 x 2^k in Linux 3.19, so the published swing to 25,000 is of an average)
+  and APPLE.
 
 The published study gives ranges, peaks and averages rather than every bar, so the judged
 rows are those summaries; every other simulated number is in the CSV with no published
@@ -443,13 +445,15 @@ def _epochs_simulated(frame: pd.DataFrame) -> pd.DataFrame:
             float(second["window_cycles"].median()) if not second.empty else math.nan,
         )
     )
-    # KVM's windows are per vCPU: its swing is the spread of the vCPUs' windows (the
-    # smallest and largest at each epoch's end), not their mean.
-    for q, name, col in ((0.05, "5th", "window_min_cycles"), (0.95, "95th", "window_max_cycles")):
+    # KVM 3.19 doubles a vCPU's window at each PLE exit and resets it at sched-in, so one
+    # vCPU's window is always 4096 x 2^k; the published 25,000 is not, so the paper's
+    # swing is of an average. Judged: the spread over epochs of the VM's mean vCPU window
+    # at each epoch's end. Reported: the smallest and largest single vCPU's window.
+    for q, name in ((0.05, "5th"), (0.95, "95th")):
         rows.append(
             _row(
                 f"KVM window, {name} percentile",
-                float(kvm[col].quantile(q)) if not kvm.empty else math.nan,
+                float(kvm["window_cycles"].quantile(q)) if not kvm.empty else math.nan,
             )
         )
     rows.append(
@@ -458,6 +462,16 @@ def _epochs_simulated(frame: pd.DataFrame) -> pd.DataFrame:
             float(kvm["window_cycles"].median()) if not kvm.empty else math.nan,
         )
     )
+    for q, name, col, which in (
+        (0.05, "5th", "window_min_cycles", "smallest"),
+        (0.95, "95th", "window_max_cycles", "largest"),
+    ):
+        rows.append(
+            _row(
+                f"KVM {which} vCPU window, {name} percentile",
+                float(kvm[col].quantile(q)) if not kvm.empty else math.nan,
+            )
+        )
     rows.append(
         _row(
             "KVM exit window, mean",
@@ -532,7 +546,16 @@ def _epochs_plot(exp: Experiment, merged: pd.DataFrame, verdict: str, path: Path
 
 
 def _epochs_explain(merged: pd.DataFrame) -> str:
-    return "the per-epoch window series of one VM is in the CSV (rows '<policy> <vm> epoch N')"
+    text = "the per-epoch window series of one VM is in the CSV (rows '<policy> <vm> epoch N')"
+    by_x = dict(zip(merged["x"], merged["simulated"], strict=False))
+    hi = by_x.get("KVM largest vCPU window, 95th percentile")
+    if hi is not None and not math.isnan(hi):
+        text += (
+            "; KVM's window is judged as the VM's mean vCPU window (one vCPU's window is "
+            "always 4096 x 2^k, so the published 25,000 is an average); the largest single "
+            f"vCPU window reaches {hi:,.0f} (95th percentile over epochs)"
+        )
+    return text
 
 
 # --- helpers ------------------------------------------------------------------------------------
