@@ -3,6 +3,7 @@ naming what is wrong and exit status 2 — no traceback, no abort, no hang, no e
 
 from __future__ import annotations
 
+import os
 import signal
 import sqlite3
 import subprocess
@@ -92,6 +93,26 @@ def test_timeout_ends_a_run(tmp_path: Path) -> None:
     assert time.monotonic() - start < 15
 
 
+def _wait_for_cpu_seconds(pid: int, cpu_s: float, deadline_s: float) -> None:
+    """Until process `pid` has used `cpu_s` of CPU time (Linux /proc), or a fixed 3 s
+    where /proc is missing; at most `deadline_s` of wall time."""
+    stat = Path(f"/proc/{pid}/stat")
+    if not stat.exists():
+        time.sleep(3.0)
+        return
+    ticks = os.sysconf("SC_CLK_TCK")
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return
+        # utime and stime are fields 14 and 15 of stat(5); here after the comm field.
+        if (int(fields[11]) + int(fields[12])) / ticks >= cpu_s:
+            return
+        time.sleep(0.05)
+
+
 @needs_core
 def test_ctrl_c_stops_a_run_within_a_second(tmp_path: Path) -> None:
     sc = tmp_path / "long.toml"
@@ -106,7 +127,10 @@ def test_ctrl_c_stops_a_run_within_a_second(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(3.0)  # interpreter start and the run under way
+    # Wait until the run is under way: imports take well under a second of CPU time,
+    # so a child that has used a full second is simulating (on a loaded machine a fixed
+    # sleep can end while it is still importing).
+    _wait_for_cpu_seconds(proc.pid, 1.0, deadline_s=60.0)
     assert proc.poll() is None
     sent = time.monotonic()
     proc.send_signal(signal.SIGINT)
