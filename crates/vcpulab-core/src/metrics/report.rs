@@ -513,6 +513,9 @@ impl Report {
         let secs = (end as f64 / 1e9).max(1e-12);
         let mut vms = Vec::new();
         let mut all_wake = Hist::default();
+        // Each VM's wake-up latency over its paths, merged once (also read for the
+        // histograms below).
+        let vm_wake: Vec<Hist> = w.vms.iter().map(|m| m.wake_latency()).collect();
         for (i, m) in w.vms.iter().enumerate() {
             let vs = &w.vcpus[m.first_vcpu as usize..(m.first_vcpu + m.nvcpus) as usize];
             let mut t = TimeBreakdown::default();
@@ -531,8 +534,8 @@ impl Report {
                 Some(c) => (c.0 as f64 / 1e9).max(1e-12),
                 None => secs,
             };
-            let wake_latency = m.wake_latency();
-            all_wake.merge(&wake_latency);
+            let wake_latency = &vm_wake[i];
+            all_wake.merge(wake_latency);
             vms.push(VmRow {
                 vm: m.name.clone(),
                 model: m.model.clone(),
@@ -722,11 +725,8 @@ impl Report {
             histograms.insert(format!("lock_wait/{vm}/{}", c.name), c.wait.summary());
             histograms.insert(format!("lock_hold/{vm}/{}", c.name), c.hold.summary());
         }
-        for m in &w.vms {
-            histograms.insert(
-                format!("wake_latency/{}", m.name),
-                m.wake_latency().summary(),
-            );
+        for (m, wake) in w.vms.iter().zip(&vm_wake) {
+            histograms.insert(format!("wake_latency/{}", m.name), wake.summary());
             histograms.insert(
                 format!("dispatch_wait/{}", m.name),
                 m.dispatch_wait.summary(),
