@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 
@@ -20,6 +21,14 @@ def core_available() -> bool:
 
 
 needs_core = pytest.mark.skipif(not core_available(), reason="vcpulab._core is not built")
+
+
+def default_sigint() -> None:
+    """A subprocess's `preexec_fn`: SIGINT's default action. A runner that starts the
+    tests as a background job (a non-interactive shell's `&`) leaves SIGINT ignored,
+    children inherit that, and Python then installs no KeyboardInterrupt handler."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
 
 Rows = list[dict[str, str]]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import needs_core
+from conftest import default_sigint, needs_core
 
 EDGES = Path(__file__).resolve().parent / "fixtures" / "edges"
 
@@ -93,10 +93,6 @@ def test_timeout_ends_a_run(tmp_path: Path) -> None:
     assert time.monotonic() - start < 15
 
 
-def _default_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def _wait_for_cpu_seconds(pid: int, cpu_s: float, deadline_s: float) -> None:
     """Until process `pid` has used `cpu_s` of CPU time (Linux /proc), or a fixed 3 s
     where /proc is missing; at most `deadline_s` of wall time."""
@@ -130,10 +126,7 @@ def test_ctrl_c_stops_a_run_within_a_second(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        # A shell runs background jobs with SIGINT ignored, and children inherit that
-        # (Python then installs no KeyboardInterrupt handler): give the child the
-        # default action, as a terminal's foreground job has.
-        preexec_fn=_default_sigint,
+        preexec_fn=default_sigint,
     )
     # Wait until the run is under way: imports take well under a second of CPU time,
     # so a child that has used a full second is simulating (on a loaded machine a fixed

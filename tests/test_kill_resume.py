@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import ROOT, TESTS, core_available
+from conftest import ROOT, TESTS, core_available, default_sigint
 from vcpulab.store import ResultsStore
 from vcpulab.sweeps import collect
 
@@ -111,14 +111,8 @@ def start(mode: str, tmp: Path, store: Path) -> subprocess.Popen[bytes]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
-        # A runner that starts the tests in the background (a non-interactive shell's
-        # `&`) leaves SIGINT ignored, and Python then keeps ignoring it: restore it.
-        preexec_fn=_default_sigint,
+        preexec_fn=default_sigint,
     )
-
-
-def _default_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def wait_for_points(proc: subprocess.Popen[bytes], store: Path, n: int, limit: float) -> None:
