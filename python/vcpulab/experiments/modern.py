@@ -110,17 +110,19 @@ GLEANER_THEN_NOW = Repro(
     "water_spatial, 1 s): two host changes, each enough on its own - 231 units/s on the "
     "3.9 host, 57 with only the host scheduler switched to EEVDF, 35 with only per-VM "
     "groups, 41 with both (today's platform). EEVDF gives a sleeper no credit: a vCPU "
-    "that computes a few hundred us between barrier halts beside a CPU-bound vCPU spends "
-    "its lag in each burst, leaves with negative lag (clamped to a tick) and wakes "
-    "ineligible, so it waits for the next 4 ms tick (dispatch wait p99 5.6 ms against "
-    "22 us under CFS, whose woken entity is placed at most half a latency behind "
-    "min_vruntime and preempts at once); a base slice of 0.01 ms changes nothing, so it "
-    "is not RUN_TO_PARITY. With per-VM groups (on the CFS host) a VM's shares are split "
-    "over its runnable vCPUs, so after a barrier releases all 16 each group entity weighs "
-    "1/16 of the shares, its wake-up granularity grows 16-fold while its sleeper credit "
-    "does not, and it no longer preempts on wake-up (dispatch wait p50 1.9 ms). Both are the "
-    "kernels' rules (kernel/sched/fair.c place_entity, check_preempt_wakeup*); nothing "
-    "here is tuned.",
+    "that computes a few hundred us between barrier halts beside a CPU-bound vCPU wakes "
+    "at best with zero lag (its deadline then no earlier than the running vCPU's) and "
+    "mostly with the negative lag its last burst left (ineligible: every wake-up that did "
+    "not preempt had an ineligible wakee), so it waits for the 4 ms host tick (dispatch "
+    "wait p99 5.6 ms against 22 us under CFS, whose woken entity is placed up to half a "
+    "latency behind min_vruntime and preempts at once). Neither a base slice of 0.01 ms "
+    "(59) nor, in a test build, saving no negative lag (58) changes it: it is the missing "
+    "sleeper credit, not RUN_TO_PARITY. With per-VM groups (on the CFS host) a VM's "
+    "shares are split over its runnable vCPUs, so after a barrier releases all 16 each "
+    "group entity weighs 1/16 of the shares, its wake-up granularity grows 16-fold while "
+    "its sleeper credit does not, and it no longer preempts on wake-up (dispatch wait p50 "
+    "1.9 ms). Both are the kernels' rules (kernel/sched/fair.c place_entity, "
+    "check_preempt_wakeup*); nothing here is tuned.",
 )
 
 # --- 2. APPLE's cost of PLE for one VM alone ---------------------------------------------------
