@@ -7,10 +7,10 @@
 //! With `per_vm_groups` each VM is a task group, as libvirt puts a VM's vCPU threads in
 //! one cgroup: per pCPU a group entity in the root runqueue and a group runqueue of the
 //! VM's vCPUs there (`CONFIG_FAIR_GROUP_SCHED`). The group entity's weight is the VM's
-//! shares times its runnable vCPUs on this pCPU over its runnable vCPUs on all pCPUs,
-//! at least MIN_SHARES (`calc_cfs_shares` with instantaneous loads instead of the
-//! tracked averages), refreshed when that group runqueue changes and at the tick of the
-//! pCPU that runs it (`update_cfs_shares`). Every level has its own vruntime, buddies
+//! shares times its load on this pCPU over its load on all pCPUs, at least MIN_SHARES
+//! (`calc_group_shares` of Linux 4.15 and later on PELT load averages, hv/sched/groups.rs
+//! and hv/sched/pelt.rs), refreshed when that group runqueue changes and at the tick of
+//! the pCPU that runs it (`update_cfs_group`). Every level has its own vruntime, buddies
 //! and tick check: `sched_slice` multiplies the period's share down the hierarchy,
 //! `check_preempt_tick` runs at each level with more than one entity, wake-up
 //! preemption compares the two entities where the wakee's and the running vCPU's
@@ -18,6 +18,8 @@
 //! of the root load (`task_h_load`).
 
 use super::groups::GroupSlots;
+#[cfg(test)]
+use super::groups::MIN_SHARES;
 use super::{HostScheduler, SchedSetup, StopReason, WakePlacement};
 use crate::hv::placement::prev_else_next_idle;
 use crate::scenario::CfsParams;
@@ -25,8 +27,6 @@ use crate::sim::{Nanos, PcpuId, VcpuId};
 use std::cell::Cell;
 
 const NICE_0_LOAD: u64 = 1024;
-/// The smallest group share (kernel/sched/sched.h MIN_SHARES).
-const MIN_SHARES: u64 = 2;
 /// vruntimes start here so that relative placement never underflows.
 const VR_BASE: u64 = 1 << 50;
 
@@ -182,7 +182,7 @@ impl Cfs {
             ent,
             running: vec![None; np as usize],
             nr: vec![0; np as usize],
-            slots: GroupSlots::new(np),
+            slots: GroupSlots::new(np, nv as usize, nvm as usize, groups),
             nr_vm: vec![0; nvm as usize],
             shares,
             quota,
@@ -437,16 +437,12 @@ impl Cfs {
             .unwrap_or(prev)
     }
 
-    /// calc_cfs_shares() with instantaneous loads, then reweight_entity(): the VM's
-    /// group entity on `p` weighs its shares × its runnable vCPUs here / everywhere.
+    /// calc_group_shares() on the tracked load averages (hv/sched/groups.rs), then
+    /// reweight_entity(): the VM's group entity on `p` weighs its shares × its load here
+    /// / its load everywhere.
     fn reweight_group(&mut self, p: usize, vm: usize) {
         let ge = self.group_ent(p, vm);
-        let here = self.slots.nr(p as u32, vm) as u64;
-        let all = self.nr_vm[vm] as u64;
-        let tg = self.shares[vm];
-        let new_w = (tg * here)
-            .checked_div(all)
-            .map_or(tg, |w| w.clamp(MIN_SHARES, tg));
+        let new_w = self.slots.shares(p as u32, vm, self.shares[vm]);
         let g = &mut self.ent[ge as usize];
         let old_w = g.load;
         g.load = new_w;
@@ -489,7 +485,7 @@ impl Cfs {
         }
         let vm = self.vm_of(v);
         self.ensure_group(p, vm);
-        self.slots.add(p as u32, vm);
+        self.slots.add(p as u32, vm, v.idx());
         self.nr_vm[vm] += 1;
         self.reweight_group(p, vm);
         let ge = self.group_ent(p, vm);
@@ -501,15 +497,15 @@ impl Cfs {
         }
     }
 
-    /// Uncounts a vCPU that left `p`; with groups, takes its group entity off the root
-    /// when the group runqueue is empty.
-    fn count_out(&mut self, v: VcpuId, p: usize) {
+    /// Uncounts a vCPU that left `p` (blocked, or `moving` elsewhere); with groups, takes
+    /// its group entity off the root when the group runqueue is empty.
+    fn count_out(&mut self, v: VcpuId, p: usize, moving: bool) {
         self.nr[p] -= 1;
         if !self.groups {
             return;
         }
         let vm = self.vm_of(v);
-        let (_, left) = self.slots.remove(p as u32, vm);
+        let (_, left) = self.slots.remove(p as u32, vm, v.idx(), moving);
         self.nr_vm[vm] -= 1;
         let ge = self.group_ent(p, vm);
         if left == 0 && self.ent[ge as usize].on_rq {
@@ -543,7 +539,7 @@ impl Cfs {
         self.rqs[lt].queue.push(v.0);
         self.rqs[lf].left.set(None);
         self.rqs[lt].left.set(None);
-        self.count_out(v, from);
+        self.count_out(v, from, true);
         self.count_in(v, to);
     }
 
@@ -716,6 +712,7 @@ impl HostScheduler for Cfs {
     }
 
     fn enqueue_wake(&mut self, v: VcpuId, now: Nanos) -> WakePlacement {
+        self.slots.set_clock(now);
         let p = self.select_rq(v);
         self.update_curr(p, now);
         self.ensure_group(p, self.vm_of(v));
@@ -746,6 +743,7 @@ impl HostScheduler for Cfs {
     }
 
     fn put_prev(&mut self, p: PcpuId, v: VcpuId, why: StopReason, now: Nanos) {
+        self.slots.set_clock(now);
         let pi = p.idx();
         self.update_curr(pi, now);
         self.running[pi] = None;
@@ -782,12 +780,13 @@ impl HostScheduler for Cfs {
                 self.rqs[leaf].load_sum -= e.load;
                 e.rel_vr = e.vruntime as i64 - min_vr as i64;
                 self.update_min_vr(leaf);
-                self.count_out(v, pi);
+                self.count_out(v, pi, false);
             }
         }
     }
 
     fn pick_next(&mut self, p: PcpuId, now: Nanos) -> Option<(VcpuId, Option<Nanos>)> {
+        self.slots.set_clock(now);
         let pi = p.idx();
         if self.leftmost(pi).is_none() {
             // newidle balance: an idle pCPU pulls work, cache-hot or not.
@@ -844,6 +843,7 @@ impl HostScheduler for Cfs {
     }
 
     fn tick(&mut self, p: PcpuId, now: Nanos) -> bool {
+        self.slots.set_clock(now);
         let pi = p.idx();
         self.update_curr(pi, now);
         let mut resched = false;
@@ -877,7 +877,8 @@ impl HostScheduler for Cfs {
         resched
     }
 
-    fn global_tick(&mut self, _now: Nanos, resched: &mut Vec<PcpuId>) {
+    fn global_tick(&mut self, now: Nanos, resched: &mut Vec<PcpuId>) {
+        self.slots.set_clock(now);
         let mut released = false;
         for vm in 0..self.used.len() {
             // An overrun (noticed only at a tick) is paid back from the next period's
@@ -899,7 +900,8 @@ impl HostScheduler for Cfs {
         }
     }
 
-    fn yield_to(&mut self, p: PcpuId, from: VcpuId, to: VcpuId, _now: Nanos) -> Option<PcpuId> {
+    fn yield_to(&mut self, p: PcpuId, from: VcpuId, to: VcpuId, now: Nanos) -> Option<PcpuId> {
+        self.slots.set_clock(now);
         let e = &self.ent[to.idx()];
         if !e.queued || self.throttled(to.0) {
             return None; // running, blocked or throttled
@@ -1062,22 +1064,26 @@ mod tests {
     }
 
     #[test]
-    fn group_weight_follows_the_vms_runnable_vcpus_on_each_pcpu() {
+    fn group_weight_follows_the_vms_load_on_each_pcpu() {
         let mut c = cfs_vms(2, &[(4, 256)], true);
         for v in 0..4 {
             c.enqueue_wake(VcpuId(v), Nanos(0));
         }
-        // Each group entity weighs the VM's 1024 shares × its runnable vCPUs there / 4,
-        // refreshed by the tick of the pCPU that runs it.
+        // Saturated for 2 s (load averages converged), each group entity weighs the VM's
+        // 1024 shares × its runnable vCPUs there / 4, refreshed by the tick of the pCPU
+        // that runs it.
+        let mut now = 2_000_000_000;
         for p in 0..2 {
             c.pick_next(PcpuId(p), Nanos(0)).unwrap();
-            c.tick(PcpuId(p), Nanos(4_000_000));
+            c.tick(PcpuId(p), Nanos(now));
             let ge = c.group_ent(p as usize, 0);
             assert_eq!(c.weight(ge), 1024 * c.nr[p as usize] as u64 / 4);
         }
-        // The vCPUs on pCPU 0 block one by one; the last takes the group entity off the
-        // root runqueue, and pCPU 0 then pulls from pCPU 1 when it looks for work.
-        let mut now = 4_000_000;
+        // The vCPUs on pCPU 0 block one by one within microseconds; the group keeps its
+        // weight (its load average has not decayed yet: calc_group_shares uses the larger
+        // of the runnable weight and the average), and the last takes the group entity
+        // off the root runqueue; pCPU 0 then pulls from pCPU 1 when it looks for work.
+        let full = c.weight(c.group_ent(0, 0));
         while c.nr[0] > 0 {
             let v = match c.running[0] {
                 Some(v) => v,
@@ -1085,9 +1091,8 @@ mod tests {
             };
             now += 1_000;
             c.put_prev(PcpuId(0), v, StopReason::Blocked, Nanos(now));
-            let ge = c.group_ent(0, 0);
-            let want = (1024 * c.nr[0] as u64 / c.nr_vm[0] as u64).max(MIN_SHARES);
-            assert_eq!(c.weight(ge), want);
+            let w = c.weight(c.group_ent(0, 0));
+            assert!((full * 99 / 100..=full).contains(&w), "{w} vs {full}");
         }
         assert!(!c.ent[c.group_ent(0, 0) as usize].on_rq);
         assert_eq!(c.load(0), 0);

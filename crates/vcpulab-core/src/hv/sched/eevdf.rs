@@ -17,22 +17,23 @@
 //! With `per_vm_groups` each VM is a task group (libvirt puts a VM's threads in one
 //! cgroup): per pCPU a group entity in the root runqueue and a group runqueue of the
 //! VM's vCPUs there, the group entity's weight being the VM's shares times the VM's
-//! runnable load on this pCPU over its load on all pCPUs (`calc_group_shares`, with
-//! instantaneous loads instead of PELT averages), refreshed when that runqueue changes
-//! and at the tick of the pCPU that runs it (`update_cfs_group`). The deadline check
+//! load on this pCPU over its load on all pCPUs (`calc_group_shares` on PELT load
+//! averages, hv/sched/groups.rs and hv/sched/pelt.rs: a VM whose vCPUs ran elsewhere a
+//! moment ago still counts them), refreshed when that runqueue changes and at the tick
+//! of the pCPU that runs it (`update_cfs_group`). The deadline check
 //! happens at the tick (no HRTICK), load balancing is CFS's (hv/sched/cfs.rs: newidle and
 //! periodic pulls of the vCPU closest to half the imbalance), caps are CFS bandwidth
 //! control.
 
 use super::groups::GroupSlots;
+#[cfg(test)]
+use super::groups::MIN_SHARES;
 use super::{HostScheduler, SchedSetup, StopReason, WakePlacement};
 use crate::host::cpumask::CpuMask;
 use crate::scenario::EevdfParams;
 use crate::sim::{Nanos, PcpuId, VcpuId};
 
 pub(crate) const NICE_0_LOAD: u64 = 1024;
-/// The smallest group share (kernel/sched/sched.h MIN_SHARES).
-const MIN_SHARES: u64 = 2;
 /// pCPUs in a balancing domain (one last-level cache's worth on a server CPU).
 const DOMAIN_CPUS: u32 = 16;
 
@@ -200,7 +201,7 @@ impl Eevdf {
         Eevdf {
             idle: CpuMask::all(np),
             overloaded: CpuMask::default(),
-            slots: GroupSlots::new(np),
+            slots: GroupSlots::new(np, nv as usize, nvm as usize, groups),
             domain: np.clamp(1, DOMAIN_CPUS),
             last_global_balance: vec![Nanos::ZERO; np as usize],
             placement: p.placement,
@@ -503,17 +504,12 @@ impl Eevdf {
         self.update_min_vr(rq);
     }
 
-    /// calc_group_shares() with instantaneous loads, then reweight_entity(): an on-rq
-    /// group entity keeps its lag and its remaining virtual slice, scaled to the new
-    /// weight (reweight_eevdf).
+    /// calc_group_shares() on the tracked load averages (hv/sched/groups.rs), then
+    /// reweight_entity(): an on-rq group entity keeps its lag and its remaining virtual
+    /// slice, scaled to the new weight (reweight_eevdf).
     fn reweight_group(&mut self, p: u32, vm: usize) {
         let ge = self.group_ent(p, vm);
-        let here = self.slots.nr(p, vm) as u64;
-        let all = self.nr_vm[vm] as u64;
-        let tg = self.shares[vm];
-        let new_w = (tg * here)
-            .checked_div(all)
-            .map_or(tg, |w| w.clamp(MIN_SHARES, tg));
+        let new_w = self.slots.shares(p, vm, self.shares[vm]);
         let old_w = self.se[ge as usize].weight;
         if old_w == new_w {
             return;
@@ -546,7 +542,7 @@ impl Eevdf {
     fn enqueue_vcpu(&mut self, v: VcpuId, p: u32) {
         self.home[v.idx()] = p;
         let vm = self.vm_of(v);
-        let (_, new) = self.slots.add(p, vm);
+        let (_, new) = self.slots.add(p, vm, v.idx());
         if new && self.groups {
             // The VM's group entity and runqueue on `p`, created on first use (slot
             // order: entity nv + slot, runqueue np + slot).
@@ -569,12 +565,12 @@ impl Eevdf {
         }
     }
 
-    /// A vCPU leaves `p`'s runqueues (blocked, or migrated away).
-    fn dequeue_vcpu(&mut self, v: VcpuId, p: u32) {
+    /// A vCPU leaves `p`'s runqueues (blocked, or `moving` to another pCPU).
+    fn dequeue_vcpu(&mut self, v: VcpuId, p: u32, moving: bool) {
         let vm = self.vm_of(v);
         let leaf = self.leaf_rq(v, p);
         self.dequeue_ent(leaf, v.0);
-        self.slots.remove(p, vm);
+        self.slots.remove(p, vm, v.idx(), moving);
         self.nr_vm[vm] -= 1;
         self.cpus[p as usize].nr -= 1;
         self.update_masks(p);
@@ -734,7 +730,7 @@ impl Eevdf {
         match cand {
             Some(v) => {
                 self.update_curr(src, now);
-                self.dequeue_vcpu(v, src);
+                self.dequeue_vcpu(v, src, true);
                 self.enqueue_vcpu(v, p);
                 true
             }
@@ -786,6 +782,7 @@ impl HostScheduler for Eevdf {
     }
 
     fn enqueue_wake(&mut self, v: VcpuId, now: Nanos) -> WakePlacement {
+        self.slots.set_clock(now);
         let p = self.select_rq(v);
         let pending = self.update_curr(p, now);
         self.enqueue_vcpu(v, p);
@@ -796,6 +793,7 @@ impl HostScheduler for Eevdf {
     }
 
     fn put_prev(&mut self, p: PcpuId, v: VcpuId, why: StopReason, now: Nanos) {
+        self.slots.set_clock(now);
         let pi = p.0;
         self.update_curr(pi, now);
         self.last_ran[v.idx()] = now;
@@ -808,7 +806,7 @@ impl HostScheduler for Eevdf {
             s.protect = false;
         }
         if why == StopReason::Blocked {
-            self.dequeue_vcpu(v, pi);
+            self.dequeue_vcpu(v, pi, false);
         }
         // put_prev_entity: the current entities of every level go back to the queues.
         let leaf = self.leaf_rq(v, pi);
@@ -829,6 +827,7 @@ impl HostScheduler for Eevdf {
     }
 
     fn pick_next(&mut self, p: PcpuId, now: Nanos) -> Option<(VcpuId, Option<Nanos>)> {
+        self.slots.set_clock(now);
         let pi = p.0;
         if self.pick_eevdf(pi).is_none() {
             self.pull_newidle(pi, now);
@@ -878,6 +877,7 @@ impl HostScheduler for Eevdf {
     }
 
     fn tick(&mut self, p: PcpuId, now: Nanos) -> bool {
+        self.slots.set_clock(now);
         let pi = p.0;
         // entity_tick: update_curr, whose update_deadline asks for a reschedule when the
         // slice is used up (6.6 has no check_preempt_tick any more).
@@ -918,7 +918,8 @@ impl HostScheduler for Eevdf {
         resched
     }
 
-    fn global_tick(&mut self, _now: Nanos, resched: &mut Vec<PcpuId>) {
+    fn global_tick(&mut self, now: Nanos, resched: &mut Vec<PcpuId>) {
+        self.slots.set_clock(now);
         let mut released = false;
         for vm in 0..self.used.len() {
             // An overrun (noticed only at a tick) is paid back from the next period's
@@ -945,7 +946,8 @@ impl HostScheduler for Eevdf {
         self.nr_running(p.0) == 1 && self.nr_running(tp) == 1
     }
 
-    fn yield_to(&mut self, p: PcpuId, _from: VcpuId, to: VcpuId, _now: Nanos) -> Option<PcpuId> {
+    fn yield_to(&mut self, p: PcpuId, _from: VcpuId, to: VcpuId, now: Nanos) -> Option<PcpuId> {
+        self.slots.set_clock(now);
         let tp = self.home[to.idx()];
         let queued = self.se[to.idx()].on_rq && self.cpus[tp as usize].curr != Some(to);
         if !queued || !self.active(to.0) {
@@ -977,7 +979,7 @@ impl HostScheduler for Eevdf {
             return false;
         }
         if home != p.0 {
-            self.dequeue_vcpu(v, home);
+            self.dequeue_vcpu(v, home, true);
             self.enqueue_vcpu(v, p.0);
         }
         self.forced[p.idx()] = Some(v);

@@ -10,8 +10,22 @@
 //! 1,024-pCPU host after a second), and a scan of it made every event slower as the run
 //! went on. FxHash (rustc-hash) because the key is two integers and the map is read
 //! several times per event; its order is never iterated, so results do not depend on it.
+//!
+//! With load tracking on (the schedulers' `per_vm_groups`) it also keeps the load
+//! averages the group shares are computed from (hv/sched/pelt.rs): per vCPU, per slot
+//! (the group runqueue's load average, which a vCPU's average joins and leaves as it
+//! moves between pCPUs) and per VM (the task group's load average, `tg->load_avg`).
 
+use super::pelt::LoadAvg;
+use crate::sim::Nanos;
 use rustc_hash::FxHashMap;
+
+/// The smallest group share (kernel/sched/sched.h MIN_SHARES).
+pub(crate) const MIN_SHARES: u64 = 2;
+/// A vCPU thread's weight in its group (nice 0, kernel/sched/sched.h NICE_0_LOAD).
+const VCPU_LOAD: u64 = 1024;
+/// No slot: a vCPU that never ran.
+const NO_SLOT: Slot = Slot::MAX;
 
 /// A slot: one VM's group on one pCPU.
 pub(crate) type Slot = u32;
@@ -30,16 +44,43 @@ pub(crate) struct GroupSlots {
     nr: Vec<u32>,
     /// Per pCPU: the VMs with runnable vCPUs there, in the order they became so.
     active: Vec<Vec<u32>>,
+    /// Load averages are kept (group scheduling is on).
+    track_load: bool,
+    /// The scheduler's clock (rq_clock): the latest time it was called at, in ns.
+    clock: u64,
+    /// Per slot: the group runqueue's load average (cfs_rq->avg.load_avg), its input
+    /// being the runnable vCPUs' weight there.
+    slot_load: Vec<LoadAvg>,
+    /// Per VM: the task group's load average over all pCPUs (tg->load_avg).
+    vm_load: Vec<LoadAvg>,
+    /// Per vCPU: its own load average and the slot it is attached to.
+    vcpu_load: Vec<LoadAvg>,
+    vcpu_slot: Vec<Slot>,
 }
 
 impl GroupSlots {
-    pub(crate) fn new(pcpus: u32) -> GroupSlots {
+    /// Slots for `pcpus` pCPUs; with `track_load`, load averages for `vcpus` vCPUs in
+    /// `vms` VMs.
+    pub(crate) fn new(pcpus: u32, vcpus: usize, vms: usize, track_load: bool) -> GroupSlots {
+        let (vcpus, vms) = if track_load { (vcpus, vms) } else { (0, 0) };
         GroupSlots {
             by_pair: FxHashMap::default(),
             slot_vm: Vec::new(),
             nr: Vec::new(),
             active: vec![Vec::new(); pcpus as usize],
+            track_load,
+            clock: 0,
+            slot_load: Vec::new(),
+            vm_load: vec![LoadAvg::default(); vms],
+            vcpu_load: vec![LoadAvg::default(); vcpus],
+            vcpu_slot: vec![NO_SLOT; vcpus],
         }
+    }
+
+    /// The scheduler was called at `now` (update_rq_clock); time never goes back.
+    #[inline]
+    pub(crate) fn set_clock(&mut self, now: Nanos) {
+        self.clock = self.clock.max(now.0);
     }
 
     /// The slot of `vm` on `p`, if it was ever used.
@@ -72,15 +113,68 @@ impl GroupSlots {
         &self.active[p as usize]
     }
 
-    /// A vCPU of `vm` became runnable on `p`. Returns its slot, and whether the slot is
+    /// vCPU `v` of `vm` became runnable on `p`. Returns its slot, and whether the slot is
     /// new (the caller then creates its group entity and runqueue, in slot order).
-    pub(crate) fn add(&mut self, p: u32, vm: usize) -> (Slot, bool) {
+    pub(crate) fn add(&mut self, p: u32, vm: usize, v: usize) -> (Slot, bool) {
         let (s, new) = self.ensure(p, vm);
         self.nr[s as usize] += 1;
         if self.nr[s as usize] == 1 {
             self.active[p as usize].push(vm as u32);
         }
+        if self.track_load {
+            self.load_in(s, vm, v);
+        }
         (s, new)
+    }
+
+    /// Load tracking for a vCPU becoming runnable on slot `s`: arriving from another
+    /// pCPU it brings its average along (migrate_task_rq_fair removes it from the old
+    /// group runqueue, attach_entity_load_avg adds it to the new one); then its own, the
+    /// slot's and the VM's inputs grow by its weight (enqueue_entity).
+    fn load_in(&mut self, s: Slot, vm: usize, v: usize) {
+        let now = self.clock;
+        let me = &mut self.vcpu_load[v];
+        me.set_input(now, VCPU_LOAD);
+        let mine = me.avg();
+        let old = self.vcpu_slot[v];
+        if old != s {
+            if old != NO_SLOT {
+                let o = &mut self.slot_load[old as usize];
+                o.update(now);
+                o.detach(mine);
+            }
+            self.vcpu_slot[v] = s;
+        }
+        let here = &mut self.slot_load[s as usize];
+        here.set_input(now, here.input() + VCPU_LOAD);
+        if old != s {
+            here.attach(mine);
+        }
+        let all = &mut self.vm_load[vm];
+        all.set_input(now, all.input() + VCPU_LOAD);
+    }
+
+    /// calc_group_shares() (kernel/sched/fair.c, Linux 4.15 and later): the share of the
+    /// VM's `tg_shares` its group entity on `p` weighs, its load here over the group's
+    /// load everywhere. The load here is the larger of the runnable weight and its
+    /// average; elsewhere it is the average, so a VM whose vCPUs ran on other pCPUs a
+    /// moment ago still counts them. At least MIN_SHARES, at most
+    /// `tg_shares`. The kernel sums stale per-pCPU contributions into tg->load_avg (each
+    /// refreshed when it moved by 1/64, blocked ones when load balancing decays them);
+    /// here the VM's average is exact at every read.
+    pub(crate) fn shares(&mut self, p: u32, vm: usize, tg_shares: u64) -> u64 {
+        debug_assert!(self.track_load, "group shares without load tracking");
+        let now = self.clock;
+        let s = self.of(p, vm) as usize;
+        let here = &mut self.slot_load[s];
+        here.update(now);
+        let (own, load) = (here.avg(), here.avg().max(here.input()));
+        let all = &mut self.vm_load[vm];
+        all.update(now);
+        let tg_weight = all.avg().saturating_sub(own) + load;
+        (tg_shares * load)
+            .checked_div(tg_weight)
+            .map_or(MIN_SHARES, |w| w.clamp(MIN_SHARES, tg_shares))
     }
 
     /// The slot of `vm` on `p`, allocated if it was never used (and then `true`).
@@ -91,21 +185,38 @@ impl GroupSlots {
                 let s = self.slot_vm.len() as Slot;
                 self.slot_vm.push(vm as u32);
                 self.nr.push(0);
+                if self.track_load {
+                    self.slot_load.push(LoadAvg::default());
+                }
                 self.by_pair.insert(pair(p, vm), s);
                 (s, true)
             }
         }
     }
 
-    /// A vCPU of `vm` left `p` (blocked or migrated). Returns its slot and the runnable
-    /// vCPUs of `vm` left there.
-    pub(crate) fn remove(&mut self, p: u32, vm: usize) -> (Slot, u32) {
+    /// vCPU `v` of `vm` left `p`: blocked, or `moving` to another pCPU. Returns its slot
+    /// and the runnable vCPUs of `vm` left there. A blocked vCPU's load average stays
+    /// attached to the slot, decaying, until it becomes runnable elsewhere (a blocked
+    /// task's load, dequeue_entity); a moving one takes it along at once (detach_task).
+    pub(crate) fn remove(&mut self, p: u32, vm: usize, v: usize, moving: bool) -> (Slot, u32) {
         let s = self.of(p, vm);
         let n = &mut self.nr[s as usize];
         *n -= 1;
         let left = *n;
         if left == 0 {
             self.active[p as usize].retain(|x| *x != vm as u32);
+        }
+        if self.track_load {
+            let now = self.clock;
+            self.vcpu_load[v].set_input(now, 0);
+            let here = &mut self.slot_load[s as usize];
+            here.set_input(now, here.input() - VCPU_LOAD);
+            if moving {
+                here.detach(self.vcpu_load[v].avg());
+                self.vcpu_slot[v] = NO_SLOT;
+            }
+            let all = &mut self.vm_load[vm];
+            all.set_input(now, all.input() - VCPU_LOAD);
         }
         (s, left)
     }
@@ -117,19 +228,74 @@ mod tests {
 
     #[test]
     fn slots_are_allocated_on_first_use_and_kept() {
-        let mut g = GroupSlots::new(4);
+        let mut g = GroupSlots::new(4, 0, 0, false);
         assert_eq!(g.get(2, 7), None);
         assert_eq!(g.nr(2, 7), 0);
-        assert_eq!(g.add(2, 7), (0, true));
-        assert_eq!(g.add(2, 7), (0, false));
-        assert_eq!(g.add(1, 7), (1, true));
+        assert_eq!(g.add(2, 7, 0), (0, true));
+        assert_eq!(g.add(2, 7, 0), (0, false));
+        assert_eq!(g.add(1, 7, 0), (1, true));
         assert_eq!(g.nr(2, 7), 2);
         assert_eq!(g.active(2), &[7]);
-        assert_eq!(g.remove(2, 7), (0, 1));
-        assert_eq!(g.remove(2, 7), (0, 0));
+        assert_eq!(g.remove(2, 7, 0, false), (0, 1));
+        assert_eq!(g.remove(2, 7, 0, false), (0, 0));
         assert!(g.active(2).is_empty());
         // The emptied slot is kept: the VM's group on pCPU 2 keeps its identity.
-        assert_eq!(g.add(2, 7), (0, false));
+        assert_eq!(g.add(2, 7, 0), (0, false));
         assert_eq!(g.vm(1), 7);
+    }
+
+    const MS: u64 = 1_000_000;
+
+    /// VM 0 with 4 vCPUs, one on each of 4 pCPUs, all runnable from 0 to `until`.
+    fn four_busy(until: u64) -> GroupSlots {
+        let mut g = GroupSlots::new(4, 4, 1, true);
+        for v in 0..4 {
+            g.add(v as u32, 0, v);
+        }
+        g.set_clock(Nanos(until));
+        g
+    }
+
+    #[test]
+    fn saturated_groups_split_the_shares_evenly() {
+        let mut g = four_busy(2_000 * MS);
+        for p in 0..4 {
+            assert_eq!(g.shares(p, 0, 1024), 256);
+        }
+    }
+
+    #[test]
+    fn load_that_just_left_still_counts_then_decays() {
+        // Three of the four vCPUs block: the one left weighs a quarter of the shares at
+        // first (the others' load averages are still full), and nearly all of them once
+        // those have decayed (PELT half-life ≈ 33.5 ms).
+        let mut g = four_busy(2_000 * MS);
+        for v in 1..4 {
+            g.remove(v as u32, 0, v, false);
+        }
+        assert_eq!(g.shares(0, 0, 1024), 256);
+        g.set_clock(Nanos(2_000 * MS + 34 * MS));
+        let half = g.shares(0, 0, 1024);
+        assert!((400..=420).contains(&half), "one half-life later: {half}");
+        g.set_clock(Nanos(2_000 * MS + 400 * MS));
+        assert!(g.shares(0, 0, 1024) >= 1020);
+        // The blocked vCPUs' groups keep a decaying load of their own.
+        assert!(g.shares(1, 0, 1024) < 10);
+    }
+
+    #[test]
+    fn a_vcpu_brings_its_load_when_it_moves() {
+        let mut g = four_busy(2_000 * MS);
+        // vCPU 3 blocks on pCPU 3 and wakes at once on pCPU 0: its average moves with it,
+        // so pCPU 0's group holds two vCPUs' load and pCPU 3's holds none.
+        g.remove(3, 0, 3, false);
+        g.add(0, 0, 3);
+        assert_eq!(g.shares(0, 0, 1024), 512);
+        assert_eq!(g.shares(3, 0, 1024), MIN_SHARES);
+        // Moved by load balancing (runnable throughout), it takes its load at once.
+        g.remove(0, 0, 3, true);
+        g.add(3, 0, 3);
+        assert_eq!(g.shares(0, 0, 1024), 256);
+        assert_eq!(g.shares(3, 0, 1024), 256);
     }
 }

@@ -9,6 +9,7 @@ pub mod credit2;
 pub mod eevdf;
 pub mod gang;
 mod groups;
+mod pelt;
 pub mod relaxed;
 
 use crate::host::cpumask::CpuMask;
