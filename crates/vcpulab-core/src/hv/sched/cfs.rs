@@ -18,8 +18,6 @@
 //! of the root load (`task_h_load`).
 
 use super::groups::GroupSlots;
-#[cfg(test)]
-use super::groups::MIN_SHARES;
 use super::{HostScheduler, SchedSetup, StopReason, WakePlacement};
 use crate::hv::placement::prev_else_next_idle;
 use crate::scenario::CfsParams;

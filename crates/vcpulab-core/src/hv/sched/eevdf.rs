@@ -26,8 +26,6 @@
 //! control.
 
 use super::groups::GroupSlots;
-#[cfg(test)]
-use super::groups::MIN_SHARES;
 use super::{HostScheduler, SchedSetup, StopReason, WakePlacement};
 use crate::host::cpumask::CpuMask;
 use crate::scenario::EevdfParams;
