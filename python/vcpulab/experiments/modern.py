@@ -108,8 +108,8 @@ GLEANER_THEN_NOW = Repro(
     "the workload VM's lock-holder preemptions under HLT on each. Why today's host gives "
     "the barrier workloads a fraction of the paper host's HLT throughput (traced on "
     "water_spatial, 1 s): two host changes, each enough on its own - 231 units/s on the "
-    "3.9 host, 57 with only the host scheduler switched to EEVDF, 35 with only per-VM "
-    "groups, 41 with both (today's platform). EEVDF gives a sleeper no credit: a vCPU "
+    "3.9 host, 57 with only the host scheduler switched to EEVDF, 36 with only per-VM "
+    "groups, 74 with both (today's platform). EEVDF gives a sleeper no credit: a vCPU "
     "that computes a few hundred us between barrier halts beside a CPU-bound vCPU wakes "
     "at best with zero lag (its deadline then no earlier than the running vCPU's) and "
     "mostly with the negative lag its last burst left (ineligible: every wake-up that did "
@@ -118,11 +118,15 @@ GLEANER_THEN_NOW = Repro(
     "latency behind min_vruntime and preempts at once). Neither a base slice of 0.01 ms "
     "(59) nor, in a test build, saving no negative lag (58) changes it: it is the missing "
     "sleeper credit, not RUN_TO_PARITY. With per-VM groups (on the CFS host) a VM's "
-    "shares are split over its runnable vCPUs, so after a barrier releases all 16 each "
-    "group entity weighs 1/16 of the shares, its wake-up granularity grows 16-fold while "
-    "its sleeper credit does not, and it no longer preempts on wake-up (dispatch wait p50 "
-    "1.9 ms). Both are the kernels' rules (kernel/sched/fair.c place_entity, "
-    "check_preempt_wakeup*); nothing here is tuned.",
+    "shares are split over the pCPUs by its load averages (calc_group_shares on PELT): "
+    "its 16 vCPUs being runnable about 55% of the time, a waking vCPU's group entity "
+    "weighs about 1/9 of the shares, its wake-up granularity grows about 9-fold while its "
+    "sleeper credit does not, and it seldom preempts on wake-up. On today's platform the "
+    "same averages make the barrier VM's group entity on a shared pCPU weigh more than "
+    "the saturated matmul VM's (by the formula, about 111 against 64: the matmul VM's "
+    "shares are spread over 16 fully loaded pCPUs), which is why both changes together lose less than EEVDF "
+    "alone. Both are the kernels' rules (kernel/sched/fair.c place_entity, "
+    "check_preempt_wakeup*, calc_group_shares); nothing here is tuned.",
 )
 
 # --- 2. APPLE's cost of PLE for one VM alone ---------------------------------------------------
