@@ -298,4 +298,56 @@ mod tests {
         assert_eq!(g.shares(0, 0, 1024), 256);
         assert_eq!(g.shares(3, 0, 1024), 256);
     }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Random wake-ups, blocks and moves of one VM's vCPUs over 4 pCPUs: every group
+        /// weight stays within [MIN_SHARES, shares], and the load averages attached to
+        /// the slots add up to the VM's own average (loads are moved, never made or lost,
+        /// beyond a unit of rounding per step).
+        #[test]
+        fn group_load_is_conserved(
+            steps in prop::collection::vec((0usize..6, 0u32..4, 1u64..20_000_000, any::<bool>()), 1..120),
+        ) {
+            let mut g = GroupSlots::new(4, 6, 1, true);
+            let mut on: Vec<Option<u32>> = vec![None; 6];
+            let mut now = 0;
+            for (v, p, dt, moving) in &steps {
+                now += dt;
+                g.set_clock(Nanos(now));
+                match on[*v] {
+                    None => {
+                        g.add(*p, 0, *v);
+                        on[*v] = Some(*p);
+                    }
+                    Some(q) if *moving && q != *p => {
+                        g.remove(q, 0, *v, true);
+                        g.add(*p, 0, *v);
+                        on[*v] = Some(*p);
+                    }
+                    Some(q) => {
+                        g.remove(q, 0, *v, false);
+                        on[*v] = None;
+                    }
+                }
+                for q in 0..4 {
+                    if g.get(q, 0).is_some() {
+                        let w = g.shares(q, 0, 1024);
+                        prop_assert!((MIN_SHARES..=1024).contains(&w), "weight {w}");
+                    }
+                }
+            }
+            let now = g.clock;
+            let mut slots = 0;
+            for s in 0..g.slot_load.len() {
+                g.slot_load[s].update(now);
+                slots += g.slot_load[s].avg();
+            }
+            g.vm_load[0].update(now);
+            let vm = g.vm_load[0].avg();
+            let slack = 3 * steps.len() as u64 + 8;
+            prop_assert!(slots.abs_diff(vm) <= slack, "slots {slots} vs VM {vm}");
+        }
+    }
 }
