@@ -239,40 +239,44 @@ impl World {
     ) {
         self.sync_progress(v);
         self.inject_ipi(v, kind, sent, tlb, false);
-        let vm = self.vcpus[v.idx()].vm.idx();
-        if let Some(c) = self.vcpus[v.idx()].cur {
-            // Wake-up preemption in the guest: a woken thread that is far enough
-            // behind the current one takes the vCPU (never inside a kernel spin
-            // section: preemption is off there).
-            let th = &self.threads[c.idx()];
-            if kind == IpiKind::Resched && self.vms[vm].guest.eevdf {
-                if self.eevdf_wakeup_preempts(v, c, woken) && self.eevdf_resched_now(v, c, false) {
-                    self.guest_preempt(v, c);
-                }
-            } else if kind == IpiKind::Resched
-                && th.held.is_empty()
-                && th.act == ThreadActivity::Work
-            {
-                let gran = self.vms[vm].guest.wakeup_gran;
-                let cvr = th.vruntime;
-                let best = self.vcpus[v.idx()]
-                    .rq
-                    .iter()
-                    .map(|t| self.threads[t.idx()].vruntime)
-                    .min();
-                let idle_cur = th.idle_prio;
-                let normal_waiting = self.vcpus[v.idx()]
-                    .rq
-                    .iter()
-                    .any(|t| !self.threads[t.idx()].idle_prio);
-                if (idle_cur && normal_waiting)
-                    || best.is_some_and(|b| cvr.saturating_sub(b) > gran)
-                {
-                    self.guest_preempt(v, c);
-                }
-            }
+        if kind == IpiKind::Resched {
+            self.wakeup_preempt(v, woken);
         }
         self.vcpu_continue(v);
+    }
+
+    /// Wake-up preemption in the guest as the interrupt that queued `woken` on `v`
+    /// returns (check_preempt_wakeup, or check_preempt_wakeup_fair on EEVDF guests, then
+    /// the preemption on the interrupt's exit path): a woken thread far enough behind the
+    /// current one takes the vCPU — never inside a kernel spin section, where preemption
+    /// is off. The caller then continues `v`.
+    fn wakeup_preempt(&mut self, v: VcpuId, woken: Option<ThreadId>) {
+        let vm = self.vcpus[v.idx()].vm.idx();
+        let Some(c) = self.vcpus[v.idx()].cur else {
+            return;
+        };
+        let th = &self.threads[c.idx()];
+        if self.vms[vm].guest.eevdf {
+            if self.eevdf_wakeup_preempts(v, c, woken) && self.eevdf_resched_now(v, c, false) {
+                self.guest_preempt(v, c);
+            }
+        } else if th.held.is_empty() && th.act == ThreadActivity::Work {
+            let gran = self.vms[vm].guest.wakeup_gran;
+            let cvr = th.vruntime;
+            let best = self.vcpus[v.idx()]
+                .rq
+                .iter()
+                .map(|t| self.threads[t.idx()].vruntime)
+                .min();
+            let idle_cur = th.idle_prio;
+            let normal_waiting = self.vcpus[v.idx()]
+                .rq
+                .iter()
+                .any(|t| !self.threads[t.idx()].idle_prio);
+            if (idle_cur && normal_waiting) || best.is_some_and(|b| cvr.saturating_sub(b) > gran) {
+                self.guest_preempt(v, c);
+            }
+        }
     }
 
     /// Injects an IPI sent at `sent` into `v`, which is running (`at_entry` false: an
@@ -317,8 +321,10 @@ impl World {
         }
         let mut pend = std::mem::take(&mut self.vcpus[v.idx()].pending);
         let now = self.now;
+        let mut resched = false;
         for &(kind, sent, tlb) in &pend {
             self.inject_ipi(v, kind, sent, tlb, true);
+            resched |= kind == IpiKind::Resched;
         }
         // Give the buffer back (emptied) so the next interrupt does not allocate.
         pend.clear();
@@ -336,6 +342,13 @@ impl World {
                 .irq_latency
                 .record(done.0.saturating_sub(raised.0));
             self.send_wake(v, t);
+            resched |= self.threads[t.idx()].vcpu == v;
+        }
+        // Threads woken onto `v` while it waited (remotely, with the reschedule IPI
+        // injected now, or by the device interrupts it handles now) may preempt the
+        // current thread as those interrupts return.
+        if resched {
+            self.wakeup_preempt(v, None);
         }
     }
 
@@ -429,6 +442,12 @@ impl World {
         if how == Delivered::Running {
             self.send_wake(irqv, t);
             if self.vcpus[irqv.idx()].is_running() {
+                // Woken onto the interrupted vCPU itself, the thread may preempt its
+                // current one as the interrupt returns.
+                let th = &self.threads[t.idx()];
+                if th.vcpu == irqv && th.state == ThreadState::Runnable {
+                    self.wakeup_preempt(irqv, Some(t));
+                }
                 self.vcpu_continue(irqv);
             }
         }
