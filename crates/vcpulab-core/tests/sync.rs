@@ -678,3 +678,34 @@ fn spinning_rw_lock_shares_readers_and_serializes_writers() {
     assert!(done(&spinners) >= 20_000_000);
     assert_eq!(spinners.vms[0].work_units, 200);
 }
+
+#[test]
+fn a_wakee_on_the_wakers_vcpu_runs_once_the_waker_returns() {
+    // One vCPU: a CPU-bound producer posts a semaphore every 2 ms and computes on; the
+    // consumer it wakes, far behind in vruntime after its sleep, preempts it as the
+    // producer's sem_post returns (check_preempt_wakeup), not after the producer's slice.
+    let text = r#"
+preset = "xen-default"
+[run]
+duration = "500ms"
+[host]
+pcpus = 1
+[[vm]]
+vcpus = 1
+[vm.workload]
+model = "program"
+[[vm.workload.group]]
+name = "producer"
+threads = 1
+ops = [{loop = {n = "forever", body = [{compute = "2ms"}, {sem_post = "s"}]}}]
+[[vm.workload.group]]
+name = "consumer"
+threads = 1
+ops = [{loop = {n = "forever", body = [{sem_wait = "s"}, {compute = "10us"}, {count = 1}]}}]
+"#;
+    let r = run_toml(text);
+    let vm = &r.vms[0];
+    assert!(vm.work_units > 200, "{}", vm.work_units);
+    let p99 = vm.wake_latency_p99_ns.unwrap_or(u64::MAX);
+    assert!(p99 < 50_000, "wake-up latency p99 {p99} ns");
+}

@@ -131,7 +131,7 @@ impl World {
         }
         if target == from {
             self.enqueue_woken(w, target, PATH_SAME_VCPU);
-            // The waker runs here; the wakee waits until it blocks or its slice ends.
+            self.wakeup_resched_waker(from, w);
             return;
         }
         self.enqueue_woken(w, target, PATH_RUNNING);
@@ -245,6 +245,28 @@ impl World {
         self.vcpu_continue(v);
     }
 
+    /// A thread, or an interrupt handler, on `v` woke `w` onto `v` itself:
+    /// check_preempt_wakeup (or check_preempt_wakeup_fair) may ask for a reschedule,
+    /// which takes `v`'s current thread off as soon as the waking code is done — at its
+    /// next step in guest/kernel.rs vcpu_continue, outside any kernel spin section —
+    /// unless it has blocked or been preempted first.
+    fn wakeup_resched_waker(&mut self, v: VcpuId, w: ThreadId) {
+        let Some(c) = self.vcpus[v.idx()].cur.filter(|c| *c != w) else {
+            return;
+        };
+        let resched = if self.guest_eevdf(v) {
+            self.eevdf_wakeup_preempts(v, c, Some(w))
+        } else {
+            let vm = self.vcpus[v.idx()].vm.idx();
+            let (cur, wakee) = (&self.threads[c.idx()], &self.threads[w.idx()]);
+            (cur.idle_prio && !wakee.idle_prio)
+                || cur.vruntime.saturating_sub(wakee.vruntime) > self.vms[vm].guest.wakeup_gran
+        };
+        if resched {
+            self.vcpus[v.idx()].need_resched = true;
+        }
+    }
+
     /// Wake-up preemption in the guest as the interrupt that queued `woken` on `v`
     /// returns (check_preempt_wakeup, or check_preempt_wakeup_fair on EEVDF guests, then
     /// the preemption on the interrupt's exit path): a woken thread far enough behind the
@@ -342,11 +364,11 @@ impl World {
                 .irq_latency
                 .record(done.0.saturating_sub(raised.0));
             self.send_wake(v, t);
-            resched |= self.threads[t.idx()].vcpu == v;
         }
-        // Threads woken onto `v` while it waited (remotely, with the reschedule IPI
-        // injected now, or by the device interrupts it handles now) may preempt the
-        // current thread as those interrupts return.
+        // Threads woken onto `v` while it waited, whose reschedule IPI is injected now,
+        // may preempt the current thread as the interrupt returns (a thread the device
+        // interrupts wake here is handled by send_wake, as any wake-up onto the waker's
+        // own vCPU).
         if resched {
             self.wakeup_preempt(v, None);
         }
@@ -442,12 +464,6 @@ impl World {
         if how == Delivered::Running {
             self.send_wake(irqv, t);
             if self.vcpus[irqv.idx()].is_running() {
-                // Woken onto the interrupted vCPU itself, the thread may preempt its
-                // current one as the interrupt returns.
-                let th = &self.threads[t.idx()];
-                if th.vcpu == irqv && th.state == ThreadState::Runnable {
-                    self.wakeup_preempt(irqv, Some(t));
-                }
                 self.vcpu_continue(irqv);
             }
         }

@@ -86,6 +86,9 @@ impl World {
         }
         if self.vms[vm].guest.eevdf {
             self.eevdf_switched(v);
+        } else {
+            // schedule() clears TIF_NEED_RESCHED.
+            self.vcpus[v.idx()].need_resched = false;
         }
         self.vms[vm].thread_switches += fresh as u64;
         let th = &mut self.threads[t.idx()];
@@ -141,6 +144,10 @@ impl World {
                             self.guest_preempt(v, t);
                             continue;
                         }
+                        if !self.guest_eevdf(v) && self.cfs_pending_resched(v, t) {
+                            self.guest_preempt(v, t);
+                            continue;
+                        }
                         if let Advance::Left = self.thread_advance(t, v) {
                             if self.guest_eevdf(v) && self.leaves_runqueue(t) {
                                 self.eevdf_save_lag(v, t);
@@ -151,6 +158,10 @@ impl World {
                         continue;
                     }
                     if self.guest_eevdf(v) && self.eevdf_pending_resched(v, t) {
+                        self.guest_preempt(v, t);
+                        continue;
+                    }
+                    if !self.guest_eevdf(v) && self.cfs_pending_resched(v, t) {
                         self.guest_preempt(v, t);
                         continue;
                     }
