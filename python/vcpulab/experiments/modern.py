@@ -123,10 +123,11 @@ GLEANER_THEN_NOW = Repro(
     "weighs about 1/9 of the shares, its wake-up granularity grows about 9-fold while its "
     "sleeper credit does not, and it seldom preempts on wake-up. On today's platform the "
     "same averages make the barrier VM's group entity on a shared pCPU weigh more than "
-    "the saturated matmul VM's (by the formula, about 111 against 64: the matmul VM's "
-    "shares are spread over 16 fully loaded pCPUs), which is why both changes together lose less than EEVDF "
-    "alone. Both are the kernels' rules (kernel/sched/fair.c place_entity, "
-    "check_preempt_wakeup*, calc_group_shares); nothing here is tuned.",
+    "the saturated matmul VM's (its vCPUs runnable about a quarter of the time there; by "
+    "the formula about 220 against 64, the matmul VM's shares being spread over 16 fully "
+    "loaded pCPUs), which is why both changes together lose less than EEVDF alone. Both "
+    "are the kernels' rules (kernel/sched/fair.c place_entity, check_preempt_wakeup*, "
+    "calc_group_shares); nothing here is tuned.",
 )
 
 # --- 2. APPLE's cost of PLE for one VM alone ---------------------------------------------------
