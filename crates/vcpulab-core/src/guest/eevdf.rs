@@ -303,6 +303,25 @@ impl World {
 
     /// A context switch clears the vCPU's pending reschedule (schedule() clears
     /// TIF_NEED_RESCHED).
+    /// `v` enters its pCPU after its planned tick check (`tick_at`) fell while it was
+    /// descheduled: the guest's timer interrupt stayed pending and is taken now, and the
+    /// tick's check runs (a used-up slice gets its new deadline and, with others
+    /// queued, a reschedule). Without this a vCPU whose host slices keep ending just
+    /// before its ticks never sees one, and its current thread never gives way.
+    pub(crate) fn eevdf_missed_tick(&mut self, v: VcpuId) {
+        if !self.guest_eevdf(v) || self.now < self.vcpus[v.idx()].tick_at {
+            return;
+        }
+        let Some(t) = self.vcpus[v.idx()].cur else {
+            return;
+        };
+        let th = &self.threads[t.idx()];
+        let busy = th.debt.0 > 0 || th.remaining.0 > 0;
+        if th.act == ThreadActivity::Work && busy && self.eevdf_tick(v, t) {
+            self.guest_preempt(v, t);
+        }
+    }
+
     pub(crate) fn eevdf_switched(&mut self, v: VcpuId) {
         let vc = &mut self.vcpus[v.idx()];
         vc.need_resched = false;
