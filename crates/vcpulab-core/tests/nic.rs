@@ -49,6 +49,62 @@ fn arrivals_are_open_loop() {
     );
 }
 
+/// VM "rx": one vCPU shared by a receiver of `rate_mbps` datagrams (receive, `work` of
+/// computation, count) and `app` CPU-bound threads (1 ms computations), on one pCPU;
+/// `host` and `vm` add lines to the host's and the VM's tables, `hog` a CPU-bound VM.
+struct RxBesideApp<'a> {
+    duration: &'a str,
+    host: &'a str,
+    vm: &'a str,
+    rate_mbps: &'a str,
+    ring: u32,
+    work: &'a str,
+    app: u32,
+    hog: bool,
+}
+
+impl RxBesideApp<'_> {
+    fn toml(&self) -> String {
+        let hog = if self.hog {
+            "[[vm]]\nname = \"hog\"\nvcpus = 1\nworkload = { model = \"cpu-bomb\" }\n"
+        } else {
+            ""
+        };
+        format!(
+            r#"
+preset = "xen-default"
+[run]
+duration = "{duration}"
+[host]
+pcpus = 1
+{host}
+[[vm]]
+name = "rx"
+vcpus = 1
+{vm}
+nic = {{ rate_mbps = {rate}, ring = {ring} }}
+[vm.workload]
+model = "program"
+[[vm.workload.group]]
+name = "receiver"
+threads = 1
+ops = [{{ loop = {{ n = "forever", body = [{{ net_recv = 1 }}, {{ compute = "{work}" }}, {{ count = 1 }}] }} }}]
+[[vm.workload.group]]
+name = "app"
+threads = {app}
+ops = [{{ loop = {{ n = "forever", body = [{{ compute = "1ms" }}] }} }}]
+{hog}"#,
+            duration = self.duration,
+            host = self.host,
+            vm = self.vm,
+            rate = self.rate_mbps,
+            ring = self.ring,
+            work = self.work,
+            app = self.app,
+        )
+    }
+}
+
 #[test]
 fn a_descheduled_receiver_waits_for_the_slice() {
     // The receiver shares its VM's one vCPU with a CPU-bound application (so the vCPU
@@ -56,35 +112,18 @@ fn a_descheduled_receiver_waits_for_the_slice() {
     // hog under Xen credit: datagrams wait for the vCPU's turn, so jitter follows the
     // slice.
     let delay = |slice: &str| {
-        let text = format!(
-            r#"
-preset = "xen-default"
-[run]
-duration = "2s"
-[host]
-pcpus = 1
-[host.scheduler]
-slice_ms = {slice}
-[[vm]]
-name = "rx"
-vcpus = 1
-nic = {{ rate_mbps = 100, ring = 1024 }}
-[vm.workload]
-model = "program"
-[[vm.workload.group]]
-name = "receiver"
-threads = 1
-ops = [{{ loop = {{ n = "forever", body = [{{ net_recv = 1 }}, {{ compute = "1us" }}, {{ count = 1 }}] }} }}]
-[[vm.workload.group]]
-name = "app"
-threads = 1
-ops = [{{ loop = {{ n = "forever", body = [{{ compute = "1ms" }}] }} }}]
-[[vm]]
-name = "hog"
-vcpus = 1
-workload = {{ model = "cpu-bomb" }}
-"#
-        );
+        let host = format!("[host.scheduler]\nslice_ms = {slice}");
+        let text = RxBesideApp {
+            duration: "2s",
+            host: &host,
+            vm: "",
+            rate_mbps: "100",
+            ring: 1024,
+            work: "1us",
+            app: 1,
+            hog: true,
+        }
+        .toml();
         let n = run_toml(&text).net[0].clone();
         (n.delay_max_ms, n.delay_mean_ms)
     };
@@ -105,28 +144,18 @@ fn a_woken_receiver_preempts_the_app_on_its_own_vcpu() {
     // datagram every 9.8 ms: the running one is 0.8 ms into its turn when the receiver
     // wakes, short of the 2 ms slice of three; a thread past its slice would yield to
     // any wakee at once.)
-    let text = r#"
-preset = "xen-default"
-[run]
-duration = "1s"
-[host]
-pcpus = 1
-[[vm]]
-name = "rx"
-vcpus = 1
-nic = { rate_mbps = 1.2, ring = 64 }
-[vm.workload]
-model = "program"
-[[vm.workload.group]]
-name = "receiver"
-threads = 1
-ops = [{ loop = { n = "forever", body = [{ net_recv = 1 }, { compute = "2us" }, { count = 1 }] } }]
-[[vm.workload.group]]
-name = "app"
-threads = 2
-ops = [{ loop = { n = "forever", body = [{ compute = "1ms" }] } }]
-"#;
-    let r = run_toml(text);
+    let text = RxBesideApp {
+        duration: "1s",
+        host: "",
+        vm: "",
+        rate_mbps: "1.2",
+        ring: 64,
+        work: "2us",
+        app: 2,
+        hog: false,
+    }
+    .toml();
+    let r = run_toml(&text);
     let (n, vm) = (&r.net[0], &r.vms[0]);
     assert!(n.received > 95, "{n:?}");
     assert!(n.delay_mean_ms < 0.05, "mean delay {} ms", n.delay_mean_ms);
@@ -141,35 +170,18 @@ fn a_tick_missed_while_descheduled_is_taken_at_entry() {
     // The timer interrupt stays pending and the tick's check runs at the next entry, so
     // the application gives way and the receiver keeps up; were the tick lost, the
     // application would keep the vCPU for ever and nothing would be received.
-    let text = r#"
-preset = "xen-default"
-[run]
-duration = "1s"
-[host]
-pcpus = 1
-[host.scheduler]
-slice_ms = 1
-[[vm]]
-name = "rx"
-vcpus = 1
-guest = { scheduler = "eevdf" }
-nic = { rate_mbps = 100, ring = 1024 }
-[vm.workload]
-model = "program"
-[[vm.workload.group]]
-name = "receiver"
-threads = 1
-ops = [{ loop = { n = "forever", body = [{ net_recv = 1 }, { compute = "1us" }, { count = 1 }] } }]
-[[vm.workload.group]]
-name = "app"
-threads = 1
-ops = [{ loop = { n = "forever", body = [{ compute = "1ms" }] } }]
-[[vm]]
-name = "hog"
-vcpus = 1
-workload = { model = "cpu-bomb" }
-"#;
-    let n = run_toml(text).net[0].clone();
+    let text = RxBesideApp {
+        duration: "1s",
+        host: "[host.scheduler]\nslice_ms = 1",
+        vm: "guest = { scheduler = \"eevdf\" }",
+        rate_mbps: "100",
+        ring: 1024,
+        work: "1us",
+        app: 1,
+        hog: true,
+    }
+    .toml();
+    let n = run_toml(&text).net[0].clone();
     assert!(n.received > 8_000, "{n:?}");
     assert!(n.delay_mean_ms < 2.0, "{n:?}");
 }
