@@ -140,11 +140,7 @@ impl World {
                     if th.debt.0 == 0 && th.remaining.0 == 0 {
                         // Between operations the thread is back in user mode: a pending
                         // reschedule takes effect here.
-                        if self.guest_eevdf(v) && self.eevdf_pending_resched(v, t) {
-                            self.guest_preempt(v, t);
-                            continue;
-                        }
-                        if !self.guest_eevdf(v) && self.cfs_pending_resched(v, t) {
+                        if self.pending_resched(v, t) {
                             self.guest_preempt(v, t);
                             continue;
                         }
@@ -157,11 +153,7 @@ impl World {
                         }
                         continue;
                     }
-                    if self.guest_eevdf(v) && self.eevdf_pending_resched(v, t) {
-                        self.guest_preempt(v, t);
-                        continue;
-                    }
-                    if !self.guest_eevdf(v) && self.cfs_pending_resched(v, t) {
+                    if self.pending_resched(v, t) {
                         self.guest_preempt(v, t);
                         continue;
                     }

@@ -129,12 +129,16 @@ impl World {
         }
     }
 
-    /// Puts the current thread back on the runqueue (its guest slice is over).
-    /// A CFS guest's reschedule asked for by a wake-up on `v` (`need_resched`), seen by
-    /// its current thread `t` between or within its operations: true when `t` is to be
-    /// preempted now. Inside a kernel spin section (preemption off) it stays pending
-    /// until the section ends; with nothing queued any more it lapses.
-    pub(crate) fn cfs_pending_resched(&mut self, v: VcpuId, t: ThreadId) -> bool {
+    /// A reschedule asked for on `v` (`need_resched`: by a wake-up, or on EEVDF guests
+    /// also by the tick), seen by its current thread `t` between or within its
+    /// operations: true when `t` is to be preempted now. EEVDF guests follow their
+    /// preemption model (guest/eevdf.rs). On CFS guests, inside a kernel spin section
+    /// (preemption off) it stays pending until the section ends; with nothing queued
+    /// any more it lapses.
+    pub(crate) fn pending_resched(&mut self, v: VcpuId, t: ThreadId) -> bool {
+        if self.guest_eevdf(v) {
+            return self.eevdf_pending_resched(v, t);
+        }
         let vc = &mut self.vcpus[v.idx()];
         if !vc.need_resched || !self.threads[t.idx()].held.is_empty() {
             return false;
@@ -143,6 +147,7 @@ impl World {
         !vc.rq.is_empty()
     }
 
+    /// Puts the current thread back on the runqueue (its guest slice is over).
     pub(crate) fn guest_preempt(&mut self, v: VcpuId, t: ThreadId) {
         self.trace_thread_end(v);
         self.guest_tlb_leave(v, t);
