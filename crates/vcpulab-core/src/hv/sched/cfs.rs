@@ -114,10 +114,9 @@ pub struct Cfs {
     /// Per pCPU: runnable vCPUs there, the running one included (rq->nr_running).
     nr: Vec<u32>,
     /// Per (pCPU, VM) in use: the group slot (group entity `nv + slot`, group runqueue
-    /// `np + slot`) and the VM's runnable vCPUs there; per VM: runnable vCPUs in all
-    /// (kept with groups only).
+    /// `np + slot`), the VM's runnable vCPUs there and, with groups, the load averages
+    /// the group shares come from.
     slots: GroupSlots,
-    nr_vm: Vec<u32>,
     /// Per VM: task-group shares (weight 256 = 1024 shares).
     shares: Vec<u64>,
     /// Per VM: quota per bandwidth period (ns), runtime used, throttled.
@@ -181,7 +180,6 @@ impl Cfs {
             running: vec![None; np as usize],
             nr: vec![0; np as usize],
             slots: GroupSlots::new(np, nv as usize, nvm as usize, groups),
-            nr_vm: vec![0; nvm as usize],
             shares,
             quota,
             used: vec![0; nvm as usize],
@@ -484,7 +482,6 @@ impl Cfs {
         let vm = self.vm_of(v);
         self.ensure_group(p, vm);
         self.slots.add(p as u32, vm, v.idx());
-        self.nr_vm[vm] += 1;
         self.reweight_group(p, vm);
         let ge = self.group_ent(p, vm);
         if !self.ent[ge as usize].on_rq {
@@ -504,7 +501,6 @@ impl Cfs {
         }
         let vm = self.vm_of(v);
         let (_, left) = self.slots.remove(p as u32, vm, v.idx(), moving);
-        self.nr_vm[vm] -= 1;
         let ge = self.group_ent(p, vm);
         if left == 0 && self.ent[ge as usize].on_rq {
             let g = &mut self.ent[ge as usize];

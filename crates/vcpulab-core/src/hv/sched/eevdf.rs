@@ -115,8 +115,6 @@ pub struct Eevdf {
     domain: u32,
     last_global_balance: Vec<Nanos>,
     last_ran: Vec<Nanos>,
-    /// Per VM: runnable vCPUs in all.
-    nr_vm: Vec<u32>,
     /// Per VM: task-group shares (weight 256 = 1024 shares).
     shares: Vec<u64>,
     quota: Vec<Option<u64>>,
@@ -218,7 +216,6 @@ impl Eevdf {
             cpus: vec![Cpu::default(); np as usize],
             home,
             last_ran: vec![Nanos::ZERO; nv as usize],
-            nr_vm: vec![0; nvm as usize],
             shares,
             quota,
             used: vec![0; nvm as usize],
@@ -547,7 +544,6 @@ impl Eevdf {
             self.se.push(Se::default());
             self.rqs.push(Rq::default());
         }
-        self.nr_vm[vm] += 1;
         self.cpus[p as usize].nr += 1;
         self.update_masks(p);
         let leaf = self.leaf_rq(v, p);
@@ -569,7 +565,6 @@ impl Eevdf {
         let leaf = self.leaf_rq(v, p);
         self.dequeue_ent(leaf, v.0);
         self.slots.remove(p, vm, v.idx(), moving);
-        self.nr_vm[vm] -= 1;
         self.cpus[p as usize].nr -= 1;
         self.update_masks(p);
         if self.groups {
