@@ -27,9 +27,8 @@
 //! The arithmetic (calc_delta_fair, lag limits and scaling, eligibility) is the host
 //! EEVDF's (hv/sched/eevdf.rs).
 
-use crate::guest::thread::{ThreadActivity, ThreadState};
+use crate::guest::thread::ThreadState;
 use crate::hv::sched::eevdf::{eligible, fair, lag_limit, scale_lag, slice_factor, NICE_0_LOAD};
-use crate::scenario::PreemptionModel;
 use crate::sim::world::World;
 use crate::sim::{Nanos, ThreadId, VcpuId};
 
@@ -40,12 +39,6 @@ pub(crate) const IDLE_WEIGHT: u64 = 3;
 /// 8)), as the guest kernel scales sysctl_sched_base_slice for its CPUs.
 pub fn scaled_base_slice(base: u64, vcpus: u32) -> u64 {
     base * slice_factor(vcpus)
-}
-
-/// The first tick at or after `t` (ticks at multiples of `period` since boot).
-fn tick_after(t: Nanos, period: u64) -> Nanos {
-    let p = period.max(1);
-    Nanos(t.0.div_ceil(p) * p)
 }
 
 impl World {
@@ -141,24 +134,15 @@ impl World {
         !self.vcpus[v.idx()].rq.is_empty()
     }
 
-    /// When `v` next looks at its current thread `t`'s slice, resuming at `t0`: the
-    /// first tick after its vruntime reaches its deadline (or after a pending lazy
-    /// reschedule). Also records it as the vCPU's `tick_at`.
-    pub(crate) fn eevdf_next_check(&mut self, v: VcpuId, t: ThreadId, t0: Nanos) -> Nanos {
-        let g = &self.vms[self.vcpus[v.idx()].vm.idx()].guest;
-        let tick = g.tick;
+    /// When `t`, resuming at `t0`, reaches its deadline if it runs on (a tick from then
+    /// on finds its slice used up: guest/preempt.rs).
+    pub(crate) fn eevdf_slice_end(&self, t: ThreadId, t0: Nanos) -> Nanos {
         let th = &self.threads[t.idx()];
         let w = self.thread_weight(t);
         // Wall time until the deadline: virtual time at weight w runs 1024/w as fast.
         let to_dl =
             th.deadline.saturating_sub(th.vruntime) as u128 * w as u128 / NICE_0_LOAD as u128;
-        let mut at = tick_after(t0 + Nanos(to_dl as u64), tick);
-        let vc = &mut self.vcpus[v.idx()];
-        if vc.resched_lazy {
-            at = at.min(tick_after(t0 + Nanos(1), tick));
-        }
-        vc.tick_at = at;
-        at
+        t0 + Nanos(to_dl as u64)
     }
 
     /// update_entity_lag() as `t` leaves `v`'s runqueue (blocks or migrates).
@@ -239,94 +223,6 @@ impl World {
             (Some(_), None) => true,
             (None, _) => false,
         }
-    }
-
-    /// Whether `t`, running on `v`, is in kernel mode for the preemption model.
-    fn in_kernel_mode(&self, t: ThreadId) -> bool {
-        let th = &self.threads[t.idx()];
-        th.debt.0 > 0 || (th.in_kernel && th.remaining.0 > 0)
-    }
-
-    /// A reschedule of `v`'s current thread `t` was asked for (`at_tick`: by the tick):
-    /// true when it takes effect now; else it is left pending (need_resched) for the
-    /// return to user mode, the end of the spinlock section, or (lazy) the next tick.
-    pub(crate) fn eevdf_resched_now(&mut self, v: VcpuId, t: ThreadId, at_tick: bool) -> bool {
-        let model = self.vms[self.vcpus[v.idx()].vm.idx()].guest.preemption;
-        let kernel = self.in_kernel_mode(t);
-        let th = &self.threads[t.idx()];
-        let now = th.held.is_empty()
-            && th.act == ThreadActivity::Work
-            && (!kernel
-                || match model {
-                    PreemptionModel::Full => true,
-                    PreemptionModel::None | PreemptionModel::Voluntary => false,
-                    PreemptionModel::Lazy => at_tick,
-                });
-        let vc = &mut self.vcpus[v.idx()];
-        if now {
-            vc.need_resched = false;
-            vc.resched_lazy = false;
-        } else {
-            vc.need_resched = true;
-            vc.resched_lazy |= model == PreemptionModel::Lazy && kernel && !at_tick;
-        }
-        now
-    }
-
-    /// Whether a pending reschedule of `v`'s current thread `t` can be honoured now
-    /// (called where the thread goes on with new work).
-    pub(crate) fn eevdf_pending_resched(&mut self, v: VcpuId, t: ThreadId) -> bool {
-        let vc = &self.vcpus[v.idx()];
-        if !vc.need_resched {
-            return false;
-        }
-        if vc.rq.is_empty() {
-            let vc = &mut self.vcpus[v.idx()];
-            vc.need_resched = false;
-            vc.resched_lazy = false;
-            return false;
-        }
-        let at_tick = self.now >= vc.tick_at;
-        self.eevdf_resched_now(v, t, at_tick)
-    }
-
-    /// At `v`'s step, its current thread `t` working: the tick after its deadline has
-    /// come (a new deadline and, with others queued, a reschedule), or a lazy reschedule
-    /// is upgraded. True when `t` is to be preempted now.
-    pub(crate) fn eevdf_tick(&mut self, v: VcpuId, t: ThreadId) -> bool {
-        if self.now < self.vcpus[v.idx()].tick_at {
-            return self.eevdf_pending_resched(v, t);
-        }
-        let due = self.eevdf_update_deadline(v, t) || self.vcpus[v.idx()].need_resched;
-        due && !self.vcpus[v.idx()].rq.is_empty() && self.eevdf_resched_now(v, t, true)
-    }
-
-    /// A context switch clears the vCPU's pending reschedule (schedule() clears
-    /// TIF_NEED_RESCHED).
-    /// `v` enters its pCPU after its planned tick check (`tick_at`) fell while it was
-    /// descheduled: the guest's timer interrupt stayed pending and is taken now, and the
-    /// tick's check runs (a used-up slice gets its new deadline and, with others
-    /// queued, a reschedule). Without this a vCPU whose host slices keep ending just
-    /// before its ticks never sees one, and its current thread never gives way.
-    pub(crate) fn eevdf_missed_tick(&mut self, v: VcpuId) {
-        if !self.guest_eevdf(v) || self.now < self.vcpus[v.idx()].tick_at {
-            return;
-        }
-        let Some(t) = self.vcpus[v.idx()].cur else {
-            return;
-        };
-        let th = &self.threads[t.idx()];
-        let busy = th.debt.0 > 0 || th.remaining.0 > 0;
-        if th.act == ThreadActivity::Work && busy && self.eevdf_tick(v, t) {
-            self.guest_preempt(v, t);
-        }
-    }
-
-    pub(crate) fn eevdf_switched(&mut self, v: VcpuId) {
-        let vc = &mut self.vcpus[v.idx()];
-        vc.need_resched = false;
-        vc.resched_lazy = false;
-        vc.tick_at = Nanos::MAX;
     }
 
     /// Whether `t` on `v` is a blocked or finished thread leaving the runqueue.

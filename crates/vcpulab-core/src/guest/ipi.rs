@@ -254,14 +254,7 @@ impl World {
         let Some(c) = self.vcpus[v.idx()].cur.filter(|c| *c != w) else {
             return;
         };
-        let resched = if self.guest_eevdf(v) {
-            self.eevdf_wakeup_preempts(v, c, Some(w))
-        } else {
-            let vm = self.vcpus[v.idx()].vm.idx();
-            let (cur, wakee) = (&self.threads[c.idx()], &self.threads[w.idx()]);
-            (cur.idle_prio && !wakee.idle_prio)
-                || cur.vruntime.saturating_sub(wakee.vruntime) > self.vms[vm].guest.wakeup_gran
-        };
+        let resched = self.wakeup_preempts(v, c, Some(w));
         if resched {
             self.vcpus[v.idx()].need_resched = true;
         }
@@ -273,31 +266,11 @@ impl World {
     /// current one takes the vCPU — never inside a kernel spin section, where preemption
     /// is off. The caller then continues `v`.
     fn wakeup_preempt(&mut self, v: VcpuId, woken: Option<ThreadId>) {
-        let vm = self.vcpus[v.idx()].vm.idx();
         let Some(c) = self.vcpus[v.idx()].cur else {
             return;
         };
-        let th = &self.threads[c.idx()];
-        if self.vms[vm].guest.eevdf {
-            if self.eevdf_wakeup_preempts(v, c, woken) && self.eevdf_resched_now(v, c, false) {
-                self.guest_preempt(v, c);
-            }
-        } else if th.held.is_empty() && th.act == ThreadActivity::Work {
-            let gran = self.vms[vm].guest.wakeup_gran;
-            let cvr = th.vruntime;
-            let best = self.vcpus[v.idx()]
-                .rq
-                .iter()
-                .map(|t| self.threads[t.idx()].vruntime)
-                .min();
-            let idle_cur = th.idle_prio;
-            let normal_waiting = self.vcpus[v.idx()]
-                .rq
-                .iter()
-                .any(|t| !self.threads[t.idx()].idle_prio);
-            if (idle_cur && normal_waiting) || best.is_some_and(|b| cvr.saturating_sub(b) > gran) {
-                self.guest_preempt(v, c);
-            }
+        if self.wakeup_preempts(v, c, woken) && self.resched_now(v, c, false) {
+            self.guest_preempt(v, c);
         }
     }
 

@@ -84,12 +84,7 @@ impl World {
         if self.vms[vm].gleaner.is_some() {
             self.gleaner_switch_in(v, t, fresh);
         }
-        if self.vms[vm].guest.eevdf {
-            self.eevdf_switched(v);
-        } else {
-            // schedule() clears TIF_NEED_RESCHED.
-            self.vcpus[v.idx()].need_resched = false;
-        }
+        self.resched_cleared(v);
         self.vms[vm].thread_switches += fresh as u64;
         let th = &mut self.threads[t.idx()];
         th.state = ThreadState::Running;
@@ -211,15 +206,11 @@ impl World {
             seg,
             self.vcpus[v.idx()].refill_left_ns,
         );
-        // Guest time slicing; never inside a kernel spinlock section.
+        // Guest time slicing at the tick (guest/preempt.rs); never inside a kernel
+        // spinlock section.
         if th.held.is_empty() && !self.vcpus[v.idx()].rq.is_empty() {
-            if self.vms[th.vm.idx()].guest.eevdf {
-                let at = self.eevdf_next_check(v, t, t0);
-                seg = seg.min(at.0.saturating_sub(t0.0).max(1_000));
-            } else {
-                let left = self.guest_slice(v).saturating_sub(th.slice_used).max(1_000);
-                seg = seg.min(left);
-            }
+            let at = self.next_tick_check(v, t, t0);
+            seg = seg.min(at.0.saturating_sub(t0.0).max(1_000));
         }
         let vc = &mut self.vcpus[v.idx()];
         vc.set_cat(now, cat);
@@ -272,19 +263,9 @@ impl World {
                 };
                 let th = &self.threads[t.idx()];
                 match th.act {
-                    ThreadActivity::Work if self.vms[th.vm.idx()].guest.eevdf => {
-                        let busy = th.debt.0 > 0 || th.remaining.0 > 0;
-                        if busy && self.eevdf_tick(v, t) {
-                            self.guest_preempt(v, t);
-                        }
-                    }
                     ThreadActivity::Work => {
                         let busy = th.debt.0 > 0 || th.remaining.0 > 0;
-                        if busy
-                            && th.held.is_empty()
-                            && th.slice_used >= self.guest_slice(v)
-                            && !self.vcpus[v.idx()].rq.is_empty()
-                        {
+                        if busy && self.guest_tick(v, t) {
                             self.guest_preempt(v, t);
                         }
                     }

@@ -9,6 +9,7 @@ pub mod interpreter;
 pub mod ipi;
 pub mod kernel;
 pub mod nic;
+pub mod preempt;
 pub mod runqueue;
 pub mod spinlock;
 pub mod sync;

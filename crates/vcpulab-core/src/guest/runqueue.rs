@@ -6,7 +6,7 @@
 use crate::guest::thread::{ThreadActivity, ThreadState};
 use crate::hv::irq::{Delivered, Irq};
 use crate::sim::world::World;
-use crate::sim::{ThreadId, VcpuId};
+use crate::sim::{Nanos, ThreadId, VcpuId};
 
 impl World {
     /// sched_yield's effect on the runqueue (yield_task_fair): the yielder `t` goes
@@ -129,22 +129,75 @@ impl World {
         }
     }
 
-    /// A reschedule asked for on `v` (`need_resched`: by a wake-up, or on EEVDF guests
-    /// also by the tick), seen by its current thread `t` between or within its
-    /// operations: true when `t` is to be preempted now. EEVDF guests follow their
-    /// preemption model (guest/eevdf.rs). On CFS guests, inside a kernel spin section
-    /// (preemption off) it stays pending until the section ends; with nothing queued
-    /// any more it lapses.
-    pub(crate) fn pending_resched(&mut self, v: VcpuId, t: ThreadId) -> bool {
-        if self.guest_eevdf(v) {
-            return self.eevdf_pending_resched(v, t);
+    /// The CFS queue's leftmost thread as pick_next_entity sees it: normal threads
+    /// before SCHED_IDLE ones, then the least vruntime.
+    fn cfs_leftmost(&self, v: VcpuId) -> Option<ThreadId> {
+        self.vcpus[v.idx()].rq.iter().copied().min_by_key(|t| {
+            let th = &self.threads[t.idx()];
+            (th.idle_prio, th.vruntime)
+        })
+    }
+
+    /// check_preempt_tick() (kernel/sched/fair.c, Linux 2.6.23–6.5) for `v`'s current
+    /// thread `t` at a tick: it has run more than its ideal slice since it was picked,
+    /// or — after at least min_granularity — its vruntime leads the leftmost queued
+    /// thread's by more than that slice.
+    pub(crate) fn cfs_slice_over(&self, v: VcpuId, t: ThreadId) -> bool {
+        let ideal = self.guest_slice(v);
+        let th = &self.threads[t.idx()];
+        if th.slice_used > ideal {
+            return true;
         }
-        let vc = &mut self.vcpus[v.idx()];
-        if !vc.need_resched || !self.threads[t.idx()].held.is_empty() {
+        let min_gran = self.vms[th.vm.idx()].guest.min_gran;
+        if th.slice_used < min_gran {
             return false;
         }
-        vc.need_resched = false;
-        !vc.rq.is_empty()
+        self.cfs_leftmost(v).is_some_and(|l| {
+            th.vruntime as i128 - self.threads[l.idx()].vruntime as i128 > ideal as i128
+        })
+    }
+
+    /// When `t` on `v`, resuming at `t0` and running on, first meets check_preempt_tick's
+    /// conditions (`cfs_slice_over`): its run time and vruntime both grow with wall time
+    /// while it runs (weight 1024).
+    pub(crate) fn cfs_slice_end(&self, v: VcpuId, t: ThreadId, t0: Nanos) -> Nanos {
+        let ideal = self.guest_slice(v);
+        let th = &self.threads[t.idx()];
+        let over_slice = (ideal + 1).saturating_sub(th.slice_used);
+        let over_lead = self.cfs_leftmost(v).map_or(u64::MAX, |l| {
+            let lead = th.vruntime as i128 - self.threads[l.idx()].vruntime as i128;
+            let to_lead = (ideal as i128 + 1 - lead).max(0) as u64;
+            let min_gran = self.vms[th.vm.idx()].guest.min_gran;
+            to_lead.max(min_gran.saturating_sub(th.slice_used))
+        });
+        t0 + Nanos(over_slice.min(over_lead))
+    }
+
+    /// check_preempt_wakeup() (kernel/sched/fair.c, Linux 2.6.23–6.5) on `v`, whose
+    /// current thread is `c`, after `wakee` was queued there: a normal thread preempts a
+    /// SCHED_IDLE one; a SCHED_IDLE wakee never preempts; otherwise the current thread's
+    /// vruntime must lead the wakee's by more than the wake-up granularity
+    /// (wakeup_preempt_entity; nice-0 threads, so the granularity is not rescaled).
+    /// Without a known wakee (reschedule IPIs taken at entry), the leftmost queued
+    /// thread stands for it.
+    pub(crate) fn cfs_wakeup_preempts(
+        &self,
+        v: VcpuId,
+        c: ThreadId,
+        wakee: Option<ThreadId>,
+    ) -> bool {
+        let Some(w) = wakee.or_else(|| self.cfs_leftmost(v)) else {
+            return false;
+        };
+        let (cur, wt) = (&self.threads[c.idx()], &self.threads[w.idx()]);
+        if cur.idle_prio && !wt.idle_prio {
+            return true;
+        }
+        if wt.idle_prio {
+            return false;
+        }
+        let gran = self.vms[cur.vm.idx()].guest.wakeup_gran;
+        cur.vruntime.saturating_sub(wt.vruntime) > gran
     }
 
     /// Puts the current thread back on the runqueue (its guest slice is over).

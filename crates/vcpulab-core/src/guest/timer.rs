@@ -2,7 +2,7 @@
 //! thread on the vCPU it slept on (hrtimer expiry, try_to_wake_up, check_preempt_wakeup).
 
 use crate::guest::ipi::wake_path_of;
-use crate::guest::thread::{ThreadActivity, ThreadState};
+use crate::guest::thread::ThreadState;
 use crate::hv::irq::{Delivered, Irq};
 use crate::sim::world::{Ev, World};
 use crate::sim::{Nanos, ThreadId, VcpuId};
@@ -30,10 +30,7 @@ impl World {
     pub(crate) fn on_thread_timer(&mut self, t: ThreadId) {
         let now = self.now;
         let v = self.threads[t.idx()].vcpu;
-        let (latency, wakeup_gran) = {
-            let g = &self.vms[self.vcpus[v.idx()].vm.idx()].guest;
-            (g.latency, g.wakeup_gran)
-        };
+        let latency = self.vms[self.vcpus[v.idx()].vm.idx()].guest.latency;
         let min_vr = self.vcpus[v.idx()].min_vr;
         if self.threads[t.idx()].state != ThreadState::Blocked {
             return;
@@ -48,24 +45,12 @@ impl World {
         if !eevdf {
             th.vruntime = th.vruntime.max(min_vr.saturating_sub(latency / 2));
         }
-        let wake_vr = th.vruntime;
         self.rq_push(v, t);
         let how = self.irq_deliver(v, Irq::Timer);
         self.threads[t.idx()].wake_path = wake_path_of(how);
         if how == Delivered::Running {
-            if let Some(c) = self.vcpus[v.idx()].cur.filter(|_| eevdf) {
-                if self.eevdf_wakeup_preempts(v, c, Some(t)) && self.eevdf_resched_now(v, c, false)
-                {
-                    self.guest_preempt(v, c);
-                }
-            } else if let Some(c) = self.vcpus[v.idx()].cur {
-                let cth = &self.threads[c.idx()];
-                let woken_normal = !self.threads[t.idx()].idle_prio;
-                if cth.held.is_empty()
-                    && cth.act == ThreadActivity::Work
-                    && ((cth.idle_prio && woken_normal)
-                        || cth.vruntime.saturating_sub(wake_vr) > wakeup_gran)
-                {
+            if let Some(c) = self.vcpus[v.idx()].cur {
+                if self.wakeup_preempts(v, c, Some(t)) && self.resched_now(v, c, false) {
                     self.guest_preempt(v, c);
                 }
             }

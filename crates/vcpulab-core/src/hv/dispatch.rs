@@ -306,7 +306,7 @@ impl World {
             }
         }
         self.process_pending(v);
-        self.eevdf_missed_tick(v);
+        self.missed_tick(v);
         self.trace_thread_begin(v);
         self.vcpu_continue(v);
     }

@@ -360,6 +360,16 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
             1_000.0,
             " ms",
         )?;
+        if g.scheduler == crate::scenario::GuestScheduler::Cfs
+            && g.preemption == crate::scenario::PreemptionModel::Lazy
+        {
+            return Err(ScenarioError::new(
+                k("guest.preemption"),
+                "\"lazy\" needs guest.scheduler = \"eevdf\": PREEMPT_LAZY came in Linux 6.13, \
+                 after CFS was replaced (use none, voluntary or full with cfs)"
+                    .to_string(),
+            ));
+        }
         if !matches!(g.tick_hz, 100 | 250 | 300 | 1000) {
             return Err(ScenarioError::new(
                 k("guest.tick_hz"),

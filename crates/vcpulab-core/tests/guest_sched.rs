@@ -1,6 +1,7 @@
-//! The guest kernel's EEVDF (guest/eevdf.rs) and the modern default platform: slice ends
-//! noticed at the guest's tick, the preemption model deciding when kernel code gives way
-//! to a woken thread, and a scenario naming no preset resolving to today's platform.
+//! The guest kernel's schedulers — CFS (guest/runqueue.rs) and EEVDF (guest/eevdf.rs) —
+//! and when their reschedules take effect (guest/preempt.rs): slice ends noticed at the
+//! guest's tick, the preemption model deciding when kernel code gives way to a woken
+//! thread; and a scenario naming no preset resolving to today's platform.
 mod common;
 use common::*;
 use vcpulab_core::resolve;
@@ -33,10 +34,15 @@ fn switches(text: &str, overrides: &[&str]) -> u64 {
 /// With three threads on a one-vCPU guest, EEVDF's base slice is 0.75 ms (1 + ilog2(1)
 /// = 1); a thread runs past its deadline until the next tick, so it switches once per
 /// tick period when that is longer than the slice: 5 s / 4 ms = 1250 at HZ=250, 5000
-/// at HZ=1000, 500 at HZ=100. CFS switches at its slice, 6 ms / 3 threads = 2 ms.
+/// at HZ=1000, 500 at HZ=100. CFS notices its used-up slice at the tick too
+/// (check_preempt_tick, delta_exec > 6 ms / 3 threads = 2 ms): every 4 ms tick at
+/// HZ=250; at HZ=1000 the tick 2 ms after the pick finds exactly 2 ms used, not more, so
+/// the switch waits for the third: 5 s / 3 ms.
 #[test]
 fn eevdf_notices_a_used_up_slice_at_the_tick() {
-    assert_eq!(switches(HOGS, &["guest.scheduler=cfs"]), 2500);
+    assert_eq!(switches(HOGS, &["guest.scheduler=cfs"]), 1250);
+    let cfs_1000 = switches(HOGS, &["guest.scheduler=cfs", "guest.tick_hz=1000"]);
+    assert!((1666..=1667).contains(&cfs_1000), "{cfs_1000} switches");
     assert_eq!(switches(HOGS, &["guest.scheduler=eevdf"]), 1250);
     assert_eq!(switches(HOGS, &["guest.tick_hz=1000"]), 5000);
     assert_eq!(switches(HOGS, &["guest.tick_hz=100"]), 500);
@@ -49,8 +55,9 @@ fn eevdf_notices_a_used_up_slice_at_the_tick() {
 
 /// A thread in kernel code (exponential 2 ms system calls) and a thread waking every
 /// 3 ms: with full preemption the wakee runs at once; with PREEMPT_NONE / VOLUNTARY it
-/// waits for the system call to return (mean residual 2 ms); with PREEMPT_LAZY for the
-/// next tick or the return, whichever is first.
+/// waits for the system call to return (mean residual 2 ms); with PREEMPT_LAZY (EEVDF
+/// kernels only) for the next tick or the return, whichever is first. The same on CFS
+/// and EEVDF guests: the preemption model is the kernel's, not the scheduler's.
 #[test]
 fn the_preemption_model_decides_when_kernel_code_gives_way() {
     let text = one_vcpu!(
@@ -65,25 +72,77 @@ threads = 1
 ops = [{ loop = { n = "forever", body = [{ compute = "50us" }, { sleep = "3ms" }] } }]
 "#
     );
-    let mean = |model: &str| {
-        let r = run_with(text, &[&format!("guest.preemption={model}")]);
-        r.vms[0].wake_latency_mean_ns
-    };
-    let (full, none, voluntary, lazy) =
-        (mean("full"), mean("none"), mean("voluntary"), mean("lazy"));
-    assert!(full < 20_000.0, "full preemption: {full} ns");
+    for scheduler in ["cfs", "eevdf"] {
+        let mean = |model: &str| {
+            let r = run_with(
+                text,
+                &[
+                    &format!("guest.scheduler={scheduler}"),
+                    &format!("guest.preemption={model}"),
+                ],
+            );
+            r.vms[0].wake_latency_mean_ns
+        };
+        let (full, none, voluntary) = (mean("full"), mean("none"), mean("voluntary"));
+        assert!(full < 20_000.0, "{scheduler}, full preemption: {full} ns");
+        assert!(
+            none > 1_000_000.0,
+            "{scheduler}: PREEMPT_NONE waits for the system call: {none} ns"
+        );
+        assert_eq!(
+            none, voluntary,
+            "{scheduler}: no cond_resched points in the model's kernel paths"
+        );
+        if scheduler == "eevdf" {
+            let lazy = mean("lazy");
+            assert!(
+                lazy > full && lazy < none,
+                "lazy {lazy} between {full} and {none}"
+            );
+        }
+    }
+}
+
+/// check_preempt_tick's second rule on a CFS guest: once the current thread has run
+/// min_granularity, a queued thread whose vruntime trails it by more than a slice takes
+/// the vCPU at the next tick, before the current slice is used up. Two CPU-bound threads
+/// and a sleeper woken after exp(10 ms) with a sleeper's credit (half the latency
+/// behind); wake-up preemption is kept out of the way (a 50 ms wake-up granularity),
+/// HZ=1000. The sleeper then waits for the first tick after the current thread's
+/// 0.75 ms minimum (mean 0.51 ms, p99 0.98 ms), not for its 2 ms slice (without the
+/// rule: mean 1.29 ms, p99 2.9 ms).
+#[test]
+fn a_trailing_thread_takes_the_vcpu_after_the_minimum_granularity() {
+    let text = one_vcpu!(
+        r#"
+[[vm.workload.group]]
+name = "hog"
+threads = 2
+ops = [{ loop = { n = "forever", body = [{ compute = "exp(1ms)" }, { count = 1 }] } }]
+[[vm.workload.group]]
+name = "sleeper"
+threads = 1
+ops = [{ loop = { n = "forever", body = [{ compute = "50us" }, { sleep = "exp(10ms)" }] } }]
+"#
+    );
+    let r = run_with(
+        text,
+        &[
+            "guest.scheduler=cfs",
+            "guest.tick_hz=1000",
+            "guest.wakeup_granularity_ms=50",
+        ],
+    );
+    let vm = &r.vms[0];
     assert!(
-        none > 1_000_000.0,
-        "PREEMPT_NONE waits for the system call: {none} ns"
+        vm.wake_latency_count > 300,
+        "{} wake-ups",
+        vm.wake_latency_count
     );
-    assert_eq!(
-        none, voluntary,
-        "no cond_resched points in the model's kernel paths"
-    );
-    assert!(
-        lazy > full && lazy < none,
-        "lazy {lazy} between {full} and {none}"
-    );
+    let mean = vm.wake_latency_mean_ns;
+    assert!(mean < 800_000.0, "mean wake-up latency {mean} ns");
+    let p99 = vm.wake_latency_p99_ns.expect("wake-ups");
+    assert!(p99 < 1_800_000, "p99 wake-up latency {p99} ns");
 }
 
 /// A thread that sleeps most of the time keeps its lag and runs soon after waking,
@@ -122,6 +181,13 @@ fn a_bad_tick_or_preemption_model_is_refused_by_name() {
     );
     let e = resolve(HOGS, &["guest.preemption=rt".into()], None).unwrap_err();
     assert!(e.to_string().contains("preemption"), "{e}");
+    // PREEMPT_LAZY (6.13) never ran beside CFS (replaced in 6.6).
+    let lazy_cfs = ["guest.scheduler=cfs".into(), "guest.preemption=lazy".into()];
+    let e = resolve(HOGS, &lazy_cfs, None).unwrap_err();
+    assert!(
+        e.to_string().contains("guest.preemption") && e.to_string().contains("eevdf"),
+        "{e}"
+    );
 }
 
 /// A scenario naming neither a preset nor a platform runs on today's platform: KVM on
