@@ -145,6 +145,29 @@ ops = [{ loop = { n = "forever", body = [{ compute = "50us" }, { sleep = "exp(10
     assert!(p99 < 1_800_000, "p99 wake-up latency {p99} ns");
 }
 
+/// A thread spinning in user space (a library barrier's spin, before it would block) is
+/// in user mode: the tick ends its slice and a wake-up preempts it, as for a computing
+/// thread. Two threads meet at a spin barrier on one vCPU (spin up to 20 ms): the first
+/// to arrive spins while the other waits on the runqueue, until the tick gives the other
+/// the vCPU — every ~4 ms at HZ=250 rather than once the 20 ms spin runs out.
+#[test]
+fn a_user_space_spinner_gives_way_at_the_tick() {
+    let text = one_vcpu!(
+        r#"
+[[vm.workload.group]]
+name = "pair"
+threads = 2
+ops = [{ loop = { n = "forever", body = [{ compute = "exp(200us)" }, { spin_barrier = { name = "b", spin = "20ms" } }, { count = 1 }] } }]
+"#
+    );
+    for scheduler in ["cfs", "eevdf"] {
+        let r = run_with(text, &[&format!("guest.scheduler={scheduler}")]);
+        let rounds = r.vms[0].work_units / 2;
+        // 5 s: a round per 4 ms tick (1,248), 244 if each waited out the spin.
+        assert!(rounds > 700, "{scheduler}: {rounds} barrier rounds in 5 s");
+    }
+}
+
 /// A thread that sleeps most of the time keeps its lag and runs soon after waking,
 /// while CPU-bound threads share the vCPU: EEVDF places it eligible with an early
 /// deadline.

@@ -444,8 +444,8 @@ OVERHEAD = Repro(
     "yield-to-tail and the rate falls to thousands. docs/validation-changes.md shows the "
     "alternation on one run. The variant without yield-to-head (`preset=cvs-no-yth`, "
     "yield-to-tail from VOR 4) shows the rest of CVS is cheap: at 32 vCPUs, one seed, "
-    "161 PLE exits in all and a decision share of 0.001% (CVS: 341,333 exits, 1.6%), "
-    "the last VM finishing at 0.54 s instead of 0.71 s.",
+    "133 PLE exits in all and a decision share of 0.001% (CVS: 323,657 exits, 1.5%), "
+    "the last VM finishing at 0.55 s instead of 0.72 s.",
 )
 
 EXPERIMENTS = [VOR, BOMB_OLTP, BOMB_KERNBENCH, BOMB_NPB, OVERHEAD]
