@@ -174,6 +174,10 @@ impl World {
                     if self.spin_ready(t) {
                         continue;
                     }
+                    if self.threads[t.idx()].act.is_user_spin() && self.pending_resched(v, t) {
+                        self.guest_preempt(v, t);
+                        continue;
+                    }
                     return self.arm_spin(v, t, t0);
                 }
             }
@@ -235,12 +239,20 @@ impl World {
             Nanos::MAX
         };
         let ple_dl = self.ple_deadline(v, t0).unwrap_or(Nanos::MAX);
+        // A user-space spin is time-sliced like work (guest/preempt.rs).
+        let th = &self.threads[t.idx()];
+        let tick_dl =
+            if th.act.is_user_spin() && th.held.is_empty() && !self.vcpus[v.idx()].rq.is_empty() {
+                self.next_tick_check(v, t, t0).max(t0 + Nanos(1_000))
+            } else {
+                Nanos::MAX
+            };
         let vc = &mut self.vcpus[v.idx()];
         vc.set_cat(now, VCat::Spin);
         vc.act = VcpuActivity::Thread;
         vc.seg_start = t0;
         vc.ple_deadline = ple_dl;
-        let dl = budget_dl.min(ple_dl);
+        let dl = budget_dl.min(ple_dl).min(tick_dl);
         if dl != Nanos::MAX {
             self.push_step(v, dl);
         }
@@ -276,6 +288,9 @@ impl World {
                         }
                         if self.threads[t.idx()].spin_left == 0 {
                             self.spin_exhausted(t);
+                        } else if self.threads[t.idx()].act.is_user_spin() && self.guest_tick(v, t)
+                        {
+                            self.guest_preempt(v, t);
                         }
                     }
                 }

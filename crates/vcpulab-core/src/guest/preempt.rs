@@ -9,7 +9,9 @@
 //! (resched_curr) and the switch happens at the next preemption point: the return to
 //! user mode in every model; also at once in kernel code with PREEMPT (full), at the
 //! next tick with PREEMPT_LAZY (6.13+); never inside a spinlock section
-//! (preempt_disable). A context switch clears the flag (schedule()).
+//! (preempt_disable). A context switch clears the flag (schedule()). A thread spinning in
+//! user space (a library's mutex, barrier or read-write lock spin) is in user mode: it is
+//! preempted as a computing thread is, and the tick ends its slice while it spins.
 //!
 //! The tick is not simulated as an event per 1/HZ: a running thread's next tick that
 //! can change anything is computed (`tick_at`) and its step armed there. A tick that
@@ -42,7 +44,7 @@ impl World {
         let kernel = self.in_kernel_mode(t);
         let th = &self.threads[t.idx()];
         let now = th.held.is_empty()
-            && th.act == ThreadActivity::Work
+            && (th.act == ThreadActivity::Work || th.act.is_user_spin())
             && (!kernel
                 || match model {
                     PreemptionModel::Full => true,
@@ -125,7 +127,8 @@ impl World {
         };
         let th = &self.threads[t.idx()];
         let busy = th.debt.0 > 0 || th.remaining.0 > 0;
-        if th.act == ThreadActivity::Work && busy && self.guest_tick(v, t) {
+        let slices = (th.act == ThreadActivity::Work && busy) || th.act.is_user_spin();
+        if slices && self.guest_tick(v, t) {
             self.guest_preempt(v, t);
         }
     }

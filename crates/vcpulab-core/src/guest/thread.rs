@@ -39,6 +39,18 @@ impl ThreadActivity {
     pub fn is_spin(self) -> bool {
         !matches!(self, ThreadActivity::Work | ThreadActivity::PvHalt(_))
     }
+
+    /// Spinning in user space (a library's mutex, barrier or read-write lock spin), where
+    /// the guest scheduler can preempt the thread; a kernel spinlock, a TLB-shootdown
+    /// wait and a pv halt run with preemption off.
+    pub fn is_user_spin(self) -> bool {
+        matches!(
+            self,
+            ThreadActivity::SpinMutex(_)
+                | ThreadActivity::SpinBarrier(..)
+                | ThreadActivity::SpinRw(..)
+        )
+    }
 }
 
 /// One step of a kernel or library path (futex, mutex, barrier, condvar, queue).
