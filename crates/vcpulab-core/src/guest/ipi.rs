@@ -311,7 +311,8 @@ impl World {
 
     /// Interrupts that arrived while `v` was not running, handled as it resumes.
     pub(crate) fn process_pending(&mut self, v: VcpuId) {
-        if self.vcpus[v.idx()].pending.is_empty() && self.vcpus[v.idx()].pending_irq.is_empty() {
+        let vc = &self.vcpus[v.idx()];
+        if vc.pending.is_empty() && vc.pending_irq.is_empty() && vc.pending_timer.is_none() {
             return;
         }
         let mut pend = std::mem::take(&mut self.vcpus[v.idx()].pending);
@@ -337,6 +338,14 @@ impl World {
                 .irq_latency
                 .record(done.0.saturating_sub(raised.0));
             self.send_wake(v, t);
+        }
+        // A timer interrupt that fell while `v` waited is injected now; the threads its
+        // expiries woke were queued then (guest/timer.rs), and are checked for wake-up
+        // preemption as it returns.
+        if self.vcpus[v.idx()].pending_timer.take().is_some() {
+            let inject = self.irq_at_entry_cost(self.vcpus[v.idx()].vm.idx());
+            self.vcpus[v.idx()].add_overhead(now, Nanos(inject));
+            resched = true;
         }
         // Threads woken onto `v` while it waited, whose reschedule IPI is injected now,
         // may preempt the current thread as the interrupt returns (a thread the device

@@ -117,14 +117,18 @@ impl World {
                 Delivered::Woken(self.hv_wake_vcpu(v, true))
             }
             HvState::Runnable => {
-                if !matches!(
-                    irq,
+                match irq {
                     Irq::Ipi {
                         kind: IpiKind::Poke,
                         ..
+                    } => {}
+                    // The timer interrupt stays pending in the vAPIC until the entry
+                    // (a halted vCPU's wake-up path pays its own timer work:
+                    // hv/wake_path.rs).
+                    Irq::Timer => {
+                        self.vcpus[v.idx()].pending_timer.get_or_insert(now);
                     }
-                ) {
-                    self.irq_queue_for_entry(v, irq, now);
+                    _ => self.irq_queue_for_entry(v, irq, now),
                 }
                 Delivered::Preempted
             }

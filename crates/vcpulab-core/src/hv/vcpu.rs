@@ -138,6 +138,9 @@ pub struct Vcpu {
     pub pending: Vec<PendingIpi>,
     /// Device completions waiting for it to run: (thread to wake, raised at).
     pub pending_irq: Vec<(ThreadId, Nanos)>,
+    /// A guest timer interrupt raised while the vCPU was preempted (its first raise:
+    /// later expiries coalesce into the same pending vector), taken at its next entry.
+    pub pending_timer: Option<Nanos>,
     /// Has run a thread of the VM's process (it is in the mm's CPU mask).
     pub ran_threads: bool,
     pub preempted_in_kernel: bool,
@@ -200,6 +203,7 @@ impl Vcpu {
             runnable_since: Nanos::ZERO,
             pending: Vec::new(),
             pending_irq: Vec::new(),
+            pending_timer: None,
             ran_threads: false,
             preempted_in_kernel: false,
             in_spin_loop: false,
