@@ -56,10 +56,15 @@ struct Se {
     placed: bool,
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 struct Rq {
     /// On-rq entities other than `curr`.
     queued: Vec<EntId>,
+    /// The least vruntime among `queued` (i64::MAX when empty), kept as entities join,
+    /// leave and are reweighted: update_min_vr runs at every accounting update, and a
+    /// scan of the queued entities there touches one cold entity record each on a large
+    /// host. Covers every queued entity, throttled or not (capped hosts scan instead).
+    queued_min: i64,
     curr: Option<EntId>,
     /// Σ weight of the on-rq entities (queued + curr).
     load: u64,
@@ -69,6 +74,19 @@ struct Rq {
     /// change (Linux keeps `cfs_rq->avg_vruntime` the same way), so avg_vruntime needs
     /// no scan: Σ w·(v − min_vr) = this − load × min_vr.
     sum_wv: i128,
+}
+
+impl Default for Rq {
+    fn default() -> Rq {
+        Rq {
+            queued: Vec::new(),
+            queued_min: i64::MAX,
+            curr: None,
+            load: 0,
+            min_vr: 0,
+            sum_wv: 0,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -133,7 +151,34 @@ fn ms(x: f64) -> u64 {
 /// calc_delta_fair: `delta` of wall time in virtual time at weight `w`.
 #[inline]
 pub(crate) fn fair(delta: u64, w: u64) -> i64 {
-    (delta as u128 * NICE_0_LOAD as u128 / w.max(1) as u128) as i64
+    let w = w.max(1);
+    // 128-bit division is a library call of ~60 instructions and this runs at every
+    // accounting update; below 2^54 the product fits 64 bits and the quotient is the
+    // same.
+    if delta < 1 << 54 {
+        return ((delta * NICE_0_LOAD) / w) as i64;
+    }
+    (delta as u128 * NICE_0_LOAD as u128 / w as u128) as i64
+}
+
+/// `a / b` of 128-bit operands (rounded toward zero), in 64-bit arithmetic when both
+/// fit: the same quotient without the library call for 128-bit division.
+#[inline]
+pub(crate) fn div_i128(a: i128, b: i128) -> i128 {
+    match (i64::try_from(a), i64::try_from(b)) {
+        // i64::MIN / -1 overflows in 64 bits (its quotient needs 65).
+        (Ok(x), Ok(y)) if y != 0 && !(x == i64::MIN && y == -1) => (x / y) as i128,
+        _ => a / b,
+    }
+}
+
+/// `a.div_euclid(b)` of 128-bit operands, in 64-bit arithmetic when both fit.
+#[inline]
+pub(crate) fn div_euclid_i128(a: i128, b: i128) -> i128 {
+    match (i64::try_from(a), i64::try_from(b)) {
+        (Ok(x), Ok(y)) if y != 0 && !(x == i64::MIN && y == -1) => x.div_euclid(y) as i128,
+        _ => a.div_euclid(b),
+    }
 }
 
 /// The base slice's scaling for `cpus` CPUs: 1 + ilog2(min(CPUs, 8)) (update_sysctl,
@@ -151,7 +196,7 @@ pub(crate) fn lag_limit(base_slice: u64, tick: u64, w: u64) -> i64 {
 /// place_entity() with PLACE_LAG: the kept lag scaled by (load + w) / load, so that
 /// adding the entity to a runqueue of `load` leaves it that lag.
 pub(crate) fn scale_lag(vlag: i64, load: i128, w: u64) -> i128 {
-    vlag as i128 * (load + w as i128) / load.max(1)
+    div_i128(vlag as i128 * (load + w as i128), load.max(1))
 }
 
 /// entity_eligible(): Σ w·(v − base) ≥ (v_e − base)·Σ w, exactly.
@@ -311,7 +356,7 @@ impl Eevdf {
         if load == 0 {
             return min_vr;
         }
-        min_vr + sum.div_euclid(load) as i64
+        min_vr + div_euclid_i128(sum, load) as i64
     }
 
     /// entity_eligible(): vruntime at or before the weighted mean, exactly.
@@ -322,6 +367,24 @@ impl Eevdf {
 
     /// update_min_vruntime(): never moves backwards.
     fn update_min_vr(&mut self, rq: RqId) {
+        if !self.capped {
+            // Every on-rq entity is active: the kept minimum of the queued ones and the
+            // current one's vruntime (queued and current entities are on-rq).
+            let r = &self.rqs[rq as usize];
+            let mut m = r.queued_min;
+            if let Some(c) = r.curr {
+                let s = &self.se[c as usize];
+                if s.on_rq {
+                    m = m.min(s.vruntime);
+                }
+            }
+            debug_assert_eq!(r.queued_min, self.queued_min_scan(rq));
+            if m != i64::MAX {
+                let r = &mut self.rqs[rq as usize];
+                r.min_vr = r.min_vr.max(m);
+            }
+            return;
+        }
         let r = &self.rqs[rq as usize];
         let mut m: Option<i64> = None;
         for &e in r.queued.iter().chain(r.curr.iter()) {
@@ -333,6 +396,36 @@ impl Eevdf {
         if let Some(m) = m {
             let r = &mut self.rqs[rq as usize];
             r.min_vr = r.min_vr.max(m);
+        }
+    }
+
+    /// The least vruntime among `rq`'s queued entities by a scan (i64::MAX: none).
+    fn queued_min_scan(&self, rq: RqId) -> i64 {
+        self.rqs[rq as usize]
+            .queued
+            .iter()
+            .map(|&e| self.se[e as usize].vruntime)
+            .min()
+            .unwrap_or(i64::MAX)
+    }
+
+    /// Queues entity `e` (on-rq, not current) on `rq`.
+    fn queue_push(&mut self, rq: RqId, e: EntId) {
+        let v = self.se[e as usize].vruntime;
+        let r = &mut self.rqs[rq as usize];
+        r.queued.push(e);
+        r.queued_min = r.queued_min.min(v);
+    }
+
+    /// Takes entity `e` off `rq`'s queue (if there), rescanning for the least vruntime
+    /// only when `e` held it.
+    fn queue_remove(&mut self, rq: RqId, e: EntId) {
+        let v = self.se[e as usize].vruntime;
+        let r = &mut self.rqs[rq as usize];
+        let before = r.queued.len();
+        r.queued.retain(|x| *x != e);
+        if r.queued.len() != before && v == r.queued_min {
+            self.rqs[rq as usize].queued_min = self.queued_min_scan(rq);
         }
     }
 
@@ -470,8 +563,8 @@ impl Eevdf {
         let w = self.se[e as usize].weight;
         self.se[e as usize].on_rq = true;
         let v = self.se[e as usize].vruntime;
+        self.queue_push(rq, e);
         let r = &mut self.rqs[rq as usize];
-        r.queued.push(e);
         r.load += w;
         r.sum_wv += w as i128 * v as i128;
         if r.queued.len() == 1 && r.curr.is_none() {
@@ -489,8 +582,8 @@ impl Eevdf {
         s.on_rq = false;
         s.protect = false;
         let v = s.vruntime;
+        self.queue_remove(rq, e);
         let r = &mut self.rqs[rq as usize];
-        r.queued.retain(|x| *x != e);
         if r.curr == Some(e) {
             r.curr = None;
         }
@@ -512,23 +605,33 @@ impl Eevdf {
         if !self.se[ge as usize].on_rq {
             let s = &mut self.se[ge as usize];
             if old_w > 0 {
-                s.vlag = (s.vlag as i128 * old_w as i128 / new_w as i128) as i64;
+                s.vlag = div_i128(s.vlag as i128 * old_w as i128, new_w as i128) as i64;
             }
             s.weight = new_w;
             return;
         }
         let avg = self.avg_vruntime(p);
         let s = &mut self.se[ge as usize];
-        let old_wv = old_w as i128 * s.vruntime as i128;
-        let lag = (avg - s.vruntime) as i128 * old_w as i128 / new_w as i128;
-        let vslice = (s.deadline - avg) as i128 * old_w as i128 / new_w as i128;
+        let old_v = s.vruntime;
+        let old_wv = old_w as i128 * old_v as i128;
+        let lag = div_i128((avg - s.vruntime) as i128 * old_w as i128, new_w as i128);
+        let vslice = div_i128((s.deadline - avg) as i128 * old_w as i128, new_w as i128);
         s.vruntime = avg - lag as i64;
         s.deadline = avg + vslice as i64;
         s.weight = new_w;
         let new_wv = new_w as i128 * s.vruntime as i128;
+        let new_v = s.vruntime;
         let r = &mut self.rqs[p as usize];
         r.load = r.load - old_w + new_w;
         r.sum_wv += new_wv - old_wv;
+        if r.curr != Some(ge) {
+            // A queued entity's vruntime moved: the queue's least one may have too.
+            if new_v <= r.queued_min {
+                r.queued_min = new_v;
+            } else if old_v == r.queued_min {
+                self.rqs[p as usize].queued_min = self.queued_min_scan(p);
+            }
+        }
         self.update_min_vr(p);
     }
 
@@ -808,10 +911,9 @@ impl HostScheduler for Eevdf {
             levels[1] = Some(pi);
         }
         for rq in levels.into_iter().flatten() {
-            let r = &mut self.rqs[rq as usize];
-            if let Some(c) = r.curr.take() {
+            if let Some(c) = self.rqs[rq as usize].curr.take() {
                 if self.se[c as usize].on_rq {
-                    r.queued.push(c);
+                    self.queue_push(rq, c);
                 }
                 self.se[c as usize].protect = false;
             }
@@ -841,14 +943,13 @@ impl HostScheduler for Eevdf {
                 None => self.pick_eevdf(rq)?,
             };
             // set_next_entity
-            let r = &mut self.rqs[rq as usize];
-            if let Some(c) = r.curr.take() {
+            if let Some(c) = self.rqs[rq as usize].curr.take() {
                 if c != e && self.se[c as usize].on_rq {
-                    r.queued.push(c);
+                    self.queue_push(rq, c);
                 }
             }
-            r.queued.retain(|x| *x != e);
-            r.curr = Some(e);
+            self.queue_remove(rq, e);
+            self.rqs[rq as usize].curr = Some(e);
             self.se[e as usize].protect = true;
             if e < self.nv {
                 break VcpuId(e);
@@ -1064,6 +1165,25 @@ mod tests {
             }
         }
         cpu
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The 64-bit fast paths give the 128-bit quotients, near the edges too.
+        #[test]
+        fn fast_divisions_match_128_bit(
+            a in prop_oneof![any::<i64>().prop_map(i128::from), any::<i128>(), Just(i64::MIN as i128)],
+            b in prop_oneof![any::<i64>().prop_map(i128::from), any::<i128>(), Just(-1i128), 1i128..5000],
+            delta in prop_oneof![any::<u64>(), 0u64..(1 << 55)],
+            w in any::<u64>(),
+        ) {
+            prop_assume!(b != 0 && !(a == i128::MIN && b == -1));
+            prop_assert_eq!(div_i128(a, b), a / b);
+            prop_assert_eq!(div_euclid_i128(a, b), a.div_euclid(b));
+            let slow = (delta as u128 * NICE_0_LOAD as u128 / w.max(1) as u128) as i64;
+            prop_assert_eq!(fair(delta, w), slow);
+        }
     }
 
     #[test]

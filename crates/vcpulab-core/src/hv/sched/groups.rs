@@ -19,6 +19,7 @@
 use super::pelt::LoadAvg;
 use crate::sim::Nanos;
 use rustc_hash::FxHashMap;
+use std::cell::Cell;
 
 /// The smallest group share (kernel/sched/sched.h MIN_SHARES).
 pub(crate) const MIN_SHARES: u64 = 2;
@@ -30,6 +31,9 @@ const NO_SLOT: Slot = Slot::MAX;
 /// A slot: one VM's group on one pCPU.
 pub(crate) type Slot = u32;
 
+/// No pair (pCPU and VM ids are below 2^32 − 1).
+const NO_PAIR: u64 = u64::MAX;
+
 #[inline]
 fn pair(p: u32, vm: usize) -> u64 {
     (u64::from(p) << 32) | vm as u64
@@ -39,6 +43,10 @@ fn pair(p: u32, vm: usize) -> u64 {
 pub(crate) struct GroupSlots {
     /// (pCPU, VM) → slot, for every VM that has had a runnable vCPU on that pCPU.
     by_pair: FxHashMap<u64, Slot>,
+    /// The pair looked up last and its slot: one scheduler operation looks the same
+    /// pair up several times (leaf runqueue, group entity, shares), and a slot never
+    /// changes once allocated, so this is never stale. (NO_PAIR: none yet.)
+    last: Cell<(u64, Slot)>,
     /// Per slot: its VM, and the VM's runnable vCPUs on the slot's pCPU.
     slot_vm: Vec<u32>,
     nr: Vec<u32>,
@@ -65,6 +73,7 @@ impl GroupSlots {
         let (vcpus, vms) = if track_load { (vcpus, vms) } else { (0, 0) };
         GroupSlots {
             by_pair: FxHashMap::default(),
+            last: Cell::new((NO_PAIR, NO_SLOT)),
             slot_vm: Vec::new(),
             nr: Vec::new(),
             active: vec![Vec::new(); pcpus as usize],
@@ -86,7 +95,14 @@ impl GroupSlots {
     /// The slot of `vm` on `p`, if it was ever used.
     #[inline]
     pub(crate) fn get(&self, p: u32, vm: usize) -> Option<Slot> {
-        self.by_pair.get(&pair(p, vm)).copied()
+        let key = pair(p, vm);
+        let (k, s) = self.last.get();
+        if k == key {
+            return Some(s);
+        }
+        let s = self.by_pair.get(&key).copied()?;
+        self.last.set((key, s));
+        Some(s)
     }
 
     /// The slot of `vm` on `p` where one must exist (a vCPU of `vm` was runnable there).
@@ -242,6 +258,23 @@ mod tests {
         // The emptied slot is kept: the VM's group on pCPU 2 keeps its identity.
         assert_eq!(g.add(2, 7, 0), (0, false));
         assert_eq!(g.vm(1), 7);
+    }
+
+    /// The remembered last lookup never answers for another pair.
+    #[test]
+    fn repeated_and_alternating_lookups_find_their_own_slots() {
+        let mut g = GroupSlots::new(8, 0, 0, false);
+        let pairs = [(0u32, 0usize), (0, 1), (1, 0), (7, 3)];
+        for &(p, vm) in &pairs {
+            g.ensure(p, vm);
+        }
+        for _ in 0..2 {
+            for (i, &(p, vm)) in pairs.iter().enumerate() {
+                assert_eq!(g.get(p, vm), Some(i as Slot));
+                assert_eq!(g.get(p, vm), Some(i as Slot));
+                assert_eq!(g.get(p + 1, vm + 5), None);
+            }
+        }
     }
 
     const MS: u64 = 1_000_000;
