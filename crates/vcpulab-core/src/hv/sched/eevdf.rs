@@ -42,7 +42,10 @@ type EntId = u32;
 /// pCPU.
 type RqId = u32;
 
+/// One cache line per entity (its fields take 48 bytes): an entity's record is read
+/// whole, and at 40 bytes a quarter of them straddled two lines.
 #[derive(Clone, Debug, Default)]
+#[repr(align(64))]
 struct Se {
     vruntime: i64,
     deadline: i64,
@@ -54,6 +57,11 @@ struct Se {
     protect: bool,
     /// Has been enqueued before (else PLACE_DEADLINE_INITIAL applies).
     placed: bool,
+    /// vCPU entities: the pCPU whose runqueue holds it (or held it last), and when it
+    /// last stopped running. Kept here rather than in arrays of their own: the
+    /// scheduler reads them with the entity, and on a large host each array is a miss.
+    home: u32,
+    last_ran: Nanos,
 }
 
 #[derive(Clone, Debug)]
@@ -119,8 +127,6 @@ pub struct Eevdf {
     se: Vec<Se>,
     rqs: Vec<Rq>,
     cpus: Vec<Cpu>,
-    /// Per vCPU: the pCPU whose runqueue holds it (or held it last).
-    home: Vec<u32>,
     /// pCPUs with no runnable vCPU, and with a vCPU waiting besides the running one:
     /// placement and balancing look these up instead of scanning every pCPU.
     idle: CpuMask,
@@ -132,7 +138,6 @@ pub struct Eevdf {
     /// the domain every interval and across the host every interval × domains.
     domain: u32,
     last_global_balance: Vec<Nanos>,
-    last_ran: Vec<Nanos>,
     /// Per VM: task-group shares (weight 256 = 1024 shares).
     shares: Vec<u64>,
     quota: Vec<Option<u64>>,
@@ -231,9 +236,9 @@ impl Eevdf {
         }
         // Spread first homes over the allowed pCPUs, so first placement looks near a
         // distinct pCPU for each vCPU.
-        let home = (0..nv as usize)
-            .map(|i| setup.vcpu_mask[i].first_from(i as u32 % np).unwrap_or(0))
-            .collect();
+        for (i, s) in se.iter_mut().enumerate() {
+            s.home = setup.vcpu_mask[i].first_from(i as u32 % np).unwrap_or(0);
+        }
         let quota = setup
             .vm_cap
             .iter()
@@ -259,8 +264,6 @@ impl Eevdf {
             se,
             rqs: vec![Rq::default(); np as usize],
             cpus: vec![Cpu::default(); np as usize],
-            home,
-            last_ran: vec![Nanos::ZERO; nv as usize],
             shares,
             quota,
             used: vec![0; nvm as usize],
@@ -638,7 +641,7 @@ impl Eevdf {
     /// A vCPU becomes runnable on `p`: queued on its leaf runqueue, its group entity
     /// queued on the root if the group runqueue was empty.
     fn enqueue_vcpu(&mut self, v: VcpuId, p: u32) {
-        self.home[v.idx()] = p;
+        self.se[v.idx()].home = p;
         let vm = self.vm_of(v);
         let (_, new) = self.slots.add(p, vm, v.idx());
         if new && self.groups {
@@ -728,13 +731,13 @@ impl Eevdf {
     fn holds_sibling(&self, p: u32, v: VcpuId) -> bool {
         let vm = self.vm_of(v);
         let here = self.slots.nr(p, vm);
-        let counted_self = self.se[v.idx()].on_rq && self.home[v.idx()] == p;
+        let counted_self = self.se[v.idx()].on_rq && self.se[v.idx()].home == p;
         here > counted_self as u32
     }
 
     fn select_rq(&self, v: VcpuId) -> u32 {
         let mask = self.setup.vcpu_mask[v.idx()];
-        let prev = self.home[v.idx()];
+        let prev = self.se[v.idx()].home;
         if let Some(p) = crate::hv::placement::choose(
             self.placement,
             mask,
@@ -748,7 +751,7 @@ impl Eevdf {
         if let Some(q) = self.idle.and(mask).first_from(prev) {
             return q;
         }
-        if mask.contains(prev) && self.last_ran[v.idx()] > Nanos::ZERO {
+        if mask.contains(prev) && self.se[v.idx()].last_ran > Nanos::ZERO {
             return prev;
         }
         // First placement (fork balancing): the least loaded allowed pCPU of the
@@ -815,7 +818,8 @@ impl Eevdf {
                     && self.setup.vcpu_mask[v.idx()].contains(p)
                     && self.active(e)
                     && (!only_cold
-                        || now.0.saturating_sub(self.last_ran[v.idx()].0) >= self.migration_cost);
+                        || now.0.saturating_sub(self.se[v.idx()].last_ran.0)
+                            >= self.migration_cost);
                 let key = (w as i64 - (diff / 2) as i64).unsigned_abs();
                 if fits && cand.is_none_or(|c| (key, v) < c) {
                     cand = Some((key, v));
@@ -892,7 +896,7 @@ impl HostScheduler for Eevdf {
         self.slots.set_clock(now);
         let pi = p.0;
         self.update_curr(pi, now);
-        self.last_ran[v.idx()] = now;
+        self.se[v.idx()].last_ran = now;
         let vm = self.vm_of(v);
         self.running_per_vm[vm] = self.running_per_vm[vm].saturating_sub(1);
         if why == StopReason::Yielded {
@@ -930,7 +934,7 @@ impl HostScheduler for Eevdf {
         // Urgent-vCPU-first: a forced vCPU (still queued here) is picked at every level.
         let forced = self.forced[pi as usize].take().filter(|f| {
             self.se[f.idx()].on_rq
-                && self.home[f.idx()] == pi
+                && self.se[f.idx()].home == pi
                 && self.cpus[pi as usize].curr != Some(*f)
         });
         let mut rq = pi;
@@ -960,7 +964,7 @@ impl HostScheduler for Eevdf {
         cpu.curr = Some(v);
         cpu.need_resched = false;
         cpu.exec_start = now;
-        self.home[v.idx()] = pi;
+        self.se[v.idx()].home = pi;
         let vm = self.vm_of(v);
         self.running_per_vm[vm] += 1;
         let limit = self.quota[vm].map(|q| {
@@ -1036,13 +1040,13 @@ impl HostScheduler for Eevdf {
     }
 
     fn yield_to_esrch(&self, p: PcpuId, to: VcpuId) -> bool {
-        let tp = self.home[to.idx()];
+        let tp = self.se[to.idx()].home;
         self.nr_running(p.0) == 1 && self.nr_running(tp) == 1
     }
 
     fn yield_to(&mut self, p: PcpuId, _from: VcpuId, to: VcpuId, now: Nanos) -> Option<PcpuId> {
         self.slots.set_clock(now);
-        let tp = self.home[to.idx()];
+        let tp = self.se[to.idx()].home;
         let queued = self.se[to.idx()].on_rq && self.cpus[tp as usize].curr != Some(to);
         if !queued || !self.active(to.0) {
             return None;
@@ -1061,13 +1065,13 @@ impl HostScheduler for Eevdf {
     }
 
     fn home_of(&self, v: VcpuId) -> PcpuId {
-        PcpuId(self.home[v.idx()])
+        PcpuId(self.se[v.idx()].home)
     }
 
     /// Urgent-vCPU-first: the queued `v` runs next on `p` (moved there if queued
     /// elsewhere).
     fn run_next(&mut self, p: PcpuId, v: VcpuId) -> bool {
-        let home = self.home[v.idx()];
+        let home = self.se[v.idx()].home;
         let queued = self.se[v.idx()].on_rq && self.cpus[home as usize].curr != Some(v);
         if !queued || !self.active(v.0) || !self.setup.vcpu_mask[v.idx()].contains(p.0) {
             return false;
@@ -1083,7 +1087,7 @@ impl HostScheduler for Eevdf {
     /// How far the vCPU (with groups: its VM on this pCPU) has run beyond the
     /// runqueue's weighted mean, in CPU time at its weight (minus its lag).
     fn lead_ns(&self, v: VcpuId) -> i64 {
-        let p = self.home[v.idx()];
+        let p = self.se[v.idx()].home;
         let (rq, e) = if self.groups {
             (p, self.group_ent(p, self.vm_of(v)))
         } else {
