@@ -152,8 +152,8 @@ impl Hist {
             (lo, (hi + spare).min(NBUCKETS))
         };
         let mut counts = vec![0u32; hi - lo].into_boxed_slice();
-        let off = self.lo as usize - lo;
         if !self.counts.is_empty() {
+            let off = self.lo as usize - lo;
             counts[off..off + self.counts.len()].copy_from_slice(&self.counts);
         }
         self.counts = counts;
