@@ -42,7 +42,7 @@ type EntId = u32;
 /// pCPU.
 type RqId = u32;
 
-/// One cache line per entity (its fields take 48 bytes): an entity's record is read
+/// One cache line per entity (its fields take 51 bytes): an entity's record is read
 /// whole, and at 40 bytes a quarter of them straddled two lines.
 #[derive(Clone, Debug, Default)]
 #[repr(align(64))]
@@ -62,7 +62,13 @@ struct Se {
     /// scheduler reads them with the entity, and on a large host each array is a miss.
     home: u32,
     last_ran: Nanos,
+    /// vCPU entities with groups: the group slot of (home, its VM), NO_SLOT when not
+    /// known, so the leaf runqueue needs no lookup in the slot map.
+    home_slot: u32,
 }
+
+/// No slot known (`Se::home_slot`).
+const NO_SLOT: u32 = u32::MAX;
 
 #[derive(Clone, Debug)]
 struct Rq {
@@ -238,6 +244,7 @@ impl Eevdf {
         // distinct pCPU for each vCPU.
         for (i, s) in se.iter_mut().enumerate() {
             s.home = setup.vcpu_mask[i].first_from(i as u32 % np).unwrap_or(0);
+            s.home_slot = NO_SLOT;
         }
         let quota = setup
             .vm_cap
@@ -307,11 +314,18 @@ impl Eevdf {
 
     /// The runqueue a vCPU is queued on when its home is `p`.
     fn leaf_rq(&self, v: VcpuId, p: u32) -> RqId {
-        if self.groups {
-            self.group_rq(p, self.vm_of(v))
-        } else {
-            p
+        if !self.groups {
+            return p;
         }
+        let s = &self.se[v.idx()];
+        let vm = self.vm_of(v);
+        if s.home == p && s.home_slot != NO_SLOT {
+            debug_assert_eq!(self.slots.get(p, vm), Some(s.home_slot));
+            // The operation goes on to look (p, vm) up for the group entity.
+            self.slots.remember(p, vm, s.home_slot);
+            return self.np + s.home_slot;
+        }
+        self.group_rq(p, vm)
     }
 
     /// Throttled entities (a capped VM out of quota) take no part in picking.
@@ -641,9 +655,11 @@ impl Eevdf {
     /// A vCPU becomes runnable on `p`: queued on its leaf runqueue, its group entity
     /// queued on the root if the group runqueue was empty.
     fn enqueue_vcpu(&mut self, v: VcpuId, p: u32) {
-        self.se[v.idx()].home = p;
         let vm = self.vm_of(v);
-        let (_, new) = self.slots.add(p, vm, v.idx());
+        let (slot, new) = self.slots.add(p, vm, v.idx());
+        let s = &mut self.se[v.idx()];
+        s.home = p;
+        s.home_slot = slot;
         if new && self.groups {
             // The VM's group entity and runqueue on `p`, created on first use (slot
             // order: entity nv + slot, runqueue np + slot).
@@ -964,7 +980,12 @@ impl HostScheduler for Eevdf {
         cpu.curr = Some(v);
         cpu.need_resched = false;
         cpu.exec_start = now;
-        self.se[v.idx()].home = pi;
+        let s = &mut self.se[v.idx()];
+        if s.home != pi {
+            // (Picked from `pi`'s runqueues, it is homed there already.)
+            s.home_slot = NO_SLOT;
+        }
+        s.home = pi;
         let vm = self.vm_of(v);
         self.running_per_vm[vm] += 1;
         let limit = self.quota[vm].map(|q| {

@@ -126,6 +126,13 @@ impl GroupSlots {
         Some(s)
     }
 
+    /// Remembers that `vm`'s slot on `p` is `s` (known to the caller), for the lookups
+    /// that follow.
+    #[inline]
+    pub(crate) fn remember(&self, p: u32, vm: usize, s: Slot) {
+        self.last.set((pair(p, vm), s));
+    }
+
     /// The slot of `vm` on `p` where one must exist (a vCPU of `vm` was runnable there).
     #[inline]
     pub(crate) fn of(&self, p: u32, vm: usize) -> Slot {
