@@ -42,7 +42,10 @@ type EntId = u32;
 /// pCPU.
 type RqId = u32;
 
+/// One cache line per entity (its fields take 51 bytes): an entity's record is read
+/// whole, and at 40 bytes a quarter of them straddled two lines.
 #[derive(Clone, Debug, Default)]
+#[repr(align(64))]
 struct Se {
     vruntime: i64,
     deadline: i64,
@@ -54,12 +57,28 @@ struct Se {
     protect: bool,
     /// Has been enqueued before (else PLACE_DEADLINE_INITIAL applies).
     placed: bool,
+    /// vCPU entities: the pCPU whose runqueue holds it (or held it last), and when it
+    /// last stopped running. Kept here rather than in arrays of their own: the
+    /// scheduler reads them with the entity, and on a large host each array is a miss.
+    home: u32,
+    last_ran: Nanos,
+    /// vCPU entities with groups: the group slot of (home, its VM), NO_SLOT when not
+    /// known, so the leaf runqueue needs no lookup in the slot map.
+    home_slot: u32,
 }
 
-#[derive(Clone, Debug, Default)]
+/// No slot known (`Se::home_slot`).
+const NO_SLOT: u32 = u32::MAX;
+
+#[derive(Clone, Debug)]
 struct Rq {
     /// On-rq entities other than `curr`.
     queued: Vec<EntId>,
+    /// The least vruntime among `queued` (i64::MAX when empty), kept as entities join,
+    /// leave and are reweighted: update_min_vr runs at every accounting update, and a
+    /// scan of the queued entities there touches one cold entity record each on a large
+    /// host. Covers every queued entity, throttled or not (capped hosts scan instead).
+    queued_min: i64,
     curr: Option<EntId>,
     /// Σ weight of the on-rq entities (queued + curr).
     load: u64,
@@ -69,6 +88,19 @@ struct Rq {
     /// change (Linux keeps `cfs_rq->avg_vruntime` the same way), so avg_vruntime needs
     /// no scan: Σ w·(v − min_vr) = this − load × min_vr.
     sum_wv: i128,
+}
+
+impl Default for Rq {
+    fn default() -> Rq {
+        Rq {
+            queued: Vec::new(),
+            queued_min: i64::MAX,
+            curr: None,
+            load: 0,
+            min_vr: 0,
+            sum_wv: 0,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -101,8 +133,6 @@ pub struct Eevdf {
     se: Vec<Se>,
     rqs: Vec<Rq>,
     cpus: Vec<Cpu>,
-    /// Per vCPU: the pCPU whose runqueue holds it (or held it last).
-    home: Vec<u32>,
     /// pCPUs with no runnable vCPU, and with a vCPU waiting besides the running one:
     /// placement and balancing look these up instead of scanning every pCPU.
     idle: CpuMask,
@@ -114,7 +144,6 @@ pub struct Eevdf {
     /// the domain every interval and across the host every interval × domains.
     domain: u32,
     last_global_balance: Vec<Nanos>,
-    last_ran: Vec<Nanos>,
     /// Per VM: task-group shares (weight 256 = 1024 shares).
     shares: Vec<u64>,
     quota: Vec<Option<u64>>,
@@ -133,7 +162,34 @@ fn ms(x: f64) -> u64 {
 /// calc_delta_fair: `delta` of wall time in virtual time at weight `w`.
 #[inline]
 pub(crate) fn fair(delta: u64, w: u64) -> i64 {
-    (delta as u128 * NICE_0_LOAD as u128 / w.max(1) as u128) as i64
+    let w = w.max(1);
+    // 128-bit division is a library call of ~60 instructions and this runs at every
+    // accounting update; below 2^54 the product fits 64 bits and the quotient is the
+    // same.
+    if delta < 1 << 54 {
+        return ((delta * NICE_0_LOAD) / w) as i64;
+    }
+    (delta as u128 * NICE_0_LOAD as u128 / w as u128) as i64
+}
+
+/// `a / b` of 128-bit operands (rounded toward zero), in 64-bit arithmetic when both
+/// fit: the same quotient without the library call for 128-bit division.
+#[inline]
+pub(crate) fn div_i128(a: i128, b: i128) -> i128 {
+    match (i64::try_from(a), i64::try_from(b)) {
+        // i64::MIN / -1 overflows in 64 bits (its quotient needs 65).
+        (Ok(x), Ok(y)) if y != 0 && !(x == i64::MIN && y == -1) => (x / y) as i128,
+        _ => a / b,
+    }
+}
+
+/// `a.div_euclid(b)` of 128-bit operands, in 64-bit arithmetic when both fit.
+#[inline]
+pub(crate) fn div_euclid_i128(a: i128, b: i128) -> i128 {
+    match (i64::try_from(a), i64::try_from(b)) {
+        (Ok(x), Ok(y)) if y != 0 && !(x == i64::MIN && y == -1) => x.div_euclid(y) as i128,
+        _ => a.div_euclid(b),
+    }
 }
 
 /// The base slice's scaling for `cpus` CPUs: 1 + ilog2(min(CPUs, 8)) (update_sysctl,
@@ -151,7 +207,7 @@ pub(crate) fn lag_limit(base_slice: u64, tick: u64, w: u64) -> i64 {
 /// place_entity() with PLACE_LAG: the kept lag scaled by (load + w) / load, so that
 /// adding the entity to a runqueue of `load` leaves it that lag.
 pub(crate) fn scale_lag(vlag: i64, load: i128, w: u64) -> i128 {
-    vlag as i128 * (load + w as i128) / load.max(1)
+    div_i128(vlag as i128 * (load + w as i128), load.max(1))
 }
 
 /// entity_eligible(): Σ w·(v − base) ≥ (v_e − base)·Σ w, exactly.
@@ -186,9 +242,10 @@ impl Eevdf {
         }
         // Spread first homes over the allowed pCPUs, so first placement looks near a
         // distinct pCPU for each vCPU.
-        let home = (0..nv as usize)
-            .map(|i| setup.vcpu_mask[i].first_from(i as u32 % np).unwrap_or(0))
-            .collect();
+        for (i, s) in se.iter_mut().enumerate() {
+            s.home = setup.vcpu_mask[i].first_from(i as u32 % np).unwrap_or(0);
+            s.home_slot = NO_SLOT;
+        }
         let quota = setup
             .vm_cap
             .iter()
@@ -214,8 +271,6 @@ impl Eevdf {
             se,
             rqs: vec![Rq::default(); np as usize],
             cpus: vec![Cpu::default(); np as usize],
-            home,
-            last_ran: vec![Nanos::ZERO; nv as usize],
             shares,
             quota,
             used: vec![0; nvm as usize],
@@ -259,11 +314,18 @@ impl Eevdf {
 
     /// The runqueue a vCPU is queued on when its home is `p`.
     fn leaf_rq(&self, v: VcpuId, p: u32) -> RqId {
-        if self.groups {
-            self.group_rq(p, self.vm_of(v))
-        } else {
-            p
+        if !self.groups {
+            return p;
         }
+        let s = &self.se[v.idx()];
+        let vm = self.vm_of(v);
+        if s.home == p && s.home_slot != NO_SLOT {
+            debug_assert_eq!(self.slots.get(p, vm), Some(s.home_slot));
+            // The operation goes on to look (p, vm) up for the group entity.
+            self.slots.remember(p, vm, s.home_slot);
+            return self.np + s.home_slot;
+        }
+        self.group_rq(p, vm)
     }
 
     /// Throttled entities (a capped VM out of quota) take no part in picking.
@@ -311,7 +373,7 @@ impl Eevdf {
         if load == 0 {
             return min_vr;
         }
-        min_vr + sum.div_euclid(load) as i64
+        min_vr + div_euclid_i128(sum, load) as i64
     }
 
     /// entity_eligible(): vruntime at or before the weighted mean, exactly.
@@ -322,6 +384,24 @@ impl Eevdf {
 
     /// update_min_vruntime(): never moves backwards.
     fn update_min_vr(&mut self, rq: RqId) {
+        if !self.capped {
+            // Every on-rq entity is active: the kept minimum of the queued ones and the
+            // current one's vruntime (queued and current entities are on-rq).
+            let r = &self.rqs[rq as usize];
+            let mut m = r.queued_min;
+            if let Some(c) = r.curr {
+                let s = &self.se[c as usize];
+                if s.on_rq {
+                    m = m.min(s.vruntime);
+                }
+            }
+            debug_assert_eq!(r.queued_min, self.queued_min_scan(rq));
+            if m != i64::MAX {
+                let r = &mut self.rqs[rq as usize];
+                r.min_vr = r.min_vr.max(m);
+            }
+            return;
+        }
         let r = &self.rqs[rq as usize];
         let mut m: Option<i64> = None;
         for &e in r.queued.iter().chain(r.curr.iter()) {
@@ -333,6 +413,36 @@ impl Eevdf {
         if let Some(m) = m {
             let r = &mut self.rqs[rq as usize];
             r.min_vr = r.min_vr.max(m);
+        }
+    }
+
+    /// The least vruntime among `rq`'s queued entities by a scan (i64::MAX: none).
+    fn queued_min_scan(&self, rq: RqId) -> i64 {
+        self.rqs[rq as usize]
+            .queued
+            .iter()
+            .map(|&e| self.se[e as usize].vruntime)
+            .min()
+            .unwrap_or(i64::MAX)
+    }
+
+    /// Queues entity `e` (on-rq, not current) on `rq`.
+    fn queue_push(&mut self, rq: RqId, e: EntId) {
+        let v = self.se[e as usize].vruntime;
+        let r = &mut self.rqs[rq as usize];
+        r.queued.push(e);
+        r.queued_min = r.queued_min.min(v);
+    }
+
+    /// Takes entity `e` off `rq`'s queue (if there), rescanning for the least vruntime
+    /// only when `e` held it.
+    fn queue_remove(&mut self, rq: RqId, e: EntId) {
+        let v = self.se[e as usize].vruntime;
+        let r = &mut self.rqs[rq as usize];
+        let before = r.queued.len();
+        r.queued.retain(|x| *x != e);
+        if r.queued.len() != before && v == r.queued_min {
+            self.rqs[rq as usize].queued_min = self.queued_min_scan(rq);
         }
     }
 
@@ -470,8 +580,8 @@ impl Eevdf {
         let w = self.se[e as usize].weight;
         self.se[e as usize].on_rq = true;
         let v = self.se[e as usize].vruntime;
+        self.queue_push(rq, e);
         let r = &mut self.rqs[rq as usize];
-        r.queued.push(e);
         r.load += w;
         r.sum_wv += w as i128 * v as i128;
         if r.queued.len() == 1 && r.curr.is_none() {
@@ -489,8 +599,8 @@ impl Eevdf {
         s.on_rq = false;
         s.protect = false;
         let v = s.vruntime;
+        self.queue_remove(rq, e);
         let r = &mut self.rqs[rq as usize];
-        r.queued.retain(|x| *x != e);
         if r.curr == Some(e) {
             r.curr = None;
         }
@@ -512,32 +622,44 @@ impl Eevdf {
         if !self.se[ge as usize].on_rq {
             let s = &mut self.se[ge as usize];
             if old_w > 0 {
-                s.vlag = (s.vlag as i128 * old_w as i128 / new_w as i128) as i64;
+                s.vlag = div_i128(s.vlag as i128 * old_w as i128, new_w as i128) as i64;
             }
             s.weight = new_w;
             return;
         }
         let avg = self.avg_vruntime(p);
         let s = &mut self.se[ge as usize];
-        let old_wv = old_w as i128 * s.vruntime as i128;
-        let lag = (avg - s.vruntime) as i128 * old_w as i128 / new_w as i128;
-        let vslice = (s.deadline - avg) as i128 * old_w as i128 / new_w as i128;
+        let old_v = s.vruntime;
+        let old_wv = old_w as i128 * old_v as i128;
+        let lag = div_i128((avg - s.vruntime) as i128 * old_w as i128, new_w as i128);
+        let vslice = div_i128((s.deadline - avg) as i128 * old_w as i128, new_w as i128);
         s.vruntime = avg - lag as i64;
         s.deadline = avg + vslice as i64;
         s.weight = new_w;
         let new_wv = new_w as i128 * s.vruntime as i128;
+        let new_v = s.vruntime;
         let r = &mut self.rqs[p as usize];
         r.load = r.load - old_w + new_w;
         r.sum_wv += new_wv - old_wv;
+        if r.curr != Some(ge) {
+            // A queued entity's vruntime moved: the queue's least one may have too.
+            if new_v <= r.queued_min {
+                r.queued_min = new_v;
+            } else if old_v == r.queued_min {
+                self.rqs[p as usize].queued_min = self.queued_min_scan(p);
+            }
+        }
         self.update_min_vr(p);
     }
 
     /// A vCPU becomes runnable on `p`: queued on its leaf runqueue, its group entity
     /// queued on the root if the group runqueue was empty.
     fn enqueue_vcpu(&mut self, v: VcpuId, p: u32) {
-        self.home[v.idx()] = p;
         let vm = self.vm_of(v);
-        let (_, new) = self.slots.add(p, vm, v.idx());
+        let (slot, new) = self.slots.add(p, vm, v.idx());
+        let s = &mut self.se[v.idx()];
+        s.home = p;
+        s.home_slot = slot;
         if new && self.groups {
             // The VM's group entity and runqueue on `p`, created on first use (slot
             // order: entity nv + slot, runqueue np + slot).
@@ -625,13 +747,13 @@ impl Eevdf {
     fn holds_sibling(&self, p: u32, v: VcpuId) -> bool {
         let vm = self.vm_of(v);
         let here = self.slots.nr(p, vm);
-        let counted_self = self.se[v.idx()].on_rq && self.home[v.idx()] == p;
+        let counted_self = self.se[v.idx()].on_rq && self.se[v.idx()].home == p;
         here > counted_self as u32
     }
 
     fn select_rq(&self, v: VcpuId) -> u32 {
         let mask = self.setup.vcpu_mask[v.idx()];
-        let prev = self.home[v.idx()];
+        let prev = self.se[v.idx()].home;
         if let Some(p) = crate::hv::placement::choose(
             self.placement,
             mask,
@@ -645,7 +767,7 @@ impl Eevdf {
         if let Some(q) = self.idle.and(mask).first_from(prev) {
             return q;
         }
-        if mask.contains(prev) && self.last_ran[v.idx()] > Nanos::ZERO {
+        if mask.contains(prev) && self.se[v.idx()].last_ran > Nanos::ZERO {
             return prev;
         }
         // First placement (fork balancing): the least loaded allowed pCPU of the
@@ -712,7 +834,8 @@ impl Eevdf {
                     && self.setup.vcpu_mask[v.idx()].contains(p)
                     && self.active(e)
                     && (!only_cold
-                        || now.0.saturating_sub(self.last_ran[v.idx()].0) >= self.migration_cost);
+                        || now.0.saturating_sub(self.se[v.idx()].last_ran.0)
+                            >= self.migration_cost);
                 let key = (w as i64 - (diff / 2) as i64).unsigned_abs();
                 if fits && cand.is_none_or(|c| (key, v) < c) {
                     cand = Some((key, v));
@@ -789,7 +912,7 @@ impl HostScheduler for Eevdf {
         self.slots.set_clock(now);
         let pi = p.0;
         self.update_curr(pi, now);
-        self.last_ran[v.idx()] = now;
+        self.se[v.idx()].last_ran = now;
         let vm = self.vm_of(v);
         self.running_per_vm[vm] = self.running_per_vm[vm].saturating_sub(1);
         if why == StopReason::Yielded {
@@ -808,10 +931,9 @@ impl HostScheduler for Eevdf {
             levels[1] = Some(pi);
         }
         for rq in levels.into_iter().flatten() {
-            let r = &mut self.rqs[rq as usize];
-            if let Some(c) = r.curr.take() {
+            if let Some(c) = self.rqs[rq as usize].curr.take() {
                 if self.se[c as usize].on_rq {
-                    r.queued.push(c);
+                    self.queue_push(rq, c);
                 }
                 self.se[c as usize].protect = false;
             }
@@ -828,7 +950,7 @@ impl HostScheduler for Eevdf {
         // Urgent-vCPU-first: a forced vCPU (still queued here) is picked at every level.
         let forced = self.forced[pi as usize].take().filter(|f| {
             self.se[f.idx()].on_rq
-                && self.home[f.idx()] == pi
+                && self.se[f.idx()].home == pi
                 && self.cpus[pi as usize].curr != Some(*f)
         });
         let mut rq = pi;
@@ -841,14 +963,13 @@ impl HostScheduler for Eevdf {
                 None => self.pick_eevdf(rq)?,
             };
             // set_next_entity
-            let r = &mut self.rqs[rq as usize];
-            if let Some(c) = r.curr.take() {
+            if let Some(c) = self.rqs[rq as usize].curr.take() {
                 if c != e && self.se[c as usize].on_rq {
-                    r.queued.push(c);
+                    self.queue_push(rq, c);
                 }
             }
-            r.queued.retain(|x| *x != e);
-            r.curr = Some(e);
+            self.queue_remove(rq, e);
+            self.rqs[rq as usize].curr = Some(e);
             self.se[e as usize].protect = true;
             if e < self.nv {
                 break VcpuId(e);
@@ -859,7 +980,12 @@ impl HostScheduler for Eevdf {
         cpu.curr = Some(v);
         cpu.need_resched = false;
         cpu.exec_start = now;
-        self.home[v.idx()] = pi;
+        let s = &mut self.se[v.idx()];
+        if s.home != pi {
+            // (Picked from `pi`'s runqueues, it is homed there already.)
+            s.home_slot = NO_SLOT;
+        }
+        s.home = pi;
         let vm = self.vm_of(v);
         self.running_per_vm[vm] += 1;
         let limit = self.quota[vm].map(|q| {
@@ -935,13 +1061,13 @@ impl HostScheduler for Eevdf {
     }
 
     fn yield_to_esrch(&self, p: PcpuId, to: VcpuId) -> bool {
-        let tp = self.home[to.idx()];
+        let tp = self.se[to.idx()].home;
         self.nr_running(p.0) == 1 && self.nr_running(tp) == 1
     }
 
     fn yield_to(&mut self, p: PcpuId, _from: VcpuId, to: VcpuId, now: Nanos) -> Option<PcpuId> {
         self.slots.set_clock(now);
-        let tp = self.home[to.idx()];
+        let tp = self.se[to.idx()].home;
         let queued = self.se[to.idx()].on_rq && self.cpus[tp as usize].curr != Some(to);
         if !queued || !self.active(to.0) {
             return None;
@@ -960,13 +1086,13 @@ impl HostScheduler for Eevdf {
     }
 
     fn home_of(&self, v: VcpuId) -> PcpuId {
-        PcpuId(self.home[v.idx()])
+        PcpuId(self.se[v.idx()].home)
     }
 
     /// Urgent-vCPU-first: the queued `v` runs next on `p` (moved there if queued
     /// elsewhere).
     fn run_next(&mut self, p: PcpuId, v: VcpuId) -> bool {
-        let home = self.home[v.idx()];
+        let home = self.se[v.idx()].home;
         let queued = self.se[v.idx()].on_rq && self.cpus[home as usize].curr != Some(v);
         if !queued || !self.active(v.0) || !self.setup.vcpu_mask[v.idx()].contains(p.0) {
             return false;
@@ -982,7 +1108,7 @@ impl HostScheduler for Eevdf {
     /// How far the vCPU (with groups: its VM on this pCPU) has run beyond the
     /// runqueue's weighted mean, in CPU time at its weight (minus its lag).
     fn lead_ns(&self, v: VcpuId) -> i64 {
-        let p = self.home[v.idx()];
+        let p = self.se[v.idx()].home;
         let (rq, e) = if self.groups {
             (p, self.group_ent(p, self.vm_of(v)))
         } else {
@@ -1064,6 +1190,25 @@ mod tests {
             }
         }
         cpu
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The 64-bit fast paths give the 128-bit quotients, near the edges too.
+        #[test]
+        fn fast_divisions_match_128_bit(
+            a in prop_oneof![any::<i64>().prop_map(i128::from), any::<i128>(), Just(i64::MIN as i128)],
+            b in prop_oneof![any::<i64>().prop_map(i128::from), any::<i128>(), Just(-1i128), 1i128..5000],
+            delta in prop_oneof![any::<u64>(), 0u64..(1 << 55)],
+            w in any::<u64>(),
+        ) {
+            prop_assume!(b != 0 && !(a == i128::MIN && b == -1));
+            prop_assert_eq!(div_i128(a, b), a / b);
+            prop_assert_eq!(div_euclid_i128(a, b), a.div_euclid(b));
+            let slow = (delta as u128 * NICE_0_LOAD as u128 / w.max(1) as u128) as i64;
+            prop_assert_eq!(fair(delta, w), slow);
+        }
     }
 
     #[test]

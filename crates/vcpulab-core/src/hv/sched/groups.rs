@@ -19,6 +19,7 @@
 use super::pelt::LoadAvg;
 use crate::sim::Nanos;
 use rustc_hash::FxHashMap;
+use std::cell::Cell;
 
 /// The smallest group share (kernel/sched/sched.h MIN_SHARES).
 pub(crate) const MIN_SHARES: u64 = 2;
@@ -30,6 +31,9 @@ const NO_SLOT: Slot = Slot::MAX;
 /// A slot: one VM's group on one pCPU.
 pub(crate) type Slot = u32;
 
+/// No pair (pCPU and VM ids are below 2^32 − 1).
+const NO_PAIR: u64 = u64::MAX;
+
 #[inline]
 fn pair(p: u32, vm: usize) -> u64 {
     (u64::from(p) << 32) | vm as u64
@@ -39,23 +43,45 @@ fn pair(p: u32, vm: usize) -> u64 {
 pub(crate) struct GroupSlots {
     /// (pCPU, VM) → slot, for every VM that has had a runnable vCPU on that pCPU.
     by_pair: FxHashMap<u64, Slot>,
-    /// Per slot: its VM, and the VM's runnable vCPUs on the slot's pCPU.
-    slot_vm: Vec<u32>,
-    nr: Vec<u32>,
+    /// The pair looked up last and its slot: one scheduler operation looks the same
+    /// pair up several times (leaf runqueue, group entity, shares), and a slot never
+    /// changes once allocated, so this is never stale. (NO_PAIR: none yet.)
+    last: Cell<(u64, Slot)>,
+    /// Per slot: its VM, the VM's runnable vCPUs on the slot's pCPU and its load
+    /// average.
+    slots: Vec<SlotRec>,
     /// Per pCPU: the VMs with runnable vCPUs there, in the order they became so.
     active: Vec<Vec<u32>>,
     /// Load averages are kept (group scheduling is on).
     track_load: bool,
     /// The scheduler's clock (rq_clock): the latest time it was called at, in ns.
     clock: u64,
-    /// Per slot: the group runqueue's load average (cfs_rq->avg.load_avg), its input
-    /// being the runnable vCPUs' weight there.
-    slot_load: Vec<LoadAvg>,
     /// Per VM: the task group's load average over all pCPUs (tg->load_avg).
     vm_load: Vec<LoadAvg>,
     /// Per vCPU: its own load average and the slot it is attached to.
-    vcpu_load: Vec<LoadAvg>,
-    vcpu_slot: Vec<Slot>,
+    vcpus: Vec<VcpuRec>,
+}
+
+/// A slot's state, together in one record (32 bytes, aligned): adding or removing a
+/// vCPU reads and writes all of it, and on a large host separate arrays were a cache
+/// miss each.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(align(32))]
+struct SlotRec {
+    /// The group runqueue's load average (cfs_rq->avg.load_avg), its input being the
+    /// runnable vCPUs' weight there (kept only with load tracking).
+    load: LoadAvg,
+    vm: u32,
+    /// The VM's runnable vCPUs on the slot's pCPU.
+    nr: u32,
+}
+
+/// A vCPU's load average and the slot it is attached to, in one record (see SlotRec).
+#[derive(Clone, Copy, Debug)]
+#[repr(align(32))]
+struct VcpuRec {
+    load: LoadAvg,
+    slot: Slot,
 }
 
 impl GroupSlots {
@@ -65,15 +91,19 @@ impl GroupSlots {
         let (vcpus, vms) = if track_load { (vcpus, vms) } else { (0, 0) };
         GroupSlots {
             by_pair: FxHashMap::default(),
-            slot_vm: Vec::new(),
-            nr: Vec::new(),
+            last: Cell::new((NO_PAIR, NO_SLOT)),
+            slots: Vec::new(),
             active: vec![Vec::new(); pcpus as usize],
             track_load,
             clock: 0,
-            slot_load: Vec::new(),
             vm_load: vec![LoadAvg::default(); vms],
-            vcpu_load: vec![LoadAvg::default(); vcpus],
-            vcpu_slot: vec![NO_SLOT; vcpus],
+            vcpus: vec![
+                VcpuRec {
+                    load: LoadAvg::default(),
+                    slot: NO_SLOT,
+                };
+                vcpus
+            ],
         }
     }
 
@@ -86,7 +116,21 @@ impl GroupSlots {
     /// The slot of `vm` on `p`, if it was ever used.
     #[inline]
     pub(crate) fn get(&self, p: u32, vm: usize) -> Option<Slot> {
-        self.by_pair.get(&pair(p, vm)).copied()
+        let key = pair(p, vm);
+        let (k, s) = self.last.get();
+        if k == key {
+            return Some(s);
+        }
+        let s = self.by_pair.get(&key).copied()?;
+        self.last.set((key, s));
+        Some(s)
+    }
+
+    /// Remembers that `vm`'s slot on `p` is `s` (known to the caller), for the lookups
+    /// that follow.
+    #[inline]
+    pub(crate) fn remember(&self, p: u32, vm: usize, s: Slot) {
+        self.last.set((pair(p, vm), s));
     }
 
     /// The slot of `vm` on `p` where one must exist (a vCPU of `vm` was runnable there).
@@ -99,13 +143,13 @@ impl GroupSlots {
     /// The VM of a slot.
     #[inline]
     pub(crate) fn vm(&self, s: Slot) -> usize {
-        self.slot_vm[s as usize] as usize
+        self.slots[s as usize].vm as usize
     }
 
     /// Runnable vCPUs of `vm` on `p`.
     #[inline]
     pub(crate) fn nr(&self, p: u32, vm: usize) -> u32 {
-        self.get(p, vm).map_or(0, |s| self.nr[s as usize])
+        self.get(p, vm).map_or(0, |s| self.slots[s as usize].nr)
     }
 
     /// The VMs with runnable vCPUs on `p`.
@@ -117,8 +161,8 @@ impl GroupSlots {
     /// new (the caller then creates its group entity and runqueue, in slot order).
     pub(crate) fn add(&mut self, p: u32, vm: usize, v: usize) -> (Slot, bool) {
         let (s, new) = self.ensure(p, vm);
-        self.nr[s as usize] += 1;
-        if self.nr[s as usize] == 1 {
+        self.slots[s as usize].nr += 1;
+        if self.slots[s as usize].nr == 1 {
             self.active[p as usize].push(vm as u32);
         }
         if self.track_load {
@@ -133,19 +177,19 @@ impl GroupSlots {
     /// slot's and the VM's inputs grow by its weight (enqueue_entity).
     fn load_in(&mut self, s: Slot, vm: usize, v: usize) {
         let now = self.clock;
-        let me = &mut self.vcpu_load[v];
+        let me = &mut self.vcpus[v].load;
         me.set_input(now, VCPU_LOAD);
         let mine = me.avg();
-        let old = self.vcpu_slot[v];
+        let old = self.vcpus[v].slot;
         if old != s {
             if old != NO_SLOT {
-                let o = &mut self.slot_load[old as usize];
+                let o = &mut self.slots[old as usize].load;
                 o.update(now);
                 o.detach(mine);
             }
-            self.vcpu_slot[v] = s;
+            self.vcpus[v].slot = s;
         }
-        let here = &mut self.slot_load[s as usize];
+        let here = &mut self.slots[s as usize].load;
         here.set_input(now, here.input() + VCPU_LOAD);
         if old != s {
             here.attach(mine);
@@ -166,7 +210,7 @@ impl GroupSlots {
         debug_assert!(self.track_load, "group shares without load tracking");
         let now = self.clock;
         let s = self.of(p, vm) as usize;
-        let here = &mut self.slot_load[s];
+        let here = &mut self.slots[s].load;
         here.update(now);
         let (own, load) = (here.avg(), here.avg().max(here.input()));
         let all = &mut self.vm_load[vm];
@@ -182,12 +226,11 @@ impl GroupSlots {
         match self.get(p, vm) {
             Some(s) => (s, false),
             None => {
-                let s = self.slot_vm.len() as Slot;
-                self.slot_vm.push(vm as u32);
-                self.nr.push(0);
-                if self.track_load {
-                    self.slot_load.push(LoadAvg::default());
-                }
+                let s = self.slots.len() as Slot;
+                self.slots.push(SlotRec {
+                    vm: vm as u32,
+                    ..SlotRec::default()
+                });
                 self.by_pair.insert(pair(p, vm), s);
                 (s, true)
             }
@@ -200,7 +243,7 @@ impl GroupSlots {
     /// task's load, dequeue_entity); a moving one takes it along at once (detach_task).
     pub(crate) fn remove(&mut self, p: u32, vm: usize, v: usize, moving: bool) -> (Slot, u32) {
         let s = self.of(p, vm);
-        let n = &mut self.nr[s as usize];
+        let n = &mut self.slots[s as usize].nr;
         *n -= 1;
         let left = *n;
         if left == 0 {
@@ -208,12 +251,12 @@ impl GroupSlots {
         }
         if self.track_load {
             let now = self.clock;
-            self.vcpu_load[v].set_input(now, 0);
-            let here = &mut self.slot_load[s as usize];
+            self.vcpus[v].load.set_input(now, 0);
+            let here = &mut self.slots[s as usize].load;
             here.set_input(now, here.input() - VCPU_LOAD);
             if moving {
-                here.detach(self.vcpu_load[v].avg());
-                self.vcpu_slot[v] = NO_SLOT;
+                here.detach(self.vcpus[v].load.avg());
+                self.vcpus[v].slot = NO_SLOT;
             }
             let all = &mut self.vm_load[vm];
             all.set_input(now, all.input() - VCPU_LOAD);
@@ -242,6 +285,23 @@ mod tests {
         // The emptied slot is kept: the VM's group on pCPU 2 keeps its identity.
         assert_eq!(g.add(2, 7, 0), (0, false));
         assert_eq!(g.vm(1), 7);
+    }
+
+    /// The remembered last lookup never answers for another pair.
+    #[test]
+    fn repeated_and_alternating_lookups_find_their_own_slots() {
+        let mut g = GroupSlots::new(8, 0, 0, false);
+        let pairs = [(0u32, 0usize), (0, 1), (1, 0), (7, 3)];
+        for &(p, vm) in &pairs {
+            g.ensure(p, vm);
+        }
+        for _ in 0..2 {
+            for (i, &(p, vm)) in pairs.iter().enumerate() {
+                assert_eq!(g.get(p, vm), Some(i as Slot));
+                assert_eq!(g.get(p, vm), Some(i as Slot));
+                assert_eq!(g.get(p + 1, vm + 5), None);
+            }
+        }
     }
 
     const MS: u64 = 1_000_000;
@@ -340,9 +400,9 @@ mod tests {
             }
             let now = g.clock;
             let mut slots = 0;
-            for s in 0..g.slot_load.len() {
-                g.slot_load[s].update(now);
-                slots += g.slot_load[s].avg();
+            for s in 0..g.slots.len() {
+                g.slots[s].load.update(now);
+                slots += g.slots[s].load.avg();
             }
             g.vm_load[0].update(now);
             let vm = g.vm_load[0].avg();
