@@ -28,7 +28,9 @@
 //! EEVDF's (hv/sched/eevdf.rs).
 
 use crate::guest::thread::ThreadState;
-use crate::hv::sched::eevdf::{eligible, fair, lag_limit, scale_lag, slice_factor, NICE_0_LOAD};
+use crate::hv::sched::eevdf::{
+    div_euclid_i128, eligible, fair, lag_limit, scale_lag, slice_factor, NICE_0_LOAD,
+};
 use crate::sim::world::World;
 use crate::sim::{Nanos, ThreadId, VcpuId};
 
@@ -88,7 +90,7 @@ impl World {
         if load == 0 {
             return self.vcpus[v.idx()].min_vr as i128;
         }
-        base as i128 + sum.div_euclid(load)
+        base as i128 + div_euclid_i128(sum, load)
     }
 
     fn eevdf_eligible(&self, parts: (i128, i128, u64), t: ThreadId) -> bool {
