@@ -1,7 +1,9 @@
 //! The guest runqueue: which thread a vCPU runs next (least vruntime, CFS-like), newidle
-//! pulls from a busy sibling, cpuset changes and the migrations they force, and the
-//! guest's time slice (Linux kernel/sched/fair.c: pick_next_entity, newidle_balance,
-//! migrate_task_rq_fair, sched_slice).
+//! pulls from a busy sibling, cpuset changes and the migrations they force, and CFS's
+//! rules for when a reschedule is due — the time slice checked at the tick and wake-up
+//! preemption (Linux kernel/sched/fair.c: pick_next_entity, newidle_balance,
+//! migrate_task_rq_fair, sched_slice, check_preempt_tick, check_preempt_wakeup). When a
+//! due reschedule takes effect is guest/preempt.rs's.
 
 use crate::guest::thread::{ThreadActivity, ThreadState};
 use crate::hv::irq::{Delivered, Irq};
