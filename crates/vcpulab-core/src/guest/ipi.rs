@@ -297,6 +297,11 @@ impl World {
             cost += self.costs.tlb_flush_ns;
         }
         let vc = &mut self.vcpus[v.idx()];
+        if kind == IpiKind::Tlb && vc.cur.is_none() {
+            // A vCPU in lazy TLB mode leaves the mm (leave_mm, Linux before 4.19): it is
+            // out of the process's mask until it runs one of its threads again.
+            vc.mm = crate::hv::vcpu::NO_MM;
+        }
         let done = vc.charge_overhead(now, Nanos(cost));
         let vm = vc.vm.idx();
         let lat = done.0.saturating_sub(sent.0);
@@ -356,43 +361,35 @@ impl World {
         }
     }
 
-    /// Shoots down the TLBs of the VM's other vCPUs that ran its threads; the sender
-    /// then waits (spinning) for every acknowledgement.
+    /// Shoots down the TLBs of the other vCPUs in the mm CPU mask of `t`'s process
+    /// (flush_tlb_others / flush_tlb_multi over mm_cpumask, arch/x86/mm/tlb.c): those
+    /// running one of its threads or preempted while running one, and those idling in
+    /// lazy TLB mode with its mm still loaded — skipped from Linux 4.19
+    /// (`guest.tlb_skip_lazy`), and with KVM PV TLB flush preempted ones are skipped
+    /// too (they flush at their next entry). The sender then waits, spinning, for every
+    /// acknowledgement.
     pub(crate) fn tlb_shootdown(&mut self, t: ThreadId, v: VcpuId) {
         let vm = self.vcpus[v.idx()].vm;
-        let (first, n, pv) = {
-            let m = &self.vms[vm.idx()];
-            (m.first_vcpu, m.nvcpus, m.guest.pv_tlb_flush)
-        };
+        let (first, n) = (self.vms[vm.idx()].first_vcpu, self.vms[vm.idx()].nvcpus);
+        let mm = self.threads[t.idx()].process;
         let th = &mut self.threads[t.idx()];
         th.tlb_gen = th.tlb_gen.wrapping_add(1);
         let gen = th.tlb_gen;
-        let mut sent = 0u32;
-        for i in 0..n {
-            let tv = VcpuId(first + i);
-            let vc = &self.vcpus[tv.idx()];
-            if tv == v || !vc.ran_threads {
-                continue;
-            }
-            // KVM PV TLB flush: a preempted vCPU flushes on its next entry instead.
-            if pv && vc.hv == HvState::Runnable {
-                continue;
-            }
-            sent += 1;
-        }
-        self.threads[t.idx()].acks_left = sent;
+        let mut targets = std::mem::take(&mut self.irq_recipients);
+        targets.clear();
+        targets.extend(
+            (0..n)
+                .map(|i| VcpuId(first + i))
+                .filter(|&tv| tv != v && self.tlb_target(vm.idx(), tv, mm)),
+        );
+        self.threads[t.idx()].acks_left = targets.len() as u32;
         self.threads[t.idx()].wait_start = self.now;
         // One ICR write (an exit) per target, x2APIC physical mode as the guests of the
         // studies send them; then the local flush.
-        let mut exits = 0;
-        for i in 0..n {
-            let tv = VcpuId(first + i);
-            let vc = &self.vcpus[tv.idx()];
-            if tv == v || !vc.ran_threads || (pv && vc.hv == HvState::Runnable) {
-                continue;
-            }
-            exits += self.icr_write_cost(vm.idx(), tv);
-        }
+        let exits = targets
+            .iter()
+            .map(|&tv| self.icr_write_cost(vm.idx(), tv))
+            .sum();
         let th = &mut self.threads[t.idx()];
         th.micro.push_front(Micro::TlbWait);
         th.micro.push_front(Micro::Work {
@@ -401,12 +398,6 @@ impl World {
         });
         th.micro.push_front(Micro::Exit { ns: exits });
         self.vms[vm.idx()].tlb_shootdowns += 1;
-        let mut targets = std::mem::take(&mut self.irq_recipients);
-        targets.clear();
-        targets.extend((0..n).map(|i| VcpuId(first + i)).filter(|&tv| {
-            let vc = &self.vcpus[tv.idx()];
-            !(tv == v || !vc.ran_threads || (pv && vc.hv == HvState::Runnable))
-        }));
         self.irq_send(IpiKind::Tlb, v, &targets);
         let msg = IpiMsg {
             kind: IpiKind::Tlb,
@@ -418,6 +409,14 @@ impl World {
             self.q.push(at, Ev::IpiArrive(tv, msg));
         }
         self.irq_recipients = targets;
+    }
+
+    /// Whether `tv` (of VM `vm`) is sent a shootdown for process `mm`'s address space.
+    fn tlb_target(&self, vm: usize, tv: VcpuId, mm: u16) -> bool {
+        let g = &self.vms[vm].guest;
+        let vc = &self.vcpus[tv.idx()];
+        let lazy = vc.cur.is_none();
+        vc.mm == mm && !(g.tlb_skip_lazy && lazy) && !(g.pv_tlb_flush && vc.hv == HvState::Runnable)
     }
 
     pub(crate) fn on_tlb_ack(&mut self, t: ThreadId, gen: u32) {

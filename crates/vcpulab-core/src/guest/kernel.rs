@@ -67,9 +67,15 @@ impl World {
     pub(crate) fn become_current(&mut self, v: VcpuId, t: ThreadId, t0: Nanos) {
         let switch = self.costs.guest_switch_ns + self.guest_tlb_refill(v, t);
         let vm = self.vcpus[v.idx()].vm.idx();
-        // Gleaner's yielding threads belong to another process: running one does not put
-        // the vCPU in the workload's mm mask (TLB shootdown targets).
-        let of_workload = !self.threads[t.idx()].yielder;
+        // switch_mm (arch/x86/mm/tlb.c): the vCPU enters the thread's process's mm CPU
+        // mask and leaves the previous one's. Gleaner's yielding threads belong to
+        // another process.
+        let th = &self.threads[t.idx()];
+        let mm = if th.yielder {
+            crate::hv::vcpu::OTHER_MM
+        } else {
+            th.process
+        };
         let vc = &mut self.vcpus[v.idx()];
         // A context switch unless the same thread simply continues (coming out of the
         // idle task is a switch too).
@@ -77,7 +83,7 @@ impl World {
         let fresh = vc.last_thread != Some(t) || leaving_idle;
         vc.cur = Some(t);
         vc.last_thread = Some(t);
-        vc.ran_threads |= of_workload;
+        vc.mm = mm;
         if leaving_idle {
             self.idle_leave(v);
         }

@@ -5,6 +5,12 @@ use crate::host::cpumask::CpuMask;
 use crate::sim::{Nanos, PcpuId, ThreadId, VmId};
 
 /// Where a vCPU's time goes. Every nanosecond of the run lands in exactly one.
+/// `Vcpu::mm` of a vCPU with no user address space loaded.
+pub const NO_MM: u16 = u16::MAX;
+/// `Vcpu::mm` of a vCPU running a thread of a process outside the workload (Gleaner's
+/// yielding threads).
+pub const OTHER_MM: u16 = u16::MAX - 1;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum VCat {
     User = 0,
@@ -141,8 +147,11 @@ pub struct Vcpu {
     /// A guest timer interrupt raised while the vCPU was preempted (its first raise:
     /// later expiries coalesce into the same pending vector), taken at its next entry.
     pub pending_timer: Option<Nanos>,
-    /// Has run a thread of the VM's process (it is in the mm's CPU mask).
-    pub ran_threads: bool,
+    /// The address space loaded on the vCPU (`active_mm`): the process of the last
+    /// thread it ran, kept while it idles (lazy TLB mode). It puts the vCPU in that
+    /// process's mm CPU mask, the targets of the process's TLB shootdowns.
+    /// `NO_MM` before any thread ran and after a lazy vCPU left the mm (leave_mm).
+    pub mm: u16,
     pub preempted_in_kernel: bool,
     /// KVM's spin_loop state: `in_spin_loop` while inside its own PLE handler
     /// (kvm_vcpu_on_spin) — here, descheduled by the handler's directed yield and not
@@ -204,7 +213,7 @@ impl Vcpu {
             pending: Vec::new(),
             pending_irq: Vec::new(),
             pending_timer: None,
-            ran_threads: false,
+            mm: NO_MM,
             preempted_in_kernel: false,
             in_spin_loop: false,
             dy_eligible: false,

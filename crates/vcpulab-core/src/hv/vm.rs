@@ -21,6 +21,8 @@ pub struct GuestParams {
     pub mutex_spin: u64,
     pub ipi_under_lock: bool,
     pub pv_tlb_flush: bool,
+    /// Shootdowns skip vCPUs in lazy TLB mode (Linux 4.19+).
+    pub tlb_skip_lazy: bool,
     /// KVM PV EOI: no EOI exit.
     pub pv_eoi: bool,
     /// vcpu_is_preempted(): a preempted vCPU is not an idle wake-up target.

@@ -889,6 +889,14 @@ pub struct GuestConfig {
     pub haltpoll_start_us: f64,
     /// KVM PV TLB flush: preempted vCPUs are not sent shootdown IPIs.
     pub pv_tlb_flush: bool,
+    /// Shootdowns skip vCPUs in lazy TLB mode (idle, the mm of the process they last ran
+    /// still loaded): Linux 4.19+ native_flush_tlb_others (arch/x86/mm/tlb.c, condition
+    /// tlb_is_not_lazy). Before, a lazy vCPU takes the IPI and leaves the mm (leave_mm).
+    pub tlb_skip_lazy: bool,
+    /// Queued rwlocks (CONFIG_QUEUED_RWLOCKS, x86 since Linux 3.16,
+    /// kernel/locking/qrwlock.c): a writer queues behind the kernel's spinlock kind.
+    /// Before, x86's rwlock_t writer spins unfairly (test-and-set).
+    pub queued_rwlocks: bool,
     /// KVM PV EOI (guest Linux 3.6+): the guest skips the EOI write (and its exit) when
     /// the host says none is needed.
     pub pv_eoi: bool,
@@ -926,6 +934,8 @@ impl Default for GuestConfig {
             haltpoll_max_us: 200.0,
             haltpoll_start_us: 50.0,
             pv_tlb_flush: false,
+            tlb_skip_lazy: false,
+            queued_rwlocks: false,
             pv_eoi: false,
             vcpu_is_preempted: false,
             haltpoll_available: true,

@@ -128,6 +128,10 @@ pub struct GuestKernel {
     pub ipi_under_lock: bool,
     /// KVM PV TLB flush (guest Linux 4.16+).
     pub pv_tlb_flush: bool,
+    /// Shootdowns skip CPUs in lazy TLB mode (Linux 4.19+).
+    pub tlb_skip_lazy: bool,
+    /// Queued rwlocks (x86, Linux 3.16+).
+    pub queued_rwlocks: bool,
     /// KVM PV EOI (guest Linux 3.6+ on KVM): no EOI exit when the host says none is
     /// needed.
     pub pv_eoi: bool,
@@ -307,6 +311,8 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         spinlock: "ticket",
         ipi_under_lock: true,
         pv_tlb_flush: false,
+        tlb_skip_lazy: false,
+        queued_rwlocks: false,
         pv_eoi: false,
         vcpu_is_preempted: false,
         haltpoll_available: false,
@@ -322,6 +328,8 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         spinlock: "ticket",
         ipi_under_lock: true,
         pv_tlb_flush: false,
+        tlb_skip_lazy: false,
+        queued_rwlocks: false,
         pv_eoi: false,
         vcpu_is_preempted: false,
         haltpoll_available: false,
@@ -337,6 +345,8 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         spinlock: "ticket",
         ipi_under_lock: true,
         pv_tlb_flush: false,
+        tlb_skip_lazy: false,
+        queued_rwlocks: false,
         pv_eoi: true,
         vcpu_is_preempted: false,
         haltpoll_available: false,
@@ -352,6 +362,8 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         spinlock: "ticket",
         ipi_under_lock: true,
         pv_tlb_flush: false,
+        tlb_skip_lazy: false,
+        queued_rwlocks: true,
         pv_eoi: true,
         vcpu_is_preempted: false,
         haltpoll_available: false,
@@ -367,6 +379,8 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         spinlock: "pv-qspinlock",
         ipi_under_lock: false,
         pv_tlb_flush: true,
+        tlb_skip_lazy: true,
+        queued_rwlocks: true,
         pv_eoi: true,
         vcpu_is_preempted: true,
         haltpoll_available: true,
@@ -558,6 +572,8 @@ impl GuestKernel {
         t.insert("spinlock".into(), Value::String(self.spinlock.into()));
         t.insert("ipi_under_lock".into(), Value::Boolean(self.ipi_under_lock));
         t.insert("pv_tlb_flush".into(), Value::Boolean(self.pv_tlb_flush));
+        t.insert("tlb_skip_lazy".into(), Value::Boolean(self.tlb_skip_lazy));
+        t.insert("queued_rwlocks".into(), Value::Boolean(self.queued_rwlocks));
         t.insert("pv_eoi".into(), Value::Boolean(self.pv_eoi));
         t.insert(
             "vcpu_is_preempted".into(),

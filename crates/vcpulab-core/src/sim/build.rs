@@ -84,13 +84,28 @@ impl SyncArenas {
         self.conds.len() as u32 - 1
     }
 
-    /// Adds VM `vm`'s objects (its workload's symbols; kernel spinlocks of `kind`) and
+    /// Adds VM `vm`'s objects (its workload's symbols; kernel spinlocks of `kind`, rwlocks
+    /// as `queued_rwlocks` says) and
     /// returns where they start in each arena.
-    pub fn add_vm(&mut self, vm: VmId, kind: SpinlockKind, w: &BuiltWorkload) -> ObjBases {
+    pub fn add_vm(
+        &mut self,
+        vm: VmId,
+        kind: SpinlockKind,
+        queued_rwlocks: bool,
+        w: &BuiltWorkload,
+    ) -> ObjBases {
         let spin = self.locks.len() as u32;
-        for name in &w.symbols.spinlocks {
+        for (i, name) in w.symbols.spinlocks.iter().enumerate() {
             let c = self.new_class(vm, name.clone(), false);
-            self.new_lock(kind, c);
+            // An rwlock_t's writer before queued rwlocks (Linux 3.16, x86): the
+            // unfair spin of arch/x86/lib/rwlock.S __write_lock_failed.
+            let rwlock = w.symbols.rwlock.get(i).copied().unwrap_or(false);
+            let k = if rwlock && !queued_rwlocks {
+                SpinlockKind::Tas
+            } else {
+                kind
+            };
+            self.new_lock(k, c);
         }
         let futex_class = self.new_class(vm, "futex-bucket".into(), false);
         // Each read-write semaphore's wait_lock is a kernel spinlock class of its own.
@@ -222,6 +237,7 @@ pub(crate) fn guest_params(g: &GuestConfig, vcpus: u32) -> GuestParams {
         mutex_spin: us(g.mutex_spin_us),
         ipi_under_lock: g.ipi_under_lock,
         pv_tlb_flush: g.pv_tlb_flush,
+        tlb_skip_lazy: g.tlb_skip_lazy,
         pv_eoi: g.pv_eoi,
         vcpu_is_preempted: g.vcpu_is_preempted,
         haltpoll_max: if g.idle == IdleMode::Haltpoll {

@@ -81,6 +81,11 @@ pub enum OpSpec {
 pub struct KspinSpec {
     pub lock: String,
     pub hold: Dist,
+    /// The lock is an rwlock_t taken for writing (write_lock): before the queued
+    /// rwlocks of Linux 3.16 an unfair test-and-set on x86, then a queue behind the
+    /// kernel's spinlock (`guest.queued_rwlocks`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rwlock: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -191,6 +196,8 @@ pub struct Symbols {
     pub queues: Vec<String>,
     pub sems: Vec<String>,
     pub rwsems: Vec<String>,
+    /// Which of `spinlocks` are rwlock_t taken for writing (`KspinSpec::rwlock`).
+    pub rwlock: Vec<bool>,
 }
 
 fn intern(v: &mut Vec<String>, name: &str) -> u32 {
@@ -275,10 +282,23 @@ impl Program {
                     spin: l.spin.clone(),
                 }),
                 OpSpec::Unlock(m) => self.code.push(Instr::Unlock(intern(&mut syms.mutexes, m))),
-                OpSpec::Kspin(k) => self.code.push(Instr::Kspin {
-                    lock: intern(&mut syms.spinlocks, &k.lock),
-                    hold: k.hold.clone(),
-                }),
+                OpSpec::Kspin(k) => {
+                    let lock = intern(&mut syms.spinlocks, &k.lock);
+                    let i = lock as usize;
+                    if i == syms.rwlock.len() {
+                        syms.rwlock.push(k.rwlock);
+                    } else if syms.rwlock[i] != k.rwlock {
+                        return Err(format!(
+                            "kernel lock {:?} is taken both as an rwlock (rwlock = true) and \
+                             as a spinlock; a lock is one or the other",
+                            k.lock
+                        ));
+                    }
+                    self.code.push(Instr::Kspin {
+                        lock,
+                        hold: k.hold.clone(),
+                    })
+                }
                 OpSpec::Barrier(b) => self
                     .code
                     .push(Instr::Barrier(intern(&mut syms.barriers, b))),

@@ -38,7 +38,21 @@ pub struct ModelInfo {
     /// Items a queue of the model holds (`Push` blocks when full); a workload's
     /// `queue_capacity` overrides it.
     pub queue_capacity: u32,
+    /// Which of the model's thread groups share an address space (a process): its TLB
+    /// shootdowns reach the vCPUs that have that process's mm loaded, and a thread
+    /// resuming after another process ran re-walks its page tables.
+    pub processes: Processes,
     build: fn(&Params, u32) -> Result<Groups, WorkloadError>,
+}
+
+/// How a catalog model's thread groups map to processes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Processes {
+    /// One multi-threaded process (pthreads, OpenMP, a server's worker threads).
+    One,
+    /// Each thread group is a process of its own (make's jobs and their compilers,
+    /// dbench's forked clients).
+    EachGroup,
 }
 
 /// The queue depth of the models whose source uses small bounded queues (20).
@@ -173,6 +187,15 @@ pub(crate) fn kspin(l: &str, hold: Dist) -> OpSpec {
     OpSpec::Kspin(super::program::KspinSpec {
         lock: l.into(),
         hold,
+        rwlock: false,
+    })
+}
+/// A kernel rwlock_t taken for writing (write_lock; kernel spin, preemption off).
+pub(crate) fn kwrite_lock(l: &str, hold: Dist) -> OpSpec {
+    OpSpec::Kspin(super::program::KspinSpec {
+        lock: l.into(),
+        hold,
+        rwlock: true,
     })
 }
 pub(crate) fn barrier(b: &str) -> OpSpec {
@@ -277,6 +300,7 @@ pub const MODELS: &[ModelInfo] = &[
         ],
         footprint_kib: 1024,
         queue_capacity: QUEUE_DEPTH,
+        processes: Processes::One,
         build: |p, threads| {
             let blocks = p.dur("work")?.0.div_ceil(1_000_000).max(1);
             let body = vec![compute(Dist::constant(Nanos::from_ms(1))), OpSpec::Count(1)];
@@ -296,6 +320,7 @@ pub const MODELS: &[ModelInfo] = &[
         params: &[],
         footprint_kib: 16,
         queue_capacity: QUEUE_DEPTH,
+        processes: Processes::One,
         build: |_, threads| {
             Ok(vec![(
                 "bomb".into(),
@@ -327,6 +352,7 @@ pub const MODELS: &[ModelInfo] = &[
         ],
         footprint_kib: 16,
         queue_capacity: QUEUE_DEPTH,
+        processes: Processes::One,
         build: |p, threads| {
             let n = p.int("iterations", 0, i64::MAX)?;
             let body = vec![
@@ -359,6 +385,7 @@ pub const MODELS: &[ModelInfo] = &[
         ],
         footprint_kib: 256,
         queue_capacity: QUEUE_DEPTH,
+        processes: Processes::One,
         build: |p, threads| {
             let n = p.int("iterations", 0, i64::MAX)?;
             let body = vec![
@@ -465,15 +492,24 @@ pub fn build(model: &str, params: &Table, threads: u32) -> Result<BuiltWorkload,
     let mut out = Vec::new();
     let mut forever = false;
     let mut symbols = super::program::Symbols::default();
-    for (name, n, ops) in groups {
+    for (i, (name, n, ops)) in groups.into_iter().enumerate() {
         let prog = Program::compile_with(&ops, &mut symbols)
             .map_err(|m| WorkloadError::new("params", m))?;
         forever |= prog.forever;
+        let process = match info.processes {
+            Processes::One => 0,
+            Processes::EachGroup => u16::try_from(i).map_err(|_| {
+                WorkloadError::new(
+                    "threads",
+                    format!("model {model:?} makes one process per thread group; at most 65535"),
+                )
+            })?,
+        };
         out.push(ThreadGroup {
             name,
             threads: n,
             idle_priority: false,
-            process: 0,
+            process,
             program: Rc::new(prog),
         });
     }

@@ -146,6 +146,7 @@ macro_rules! npb_model {
             params: PARAMS,
             footprint_kib: $fp,
             queue_capacity: QUEUE_DEPTH,
+            processes: Processes::One,
             build: |p, t| single($kind, p, t),
         };
     };
@@ -178,6 +179,7 @@ pub(super) const SUITE: ModelInfo = ModelInfo {
     params: PARAMS,
     footprint_kib: 65_536,
     queue_capacity: QUEUE_DEPTH,
+    processes: Processes::One,
     build: |p, t| {
         let forever = p.boolean("forever")?;
         let mut progs = Vec::new();

@@ -29,6 +29,7 @@ pub(super) const BLACKSCHOLES: ModelInfo = ModelInfo {
     params: &[scale("0.2"), FOREVER],
     footprint_kib: 36_992,
     queue_capacity: QUEUE_DEPTH,
+    processes: Processes::One,
     build: |p, t| {
         // 2.67 G instructions for 100 runs of the kernel over 64K options (simlarge).
         let per_run = cpu_ns(2.67) / 100.0 / t as f64;
@@ -57,6 +58,7 @@ pub(super) const BODYTRACK: ModelInfo = ModelInfo {
     ],
     footprint_kib: 2_048,
     queue_capacity: QUEUE_DEPTH,
+    processes: Processes::One,
     build: |p, t| {
         let frames = p.scaled(4.0)?; // simlarge: 4 frames
         let cmds = p.int("commands", 1, 10_000)? as u64;
@@ -108,6 +110,7 @@ pub(super) const CANNEAL: ModelInfo = ModelInfo {
     params: &[scale("0.125"), FOREVER],
     footprint_kib: 52_608,
     queue_capacity: QUEUE_DEPTH,
+    processes: Processes::One,
     build: |p, t| {
         // 7.33 G instructions over 128 temperature steps (simlarge); 1,024 barrier waits
         // = 128 steps x 8 threads.
@@ -158,6 +161,7 @@ pub(super) const DEDUP: ModelInfo = ModelInfo {
     // ITEM_PER_FETCH = 20 that are there (encoder.c, queue.c): with queues that never
     // fill, a pop takes exactly one insert's 20, i.e. one of the model's batches.
     queue_capacity: 1024 * 1024 / 20,
+    processes: Processes::One,
     build: build_dedup,
 };
 
@@ -354,6 +358,7 @@ pub(super) const FACESIM: ModelInfo = ModelInfo {
     params: &[scale("0.1"), FOREVER],
     footprint_kib: 19_456,
     queue_capacity: QUEUE_DEPTH,
+    processes: Processes::One,
     build: |p, t| {
         // 29.90 G instructions, 3,231 condvar waits, 14,541 locks for 1 frame (simlarge):
         // ≈ 400 parallel regions of one task per worker (derived: 3,231 / 8).
@@ -392,6 +397,7 @@ pub(super) const FERRET: ModelInfo = ModelInfo {
     params: &[scale("0.125"), FOREVER],
     footprint_kib: 6_208,
     queue_capacity: QUEUE_DEPTH,
+    processes: Processes::One,
     build: |p, n| {
         // 23.97 G instructions for 256 queries (simlarge); 345,778 locks.
         let q = cpu_ns(23.97) / 256.0;
@@ -465,6 +471,7 @@ pub(super) const FLUIDANIMATE: ModelInfo = ModelInfo {
     ],
     footprint_kib: 33_216,
     queue_capacity: QUEUE_DEPTH,
+    processes: Processes::One,
     build: |p, t| {
         let s = p.float("scale", 1e-6, 1e3)?;
         let frames = p.int("frames", 1, 1_000_000)? as u64;
@@ -525,6 +532,7 @@ pub(super) const FREQMINE: ModelInfo = ModelInfo {
     ],
     footprint_kib: 34_624,
     queue_capacity: QUEUE_DEPTH,
+    processes: Processes::One,
     build: |p, t| {
         // 33.45 G instructions and 990,025 locks for 990,000 transactions (simlarge).
         let tx = p.scaled(990_000.0)?;
@@ -579,6 +587,7 @@ pub(super) const RAYTRACE: ModelInfo = ModelInfo {
     ],
     footprint_kib: 55_872,
     queue_capacity: QUEUE_DEPTH,
+    processes: Processes::One,
     build: |p, t| {
         let s = p.float("scale", 1e-6, 1e3)?;
         let frames = p.int("frames", 1, 1_000_000)? as u64;
@@ -624,6 +633,7 @@ pub(super) const STREAMCLUSTER: ModelInfo = ModelInfo {
     ],
     footprint_kib: 6_912,
     queue_capacity: QUEUE_DEPTH,
+    processes: Processes::One,
     build: |p, t| {
         // 22.12 G instructions, 129,600 barrier waits = 16,200 episodes on 8 threads
         // (simlarge): 455 us of CPU per episode in total.
@@ -661,6 +671,7 @@ pub(super) const SWAPTIONS: ModelInfo = ModelInfo {
     params: &[scale("0.25"), FOREVER],
     footprint_kib: 352,
     queue_capacity: QUEUE_DEPTH,
+    processes: Processes::One,
     build: |p, t| {
         // 14.11 G instructions for 64 swaptions x 40K simulations (simlarge).
         let sw = p.scaled(64.0)?;
@@ -697,6 +708,7 @@ pub(super) const VIPS: ModelInfo = ModelInfo {
     params: &[scale("0.03"), FOREVER],
     footprint_kib: 1_984,
     queue_capacity: QUEUE_DEPTH,
+    processes: Processes::One,
     build: |p, t| {
         // 31.21 G instructions, 33,586 locks, 6,361 condvar waits (simlarge): one work
         // unit per lock, a progress signal per ≈5 units.
@@ -759,6 +771,7 @@ pub(super) const X264: ModelInfo = ModelInfo {
     ],
     footprint_kib: 5_120,
     queue_capacity: QUEUE_DEPTH,
+    processes: Processes::One,
     build: |p, t| {
         let s = p.float("scale", 1e-6, 1e3)?;
         let frames = p.int("frames", 1, 10_000_000)? as u64;

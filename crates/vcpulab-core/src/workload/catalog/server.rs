@@ -41,6 +41,7 @@ pub(super) const KERNBENCH: ModelInfo = ModelInfo {
     ],
     footprint_kib: 8_192,
     queue_capacity: QUEUE_DEPTH,
+    processes: Processes::EachGroup,
     build: |p, t| {
         // kernbench -j16 on 16 CPUs: 3919 s user, 339 s system, 1.61 M voluntary sleeps
         // (/usr/bin/time %w, which kernbench prints as "Sleeps"). Per sleep: 2.43 ms
@@ -68,14 +69,14 @@ pub(super) const KERNBENCH: ModelInfo = ModelInfo {
             // and libc (vma_link → i_mmap_mutex); exit unlinks them (unlink_file_vma)
             // and takes tasklist_lock for writing. (assumed) ≈ 150 us of kernel work.
             let libc = |v: &mut Vec<OpSpec>| v.extend(critical_kern("kb_i_mmap_libc", dc(2_000.0)));
-            let mut life = vec![kspin("kb_tasklist", khold()), kern(dexp(40_000.0))];
+            let mut life = vec![kwrite_lock("kb_tasklist", khold()), kern(dexp(40_000.0))];
             libc(&mut life);
             life.push(tlb());
             life.push(kern(dexp(60_000.0)));
             libc(&mut life);
             let mut death = vec![kern(dexp(40_000.0))];
             libc(&mut death);
-            death.push(kspin("kb_tasklist", khold()));
+            death.push(kwrite_lock("kb_tasklist", khold()));
             // A cc1 cycle: compute, then ≈0.21 ms of kernel work less as's share:
             // anonymous page faults (zone->lock when the per-CPU page list refills in
             // rmqueue_bulk, zone->lru_lock when a pagevec of new pages drains:
@@ -139,6 +140,7 @@ pub(super) const DBENCH: ModelInfo = ModelInfo {
     ],
     footprint_kib: 1_024,
     queue_capacity: QUEUE_DEPTH,
+    processes: Processes::EachGroup,
     build: |p, t| {
         let ops = p.int("ops", 1, 100_000_000)? as u64;
         let forever = p.boolean("forever")?;
@@ -229,6 +231,7 @@ pub(super) const EBIZZY: ModelInfo = ModelInfo {
     ],
     footprint_kib: 5_120,
     queue_capacity: QUEUE_DEPTH,
+    processes: Processes::One,
     build: |p, t| {
         // 512 KiB per loop (ebizzy -m: mmap instead of malloc). Every address-space
         // change takes the process's mmap_sem (an rw_semaphore) for writing — mmap
@@ -393,6 +396,7 @@ pub(super) const SYSBENCH_OLTP: ModelInfo = ModelInfo {
     params: OLTP_PARAMS,
     footprint_kib: 8_192,
     queue_capacity: QUEUE_DEPTH,
+    processes: Processes::One,
     build: |p, t| oltp(p, t, "oltp"),
 };
 
@@ -403,6 +407,7 @@ pub(super) const MYSQL: ModelInfo = ModelInfo {
     params: OLTP_PARAMS,
     footprint_kib: 8_192,
     queue_capacity: QUEUE_DEPTH,
+    processes: Processes::One,
     build: |p, t| oltp(p, t, "mysql"),
 };
 
@@ -431,6 +436,7 @@ pub(super) const IPERF: ModelInfo = ModelInfo {
     ],
     footprint_kib: 256,
     queue_capacity: QUEUE_DEPTH,
+    processes: Processes::One,
     build: |p, t| {
         let n = p.int("reads", 1, 100_000_000)? as u64;
         let forever = p.boolean("forever")?;
@@ -457,6 +463,7 @@ pub(super) const IPERF_UDP: ModelInfo = ModelInfo {
     }],
     footprint_kib: 256,
     queue_capacity: QUEUE_DEPTH,
+    processes: Processes::One,
     build: |p, t| {
         let body = vec![OpSpec::NetRecv(1), cpu(p.dist("app")?), count(1)];
         Ok(vec![("receiver".into(), t, vec![outer(true, 0, body)])])

@@ -23,6 +23,7 @@ pub(super) const CHOLESKY: ModelInfo = ModelInfo {
     params: &[scale("1"), FOREVER],
     footprint_kib: 4_096,
     queue_capacity: QUEUE_DEPTH,
+    processes: Processes::One,
     build: |p, t| {
         // (assumed) 2,000 tasks of ≈200 us each, lognormal sigma 1 (supernodes vary).
         let tasks = p.scaled(2_000.0)?.div_ceil(t as u64);
@@ -67,6 +68,7 @@ pub(super) const LU_NCB: ModelInfo = ModelInfo {
     ],
     footprint_kib: 31_872,
     queue_capacity: QUEUE_DEPTH,
+    processes: Processes::One,
     build: |p, t| {
         let s = p.float("scale", 1e-6, 1e3)?;
         let k = p.int("blocks", 2, 4_096)? as u64;
@@ -126,6 +128,7 @@ pub(super) const VOLREND: ModelInfo = ModelInfo {
     ],
     footprint_kib: 2_752,
     queue_capacity: QUEUE_DEPTH,
+    processes: Processes::One,
     build: |p, t| {
         let s = p.float("scale", 1e-6, 1e3)?;
         let frames = p.int("frames", 1, 1_000_000)? as u64;
@@ -239,6 +242,7 @@ pub(super) const WATER_NSQUARED: ModelInfo = ModelInfo {
     params: &[scale("0.05"), STEPS, FOREVER],
     footprint_kib: 1_856,
     queue_capacity: QUEUE_DEPTH,
+    processes: Processes::One,
     build: |p, t| {
         // (assumed) 4,096 molecules: 8.4 M pairs x 100 ns per step; a molecule lock per
         // updated molecule (n/2 per thread-pair sweep).
@@ -252,6 +256,7 @@ pub(super) const WATER_SPATIAL: ModelInfo = ModelInfo {
     params: &[scale("0.1"), STEPS, FOREVER],
     footprint_kib: 41_024,
     queue_capacity: QUEUE_DEPTH,
+    processes: Processes::One,
     build: |p, t| {
         // (assumed) 4,096 molecules in cells: 200 ms of CPU per step, no molecule locks.
         water(p, t, "ws", 200e6, 0.0, 8)

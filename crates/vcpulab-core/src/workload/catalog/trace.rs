@@ -35,6 +35,7 @@ pub(super) const TRACE: ModelInfo = ModelInfo {
     ],
     footprint_kib: 256,
     queue_capacity: QUEUE_DEPTH,
+    processes: Processes::One,
     build: |p, _threads| {
         let text = p.string("text")?;
         let repeat = p.int("repeat", 0, i64::MAX)? as u64;
@@ -149,6 +150,7 @@ pub fn parse(text: &str) -> Result<BTreeMap<u32, Vec<OpSpec>>, String> {
                 LineKind::Op(OpSpec::Kspin(KspinSpec {
                     lock: l.into(),
                     hold: dist(d)?,
+                    rwlock: false,
                 }))
             }
             "spin_barrier" => {
