@@ -69,3 +69,22 @@ fn a_lazy_vcpu_takes_one_shootdown_and_leaves_the_mm_before_4_19_and_none_after(
     // Linux 4.19+: lazy CPUs are skipped.
     assert_eq!(new.vms[0].ipis_tlb, 0);
 }
+
+#[test]
+fn a_model_with_a_process_per_group_has_a_bounded_number_of_them() {
+    let text = r#"
+[run]
+duration = "10ms"
+[[vm]]
+vcpus = 4
+workload = { model = "kernbench", threads = 2000, params = { jobs = 2000 } }
+"#;
+    let err = vcpulab_core::resolve(text, &[], None)
+        .and_then(|sc| vcpulab_core::run(&sc).map(|_| ()))
+        .expect_err("6,000 processes are refused");
+    let msg = err.to_string();
+    assert!(
+        msg.starts_with("vm.0.workload.threads") && msg.contains("4096"),
+        "{msg}"
+    );
+}

@@ -45,6 +45,9 @@ pub struct ModelInfo {
     build: fn(&Params, u32) -> Result<Groups, WorkloadError>,
 }
 
+/// The most processes a catalog model may make (a TLB mark per process per vCPU).
+pub const MAX_PROCESSES: usize = 4096;
+
 /// How a catalog model's thread groups map to processes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Processes {
@@ -498,12 +501,18 @@ pub fn build(model: &str, params: &Table, threads: u32) -> Result<BuiltWorkload,
         forever |= prog.forever;
         let process = match info.processes {
             Processes::One => 0,
-            Processes::EachGroup => u16::try_from(i).map_err(|_| {
-                WorkloadError::new(
+            // Each vCPU keeps a TLB mark per process (guest/kernel.rs), so their number
+            // is bounded.
+            Processes::EachGroup if i >= MAX_PROCESSES => {
+                return Err(WorkloadError::new(
                     "threads",
-                    format!("model {model:?} makes one process per thread group; at most 65535"),
-                )
-            })?,
+                    format!(
+                        "model {model:?} makes a process per thread group and {threads} \
+                         threads make more than {MAX_PROCESSES}; use fewer threads"
+                    ),
+                ))
+            }
+            Processes::EachGroup => i as u16,
         };
         out.push(ThreadGroup {
             name,
