@@ -336,3 +336,21 @@ fn dedup_queues_hold_parsecs_queue_size_and_the_others_twenty() {
     let ferret = catalog::build("ferret", &table, 16).unwrap_or_else(|e| panic!("{e:?}"));
     assert_eq!(ferret.queue_capacity, 20);
 }
+
+#[test]
+fn models_name_their_processes_as_the_programs_run() {
+    let process_of = |model: &str, threads: u32| -> Vec<u16> {
+        let w = catalog::build(model, &toml::Table::new(), threads).unwrap();
+        w.groups
+            .iter()
+            .flat_map(|g| (0..g.threads).map(move |k| g.process_of(k)))
+            .collect()
+    };
+    // pthreads: one process.
+    assert_eq!(process_of("dedup", 4).iter().max(), Some(&0));
+    // make -j2: make, cc1 and as of each job slot are processes of their own.
+    let kb = process_of("kernbench", 2);
+    assert_eq!(kb, vec![0, 1, 2, 3, 4, 5]);
+    // SPECrate: every copy is a process.
+    assert_eq!(process_of("spec-namd", 3), vec![0, 1, 2]);
+}

@@ -274,7 +274,7 @@ pub(crate) fn vm_threads(
                 Rng::stream(seed, Stream::Thread, ((vi as u64) << 32) | t_in_vm),
             );
             th.idle_prio = grp.idle_priority;
-            th.process = grp.process;
+            th.process = grp.process_of(k);
             threads.push(th);
             t_in_vm += 1;
         }

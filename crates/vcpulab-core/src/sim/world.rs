@@ -180,7 +180,7 @@ impl World {
                 ScenarioError::new(format!("vm.{vi}.workload.{}", e.key), e.message)
             })?;
             let first = vcpus.len() as u32;
-            let processes = w.groups.iter().map(|g| g.process as usize + 1).max();
+            let processes = w.groups.iter().map(|g| g.processes_end()).max();
             for (i, m) in masks.into_iter().enumerate() {
                 let mut v = Vcpu::new(vm_id, i as u32, m);
                 v.process_tlb_mark = vec![u64::MAX; processes.unwrap_or(1)];

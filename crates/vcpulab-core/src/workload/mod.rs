@@ -18,7 +18,31 @@ pub struct ThreadGroup {
     /// Index of the group's process (address space) within the workload; 0 is the main
     /// process.
     pub process: u16,
+    /// Each thread is a process of its own, `process`, `process + 1`, … (SPECrate's
+    /// copies).
+    pub process_per_thread: bool,
     pub program: Rc<Program>,
+}
+
+impl ThreadGroup {
+    /// The process of the group's `k`-th thread.
+    pub fn process_of(&self, k: u32) -> u16 {
+        if self.process_per_thread {
+            self.process + k as u16
+        } else {
+            self.process
+        }
+    }
+
+    /// One past the highest process index the group uses.
+    pub fn processes_end(&self) -> usize {
+        self.process as usize
+            + if self.process_per_thread {
+                self.threads as usize
+            } else {
+                1
+            }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -118,6 +142,7 @@ pub fn build(spec: &WorkloadSpec, vcpus: u32) -> Result<BuiltWorkload, WorkloadE
                 threads: g.threads,
                 idle_priority: g.priority == crate::scenario::Priority::Idle,
                 process: process as u16,
+                process_per_thread: false,
                 program: Rc::new(p),
             });
         }

@@ -56,6 +56,8 @@ pub enum Processes {
     /// Each thread group is a process of its own (make's jobs and their compilers,
     /// dbench's forked clients).
     EachGroup,
+    /// Each thread is a process of its own (SPECrate's copies of one program).
+    EachThread,
 }
 
 /// The queue depth of the models whose source uses small bounded queues (20).
@@ -495,30 +497,35 @@ pub fn build(model: &str, params: &Table, threads: u32) -> Result<BuiltWorkload,
     let mut out = Vec::new();
     let mut forever = false;
     let mut symbols = super::program::Symbols::default();
-    for (i, (name, n, ops)) in groups.into_iter().enumerate() {
+    let mut next_process = 0usize;
+    for (name, n, ops) in groups {
         let prog = Program::compile_with(&ops, &mut symbols)
             .map_err(|m| WorkloadError::new("params", m))?;
         forever |= prog.forever;
-        let process = match info.processes {
-            Processes::One => 0,
-            // Each vCPU keeps a TLB mark per process (guest/kernel.rs), so their number
-            // is bounded.
-            Processes::EachGroup if i >= MAX_PROCESSES => {
-                return Err(WorkloadError::new(
-                    "threads",
-                    format!(
-                        "model {model:?} makes a process per thread group and {threads} \
-                         threads make more than {MAX_PROCESSES}; use fewer threads"
-                    ),
-                ))
-            }
-            Processes::EachGroup => i as u16,
+        // Each vCPU keeps a TLB mark per process (guest/kernel.rs), so their number is
+        // bounded.
+        let (process, per_thread, used) = match info.processes {
+            Processes::One => (0, false, 0),
+            Processes::EachGroup => (next_process, false, 1),
+            Processes::EachThread => (next_process, true, n as usize),
         };
+        next_process += used;
+        if next_process > MAX_PROCESSES {
+            return Err(WorkloadError::new(
+                "threads",
+                format!(
+                    "model {model:?} makes a process per thread{} and {threads} threads \
+                     make more than {MAX_PROCESSES}; use fewer threads",
+                    if per_thread { "" } else { " group" }
+                ),
+            ));
+        }
         out.push(ThreadGroup {
             name,
             threads: n,
             idle_priority: false,
-            process,
+            process: process as u16,
+            process_per_thread: per_thread,
             program: Rc::new(prog),
         });
     }

@@ -37,7 +37,7 @@ macro_rules! spec_model {
             params: PARAMS,
             footprint_kib: $fp,
             queue_capacity: QUEUE_DEPTH,
-            processes: Processes::One,
+            processes: Processes::EachThread,
             build,
         };
     };
