@@ -193,13 +193,19 @@ PAIRS_STUDY = Repro(
     y_label="throughput, 1 ms / 30 ms slices",
     overrides=("run.duration=3s",),
     quick_overrides=("run.duration=500ms",),
-    seeds=2,
+    # Eight seeds: the dedup-like and vips-like pairs fall into a ticket-lock convoy in
+    # some seeds and not in others, so their ratios are means over a bistable outcome.
+    seeds=8,
     quick_seeds=1,
     tolerance=(0.02, 0.10),
     notes="The paper normalizes to equal-capped solo runs; a ratio to the same pair at "
     "30 ms is what its comparison of slices rests on, so that is judged here (the "
     "equal-capped solo reference is `run.mode = solo_capped`). Columns: each slice's "
-    "ratio, the co-runner's, and PLE off (both runs without PLE).",
+    "ratio, the co-runner's, and PLE off (both runs without PLE). Eight seeds: at 30 ms "
+    "the dedup-like VM falls into a ticket-lock convoy in some seeds and not others "
+    "(throughput 15-335 units/s over seeds 1-8, against about 310 at 1 ms in every "
+    "seed), so its ratio is a mean over a bistable outcome; the vips-like pipeline is "
+    "17-26 times faster at 1 ms in every seed, and ferret-like about 10% slower.",
 )
 
 # --- 3. the four-VM set ----------------------------------------------------------------------
