@@ -4,13 +4,13 @@ use crate::guest::ipi::IpiKind;
 use crate::host::cpumask::CpuMask;
 use crate::sim::{Nanos, PcpuId, ThreadId, VmId};
 
-/// Where a vCPU's time goes. Every nanosecond of the run lands in exactly one.
 /// `Vcpu::mm` of a vCPU with no user address space loaded.
 pub const NO_MM: u16 = u16::MAX;
 /// `Vcpu::mm` of a vCPU running a thread of a process outside the workload (Gleaner's
 /// yielding threads).
 pub const OTHER_MM: u16 = u16::MAX - 1;
 
+/// Where a vCPU's time goes. Every nanosecond of the run lands in exactly one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum VCat {
     User = 0,

@@ -85,8 +85,7 @@ impl SyncArenas {
     }
 
     /// Adds VM `vm`'s objects (its workload's symbols; kernel spinlocks of `kind`, rwlocks
-    /// as `queued_rwlocks` says) and
-    /// returns where they start in each arena.
+    /// as `queued_rwlocks` says) and returns where they start in each arena.
     pub fn add_vm(
         &mut self,
         vm: VmId,
