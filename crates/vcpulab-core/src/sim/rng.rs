@@ -72,17 +72,44 @@ impl Rng {
         ((self.next_u64() as u128 * n as u128) >> 64) as u64
     }
 
-    /// Exponential with the given mean.
+    /// Exponential with the given mean (the ziggurat method, through `rand_distr`'s
+    /// `Exp1`: about a tenth of the instructions of inverting the CDF with a logarithm).
     #[inline]
     pub fn exp(&mut self, mean: f64) -> f64 {
-        -mean * (1.0 - self.f64()).ln()
+        let e: f64 = rand_distr::Distribution::sample(&rand_distr::Exp1, self);
+        mean * e
     }
 
-    /// Standard normal (Box–Muller; one value per call keeps the stream simple).
+    /// Standard normal (the ziggurat method, through `rand_distr`'s `StandardNormal`;
+    /// Box–Muller's logarithm, square root and cosine per draw were 4% of a
+    /// synchronization-heavy run's instructions).
+    #[inline]
     pub fn normal(&mut self) -> f64 {
-        let u1 = 1.0 - self.f64();
-        let u2 = self.f64();
-        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+        rand_distr::Distribution::sample(&rand_distr::StandardNormal, self)
+    }
+}
+
+/// The engine's generator is a `rand_core` generator, so the well-tested samplers of
+/// `rand_distr` draw from the same per-entity streams.
+impl rand_core::TryRng for Rng {
+    type Error = std::convert::Infallible;
+
+    #[inline]
+    fn try_next_u32(&mut self) -> Result<u32, Self::Error> {
+        Ok((self.next_u64() >> 32) as u32)
+    }
+
+    #[inline]
+    fn try_next_u64(&mut self) -> Result<u64, Self::Error> {
+        Ok(self.next_u64())
+    }
+
+    fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Self::Error> {
+        for chunk in dst.chunks_mut(8) {
+            let bytes = self.next_u64().to_le_bytes();
+            chunk.copy_from_slice(&bytes[..chunk.len()]);
+        }
+        Ok(())
     }
 }
 
@@ -99,6 +126,18 @@ mod tests {
         let vc: Vec<u64> = (0..8).map(|_| c.next_u64()).collect();
         assert_eq!(va, vb);
         assert_ne!(va, vc);
+    }
+    #[test]
+    fn normal_moments_are_close() {
+        let mut r = Rng::new(2);
+        let n = 200_000;
+        let xs: Vec<f64> = (0..n).map(|_| r.normal()).collect();
+        let m = xs.iter().sum::<f64>() / n as f64;
+        let v = xs.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / n as f64;
+        assert!(m.abs() < 0.01, "{m}");
+        assert!((v - 1.0).abs() < 0.01, "{v}");
+        let beyond2 = xs.iter().filter(|x| x.abs() > 2.0).count() as f64 / n as f64;
+        assert!((beyond2 - 0.0455).abs() < 0.003, "{beyond2}");
     }
     #[test]
     fn exp_mean_is_close() {

@@ -172,13 +172,26 @@ impl World {
         let mut threads = Vec::new();
         let mut sync = SyncArenas::default();
         let mut nics: Vec<crate::guest::nic::Nic> = Vec::new();
+        // VMs with the same workload spec and vCPU count (a `count = N` table) share one
+        // built workload: their threads run the same compiled programs (read-only,
+        // VM-local object indices), so a host of a thousand such VMs compiles once and
+        // its event loop reads one copy of the code instead of a thousand.
+        let mut last_built: Option<(String, u32, crate::workload::BuiltWorkload)> = None;
         for (vi, vc) in sc.vm.iter().enumerate() {
             let vm_id = VmId(vi as u32);
             let masks = crate::scenario::vcpu_masks(&vc.pin, vc.vcpus, npcpu)
                 .map_err(|m| ScenarioError::new(format!("vm.{vi}.pin"), m))?;
-            let w = crate::workload::build(&vc.workload, vc.vcpus).map_err(|e| {
-                ScenarioError::new(format!("vm.{vi}.workload.{}", e.key), e.message)
-            })?;
+            let spec = serde_json::to_string(&vc.workload).unwrap_or_default();
+            let w = match &last_built {
+                Some((s, n, w)) if !spec.is_empty() && *s == spec && *n == vc.vcpus => w.clone(),
+                _ => {
+                    let w = crate::workload::build(&vc.workload, vc.vcpus).map_err(|e| {
+                        ScenarioError::new(format!("vm.{vi}.workload.{}", e.key), e.message)
+                    })?;
+                    last_built = Some((spec, vc.vcpus, w.clone()));
+                    w
+                }
+            };
             let first = vcpus.len() as u32;
             let processes = w.groups.iter().map(|g| g.processes_end()).max();
             for (i, m) in masks.into_iter().enumerate() {
