@@ -447,8 +447,8 @@ OVERHEAD = Repro(
     "only the vCPUs that hold its (single-threaded) process's address space, hardly ever "
     "another one, and fork's and exit's `tasklist_lock` is an unfair rwlock on Linux 3.2. "
     "One seed at 32 vCPUs (`vcpulab run scenarios/cvs/kernbench-vor.toml --set preset=cvs "
-    "--set vm.0.vcpus=8`): 9 PLE exits in all, decision share 0.0001%, the last VM done "
-    "at 0.56 s. Until shootdowns were aimed at the process's mm CPU mask (every vCPU of "
+    "--set vm.0.vcpus=8`): 10 PLE exits in all, decision share 0.00006%, the last VM done "
+    "at 0.53 s. Until shootdowns were aimed at the process's mm CPU mask (every vCPU of "
     "the VM was a target), initiators waiting for preempted targets drove yield-to-head "
     "into handing a pCPU back and forth between two spinners, ~130,000 exits per second "
     "per VM and 1.76% at 32 vCPUs (docs/validation-changes.md).",

@@ -132,8 +132,12 @@ SPINLOCK = Repro(
     "spin, then futex sleep). Beside the co-runner the dedup-like VM sometimes falls "
     "into a convoy on its ticket-locked page-table lock (a holder, then each next "
     "waiter, descheduled by the 30 ms slices; hundreds of thousands of PLE exits) and "
-    "stays in it for the rest of the run: of seeds 1-8 at 3 s, 6 do (work 46-643 units "
-    "against about 1,000 without). The mean over eight seeds is judged.",
+    "stays in it for the rest of the run: over seeds 1-8 at 3 s its work ranges from 243 "
+    "to 998 units (about 1,000 without a convoy) and its PLE exits from 882 to 372,000. "
+    "The mean over eight seeds is judged. The ferret-like VM takes the futex hash-bucket "
+    "lock about 1,800 (co-run) and 3,700 (solo) times per run and finds it held once in "
+    "the eight co-run seeds and twice in the eight solo ones (waits of 2.5-2.9 us): its "
+    "ratio, judged because it is defined, rests on those three acquisitions.",
 )
 
 # --- 2. PARSEC-like pairs over slices -----------------------------------------------------
@@ -203,9 +207,9 @@ PAIRS_STUDY = Repro(
     "equal-capped solo reference is `run.mode = solo_capped`). Columns: each slice's "
     "ratio, the co-runner's, and PLE off (both runs without PLE). Eight seeds: at 30 ms "
     "the dedup-like VM falls into a ticket-lock convoy in some seeds and not others "
-    "(throughput 15-335 units/s over seeds 1-8, against about 310 at 1 ms in every "
+    "(throughput 81-333 units/s over seeds 1-8, against 302-313 at 1 ms in every "
     "seed), so its ratio is a mean over a bistable outcome; the vips-like pipeline is "
-    "17-26 times faster at 1 ms in every seed, and ferret-like about 10% slower.",
+    "11-28 times faster at 1 ms in every seed, and ferret-like 4-19% slower.",
 )
 
 # --- 3. the four-VM set ----------------------------------------------------------------------
