@@ -418,9 +418,19 @@ impl Cfs {
         ) {
             return p as usize;
         }
-        let allowed = |q: usize| mask.contains(q as u32);
-        if let Some(q) = prev_else_next_idle(prev, self.np as usize, allowed, |q| self.rq_idle(q)) {
-            return q;
+        // select_idle_sibling(): the previous pCPU if idle, else the next idle one after
+        // it in its last-level cache (wrapping inside it); a vCPU moves to another cache
+        // only by load balancing.
+        let llc = super::LLC_PCPUS as usize;
+        let lo = prev / llc * llc;
+        let span = llc.min(self.np as usize - lo);
+        if let Some(k) = prev_else_next_idle(
+            prev - lo,
+            span,
+            |k| mask.contains((lo + k) as u32),
+            |k| self.rq_idle(lo + k),
+        ) {
+            return lo + k;
         }
         if mask.contains(prev as u32) && self.ent[v.idx()].ran {
             return prev;

@@ -32,8 +32,6 @@ use crate::scenario::EevdfParams;
 use crate::sim::{Nanos, PcpuId, VcpuId};
 
 pub(crate) const NICE_0_LOAD: u64 = 1024;
-/// pCPUs in a balancing domain (one last-level cache's worth on a server CPU).
-const DOMAIN_CPUS: u32 = 16;
 
 /// A scheduling entity: a vCPU (index < number of vCPUs) or a VM's group entity on one
 /// pCPU.
@@ -143,6 +141,8 @@ pub struct Eevdf {
     /// pCPUs per balancing domain (an LLC's worth): periodic balancing looks within
     /// the domain every interval and across the host every interval × domains.
     domain: u32,
+    /// Each domain's pCPUs.
+    domains: Vec<CpuMask>,
     last_global_balance: Vec<Nanos>,
     /// Per VM: task-group shares (weight 256 = 1024 shares).
     shares: Vec<u64>,
@@ -255,7 +255,17 @@ impl Eevdf {
             idle: CpuMask::all(np),
             overloaded: CpuMask::default(),
             slots: GroupSlots::new(np, nv as usize, nvm as usize, groups),
-            domain: np.clamp(1, DOMAIN_CPUS),
+            domain: np.clamp(1, super::LLC_PCPUS),
+            domains: (0..np.div_ceil(np.clamp(1, super::LLC_PCPUS)))
+                .map(|d| {
+                    let size = np.clamp(1, super::LLC_PCPUS);
+                    let mut m = CpuMask::default();
+                    for q in d * size..((d + 1) * size).min(np) {
+                        m.insert(q);
+                    }
+                    m
+                })
+                .collect(),
             last_global_balance: vec![Nanos::ZERO; np as usize],
             placement: p.placement,
             forced: vec![None; np as usize],
@@ -763,8 +773,15 @@ impl Eevdf {
         ) {
             return p;
         }
-        // The previous pCPU if idle, else the next idle one after it.
-        if let Some(q) = self.idle.and(mask).first_from(prev) {
+        // select_idle_sibling(): the previous pCPU if idle, else the next idle one after
+        // it in its last-level cache. The search stays in the LLC; a vCPU moves to
+        // another cache only by load balancing.
+        if let Some(q) = self
+            .idle
+            .and(mask)
+            .and(self.domain_of(prev))
+            .first_from(prev)
+        {
             return q;
         }
         if mask.contains(prev) && self.se[v.idx()].last_ran > Nanos::ZERO {
@@ -797,12 +814,7 @@ impl Eevdf {
 
     /// The pCPUs of `p`'s balancing domain.
     fn domain_of(&self, p: u32) -> CpuMask {
-        let lo = p / self.domain * self.domain;
-        let mut m = CpuMask::default();
-        for q in lo..(lo + self.domain).min(self.np) {
-            m.insert(q);
-        }
-        m
+        self.domains[(p / self.domain) as usize]
     }
 
     /// CFS's pull: one queued vCPU allowed on `p` from the busiest pCPU of `scope`

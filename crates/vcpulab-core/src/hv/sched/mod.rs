@@ -26,6 +26,12 @@ pub enum StopReason {
     Blocked,
 }
 
+/// pCPUs per last-level cache on a Linux host (a server CPU's LLC, or an LLC's worth):
+/// the scope of wake-up placement's idle search (`select_idle_sibling()` scans the LLC
+/// domain of its target, kernel/sched/fair.c) and the host EEVDF's balancing domain.
+/// Hosts of at most this many pCPUs are one LLC.
+pub(crate) const LLC_PCPUS: u32 = 16;
+
 /// Where a waking vCPU was queued, and whether that pCPU must reschedule now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WakePlacement {
@@ -131,6 +137,72 @@ pub fn build(cfg: &crate::scenario::SchedulerConfig, setup: SchedSetup) -> Box<d
         crate::scenario::SchedulerConfig::Gang(p) => Box::new(gang::Gang::new(p, setup)),
         crate::scenario::SchedulerConfig::RelaxedCo(p) => {
             Box::new(relaxed::RelaxedCo::new(p, setup))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::{CfsParams, EevdfParams};
+
+    /// 32 pCPUs (two LLCs of `LLC_PCPUS`). vCPU 0 may run anywhere and last ran on
+    /// pCPU 0; vCPUs 1..=`busy` are pinned one per pCPU of the first LLC and running.
+    /// Returns where vCPU 0 is queued when it wakes again.
+    fn wake_beside_a_busy_llc(
+        make: impl Fn(SchedSetup) -> Box<dyn HostScheduler>,
+        busy: u32,
+    ) -> u32 {
+        let pcpus = 2 * LLC_PCPUS;
+        let mut vcpu_mask = vec![CpuMask::all(pcpus)];
+        for k in 0..busy {
+            let mut m = CpuMask::default();
+            m.insert(k);
+            vcpu_mask.push(m);
+        }
+        let n = vcpu_mask.len();
+        let mut s = make(SchedSetup {
+            pcpus,
+            vcpu_vm: (0..n as u32).map(VmId).collect(),
+            vcpu_mask,
+            vm_weight: vec![256; n],
+            vm_cap: vec![None; n],
+        });
+        let ms = |m: u64| Nanos(m * 1_000_000);
+        let first = s.enqueue_wake(VcpuId(0), ms(0)).pcpu;
+        assert_eq!(first, PcpuId(0));
+        assert_eq!(s.pick_next(first, ms(0)).map(|r| r.0), Some(VcpuId(0)));
+        s.put_prev(first, VcpuId(0), StopReason::Blocked, ms(1));
+        for v in 1..=busy {
+            let p = s.enqueue_wake(VcpuId(v), ms(1)).pcpu;
+            assert_eq!(p, PcpuId(v - 1));
+            assert_eq!(s.pick_next(p, ms(1)).map(|r| r.0), Some(VcpuId(v)));
+        }
+        s.enqueue_wake(VcpuId(0), ms(2)).pcpu.0
+    }
+
+    /// select_idle_sibling() searches the previous pCPU's last-level cache only: with
+    /// that LLC busy, a waking vCPU stays there (load balancing moves it later) although
+    /// the other LLC is idle; with one pCPU of it idle, it goes there.
+    #[test]
+    fn wake_up_placement_searches_the_previous_llc_only() {
+        let eevdf = |s: SchedSetup| -> Box<dyn HostScheduler> {
+            Box::new(eevdf::Eevdf::new(&EevdfParams::default(), s))
+        };
+        let cfs = |s: SchedSetup| -> Box<dyn HostScheduler> {
+            Box::new(cfs::Cfs::new(&CfsParams::default(), s))
+        };
+        for (name, make) in [
+            (
+                "eevdf",
+                &eevdf as &dyn Fn(SchedSetup) -> Box<dyn HostScheduler>,
+            ),
+            ("cfs", &cfs),
+        ] {
+            let full = wake_beside_a_busy_llc(make, LLC_PCPUS);
+            assert!(full < LLC_PCPUS, "{name}: left its LLC for pCPU {full}");
+            let one_idle = wake_beside_a_busy_llc(make, LLC_PCPUS - 1);
+            assert_eq!(one_idle, LLC_PCPUS - 1, "{name}");
         }
     }
 }
