@@ -35,6 +35,17 @@ fn impossible_values_name_key_value_and_range() {
     );
     let e = err(OK, &["vm.0.vcpus=0"]);
     assert!(e.starts_with("vm.0.vcpus"), "{e}");
+    let e = err(OK, &["host.scheduler.llc_pcpus=0"]);
+    assert!(
+        e.starts_with("host.scheduler.llc_pcpus") && e.contains("1 to 1024"),
+        "{e}"
+    );
+    // Xen's schedulers have no LLC parameter: the key is unknown there.
+    let e = err(
+        OK,
+        &["host.scheduler.kind=credit", "host.scheduler.llc_pcpus=8"],
+    );
+    assert!(e.contains("llc_pcpus") && e.contains("slice_ms"), "{e}");
     let e = err(
         OK,
         &["host.scheduler.kind=credit", "host.scheduler.slice_ms=0.01"],

@@ -456,6 +456,10 @@ pub struct CfsParams {
     /// Each VM a task group: a cgroup per VM, as libvirt sets KVM hosts up (and as
     /// session autogroups do for VMs started from different sessions).
     pub per_vm_groups: bool,
+    /// pCPUs (logical CPUs) per last-level cache: the scope of wake-up placement's idle
+    /// search (`select_idle_sibling()`). Consecutive pCPUs share one; a host of at most
+    /// this many pCPUs is one LLC.
+    pub llc_pcpus: u32,
 }
 impl Default for CfsParams {
     fn default() -> Self {
@@ -469,6 +473,7 @@ impl Default for CfsParams {
             bandwidth_period_ms: 100.0,
             placement: Default::default(),
             per_vm_groups: true,
+            llc_pcpus: crate::hv::sched::DEFAULT_LLC_PCPUS,
         }
     }
 }
@@ -489,6 +494,9 @@ pub struct EevdfParams {
     pub bandwidth_period_ms: f64,
     /// Wake-up placement, as for CFS.
     pub placement: crate::hv::placement::Placement,
+    /// pCPUs per last-level cache, as for CFS; also the balancing domain: periodic
+    /// balancing looks within it every interval and across the host less often.
+    pub llc_pcpus: u32,
 }
 impl Default for EevdfParams {
     fn default() -> Self {
@@ -501,6 +509,7 @@ impl Default for EevdfParams {
             tick_hz: c.tick_hz,
             bandwidth_period_ms: c.bandwidth_period_ms,
             placement: c.placement,
+            llc_pcpus: c.llc_pcpus,
         }
     }
 }

@@ -184,6 +184,12 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
                 c.tick_hz,
                 c.bandwidth_period_ms,
             )?;
+            range_u(
+                "host.scheduler.llc_pcpus",
+                c.llc_pcpus as u64,
+                1,
+                MAX_PCPUS as u64,
+            )?;
         }
         SchedulerConfig::Eevdf(c) => {
             if let Some(s) = c.base_slice_ms {
@@ -194,6 +200,12 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
                 c.balance_interval_ms,
                 c.tick_hz,
                 c.bandwidth_period_ms,
+            )?;
+            range_u(
+                "host.scheduler.llc_pcpus",
+                c.llc_pcpus as u64,
+                1,
+                MAX_PCPUS as u64,
             )?;
         }
         SchedulerConfig::Credit(c) => credit(c)?,

@@ -96,6 +96,8 @@ struct Rq {
 
 pub struct Cfs {
     placement: crate::hv::placement::Placement,
+    /// pCPUs per last-level cache: wake-up placement searches the previous pCPU's.
+    llc_pcpus: u32,
     latency: u64,
     min_gran: u64,
     wakeup_gran: u64,
@@ -159,6 +161,7 @@ impl Cfs {
             .collect();
         Cfs {
             placement: p.placement,
+            llc_pcpus: p.llc_pcpus.max(1),
             latency: ms(p.latency_ms),
             min_gran: ms(p.min_granularity_ms),
             wakeup_gran: ms(p.wakeup_granularity_ms),
@@ -421,7 +424,7 @@ impl Cfs {
         // select_idle_sibling(): the previous pCPU if idle, else the next idle one after
         // it in its last-level cache (wrapping inside it); a vCPU moves to another cache
         // only by load balancing.
-        let llc = super::LLC_PCPUS as usize;
+        let llc = self.llc_pcpus as usize;
         let lo = prev / llc * llc;
         let span = llc.min(self.np as usize - lo);
         if let Some(k) = prev_else_next_idle(

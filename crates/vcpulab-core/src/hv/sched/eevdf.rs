@@ -255,10 +255,10 @@ impl Eevdf {
             idle: CpuMask::all(np),
             overloaded: CpuMask::default(),
             slots: GroupSlots::new(np, nv as usize, nvm as usize, groups),
-            domain: np.clamp(1, super::LLC_PCPUS),
-            domains: (0..np.div_ceil(np.clamp(1, super::LLC_PCPUS)))
+            domain: np.clamp(1, p.llc_pcpus.max(1)),
+            domains: (0..np.div_ceil(np.clamp(1, p.llc_pcpus.max(1))))
                 .map(|d| {
-                    let size = np.clamp(1, super::LLC_PCPUS);
+                    let size = np.clamp(1, p.llc_pcpus.max(1));
                     let mut m = CpuMask::default();
                     for q in d * size..((d + 1) * size).min(np) {
                         m.insert(q);

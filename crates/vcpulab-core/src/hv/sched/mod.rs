@@ -26,11 +26,12 @@ pub enum StopReason {
     Blocked,
 }
 
-/// pCPUs per last-level cache on a Linux host (a server CPU's LLC, or an LLC's worth):
-/// the scope of wake-up placement's idle search (`select_idle_sibling()` scans the LLC
-/// domain of its target, kernel/sched/fair.c) and the host EEVDF's balancing domain.
-/// Hosts of at most this many pCPUs are one LLC.
-pub(crate) const LLC_PCPUS: u32 = 16;
+/// pCPUs per last-level cache on a Linux host unless `host.scheduler.llc_pcpus` says
+/// otherwise (a server CPU's LLC, or an LLC's worth): the scope of wake-up placement's
+/// idle search (`select_idle_sibling()` scans the LLC domain of its target,
+/// kernel/sched/fair.c) and the host EEVDF's balancing domain. Hosts of at most this
+/// many pCPUs are one LLC.
+pub const DEFAULT_LLC_PCPUS: u32 = 16;
 
 /// Where a waking vCPU was queued, and whether that pCPU must reschedule now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -146,14 +147,13 @@ mod tests {
     use super::*;
     use crate::scenario::{CfsParams, EevdfParams};
 
-    /// 32 pCPUs (two LLCs of `LLC_PCPUS`). vCPU 0 may run anywhere and last ran on
-    /// pCPU 0; vCPUs 1..=`busy` are pinned one per pCPU of the first LLC and running.
-    /// Returns where vCPU 0 is queued when it wakes again.
-    fn wake_beside_a_busy_llc(
-        make: impl Fn(SchedSetup) -> Box<dyn HostScheduler>,
-        busy: u32,
-    ) -> u32 {
-        let pcpus = 2 * LLC_PCPUS;
+    type Make = dyn Fn(SchedSetup, u32) -> Box<dyn HostScheduler>;
+
+    /// Two LLCs of `llc` pCPUs each. vCPU 0 may run anywhere and last ran on pCPU 0;
+    /// vCPUs 1..=`busy` are pinned one per pCPU of the first LLC and running. Returns
+    /// where vCPU 0 is queued when it wakes again.
+    fn wake_beside_a_busy_llc(make: &Make, llc: u32, busy: u32) -> u32 {
+        let pcpus = 2 * llc;
         let mut vcpu_mask = vec![CpuMask::all(pcpus)];
         for k in 0..busy {
             let mut m = CpuMask::default();
@@ -161,13 +161,14 @@ mod tests {
             vcpu_mask.push(m);
         }
         let n = vcpu_mask.len();
-        let mut s = make(SchedSetup {
+        let setup = SchedSetup {
             pcpus,
             vcpu_vm: (0..n as u32).map(VmId).collect(),
             vcpu_mask,
             vm_weight: vec![256; n],
             vm_cap: vec![None; n],
-        });
+        };
+        let mut s = make(setup, llc);
         let ms = |m: u64| Nanos(m * 1_000_000);
         let first = s.enqueue_wake(VcpuId(0), ms(0)).pcpu;
         assert_eq!(first, PcpuId(0));
@@ -183,26 +184,34 @@ mod tests {
 
     /// select_idle_sibling() searches the previous pCPU's last-level cache only: with
     /// that LLC busy, a waking vCPU stays there (load balancing moves it later) although
-    /// the other LLC is idle; with one pCPU of it idle, it goes there.
+    /// the other LLC is idle; with one pCPU of it idle, it goes there. For the default
+    /// LLC and for `llc_pcpus = 8`.
     #[test]
     fn wake_up_placement_searches_the_previous_llc_only() {
-        let eevdf = |s: SchedSetup| -> Box<dyn HostScheduler> {
-            Box::new(eevdf::Eevdf::new(&EevdfParams::default(), s))
+        let eevdf = |s: SchedSetup, llc: u32| -> Box<dyn HostScheduler> {
+            let p = EevdfParams {
+                llc_pcpus: llc,
+                ..EevdfParams::default()
+            };
+            Box::new(eevdf::Eevdf::new(&p, s))
         };
-        let cfs = |s: SchedSetup| -> Box<dyn HostScheduler> {
-            Box::new(cfs::Cfs::new(&CfsParams::default(), s))
+        let cfs = |s: SchedSetup, llc: u32| -> Box<dyn HostScheduler> {
+            let p = CfsParams {
+                llc_pcpus: llc,
+                ..CfsParams::default()
+            };
+            Box::new(cfs::Cfs::new(&p, s))
         };
-        for (name, make) in [
-            (
-                "eevdf",
-                &eevdf as &dyn Fn(SchedSetup) -> Box<dyn HostScheduler>,
-            ),
-            ("cfs", &cfs),
-        ] {
-            let full = wake_beside_a_busy_llc(make, LLC_PCPUS);
-            assert!(full < LLC_PCPUS, "{name}: left its LLC for pCPU {full}");
-            let one_idle = wake_beside_a_busy_llc(make, LLC_PCPUS - 1);
-            assert_eq!(one_idle, LLC_PCPUS - 1, "{name}");
+        for (name, make) in [("eevdf", &eevdf as &Make), ("cfs", &cfs)] {
+            for llc in [DEFAULT_LLC_PCPUS, 8] {
+                let full = wake_beside_a_busy_llc(make, llc, llc);
+                assert!(
+                    full < llc,
+                    "{name}, LLC {llc}: left its LLC for pCPU {full}"
+                );
+                let one_idle = wake_beside_a_busy_llc(make, llc, llc - 1);
+                assert_eq!(one_idle, llc - 1, "{name}, LLC {llc}");
+            }
         }
     }
 }
