@@ -86,6 +86,8 @@ struct Rq {
     /// runs next.
     forced: Option<VcpuId>,
     last_balance: Nanos,
+    /// The last periodic balance across the host (from this pCPU).
+    last_global_balance: Nanos,
     /// Σ load of the running and queued entities, kept incrementally.
     load_sum: u64,
     /// The leftmost queued entity as last computed (None: stale). Queued entities'
@@ -424,9 +426,8 @@ impl Cfs {
         // select_idle_sibling(): the previous pCPU if idle, else the next idle one after
         // it in its last-level cache (wrapping inside it); a vCPU moves to another cache
         // only by load balancing.
-        let llc = self.llc_pcpus as usize;
-        let lo = prev / llc * llc;
-        let span = llc.min(self.np as usize - lo);
+        let cache = self.llc_of(prev);
+        let (lo, span) = (cache.start, cache.len());
         if let Some(k) = prev_else_next_idle(
             prev - lo,
             span,
@@ -444,6 +445,13 @@ impl Cfs {
             .map(|q| q as usize)
             .min_by_key(|&q| (self.load(q), q))
             .unwrap_or(prev)
+    }
+
+    /// The pCPUs of `p`'s last-level cache.
+    fn llc_of(&self, p: usize) -> std::ops::Range<usize> {
+        let llc = self.llc_pcpus as usize;
+        let lo = p / llc * llc;
+        lo..(lo + llc).min(self.np as usize)
     }
 
     /// calc_group_shares() on the tracked load averages (hv/sched/groups.rs), then
@@ -564,10 +572,17 @@ impl Cfs {
     /// Pulls one queued vCPU allowed on `p` from the most loaded runqueue when that
     /// reduces the weighted-load imbalance (Linux balances load, not task counts).
     /// `only_cold` leaves cache-hot vCPUs (ran within migration_cost) where they are.
-    fn pull_one(&mut self, p: usize, now: Nanos, only_cold: bool) -> bool {
+    /// `scope`: the pCPUs looked at (`p`'s last-level cache, or the host).
+    fn pull_one(
+        &mut self,
+        p: usize,
+        now: Nanos,
+        only_cold: bool,
+        scope: std::ops::Range<usize>,
+    ) -> bool {
         let mine = self.load(p);
         let mut best: Option<(usize, u64)> = None;
-        for q in 0..self.np as usize {
+        for q in scope {
             if q == p || self.nr[q] <= self.running[q].is_some() as u32 {
                 continue;
             }
@@ -796,8 +811,12 @@ impl HostScheduler for Cfs {
         self.slots.set_clock(now);
         let pi = p.idx();
         if self.leftmost(pi).is_none() {
-            // newidle balance: an idle pCPU pulls work, cache-hot or not.
-            self.pull_one(pi, now, false);
+            // newidle balance (sched domains bottom up): an idle pCPU pulls work,
+            // cache-hot or not, from its own LLC first, then from the host.
+            let llc = self.llc_of(pi);
+            let whole = llc.len() < self.np as usize;
+            let _ = self.pull_one(pi, now, false, llc)
+                || (whole && self.pull_one(pi, now, false, 0..self.np as usize));
         }
         let forced = self.rqs[pi].forced;
         let put_back = self.rqs[pi].put_back.take();
@@ -872,9 +891,21 @@ impl HostScheduler for Cfs {
             }
         }
         if now.0.saturating_sub(self.rqs[pi].last_balance.0) >= self.balance_interval {
+            // Periodic balancing: within the LLC every interval, across the host every
+            // interval × LLCs (Linux lengthens a domain's interval with its span).
             self.rqs[pi].last_balance = now;
             let idle = self.running[pi].is_none();
-            if self.pull_one(pi, now, !idle) && idle {
+            let nllc = self.np.div_ceil(self.llc_pcpus) as u64;
+            let global = nllc > 1
+                && now.0.saturating_sub(self.rqs[pi].last_global_balance.0)
+                    >= self.balance_interval * nllc;
+            let scope = if global {
+                self.rqs[pi].last_global_balance = now;
+                0..self.np as usize
+            } else {
+                self.llc_of(pi)
+            };
+            if self.pull_one(pi, now, !idle, scope) && idle {
                 resched = true;
             }
         }
@@ -998,6 +1029,56 @@ mod tests {
             ..CfsParams::default()
         };
         Cfs::new(&p, setup)
+    }
+
+    /// An idle pCPU's newidle balance looks in its own last-level cache first: with
+    /// LLCs of two pCPUs it pulls the vCPU queued beside it in its LLC although the
+    /// other LLC has a busier pCPU; with one LLC of four it pulls from the busiest.
+    #[test]
+    fn newidle_balance_pulls_from_its_own_llc_first() {
+        for (llc, want) in [(2, [1].as_slice()), (4, [3, 4].as_slice())] {
+            let pin = |ps: &[u32]| {
+                let mut m = CpuMask::default();
+                ps.iter().for_each(|&p| m.insert(p));
+                m
+            };
+            let masks = [
+                pin(&[0]),
+                pin(&[0]),
+                pin(&[2]),
+                pin(&[2]),
+                pin(&[2]),
+                pin(&[3]),
+            ];
+            let setup = SchedSetup {
+                pcpus: 4,
+                vcpu_vm: (0..6).map(VmId).collect(),
+                vcpu_mask: masks.to_vec(),
+                vm_weight: vec![256; 6],
+                vm_cap: vec![None; 6],
+            };
+            let p = CfsParams {
+                per_vm_groups: false,
+                llc_pcpus: llc,
+                ..CfsParams::default()
+            };
+            let mut c = Cfs::new(&p, setup);
+            for v in 0..6 {
+                c.enqueue_wake(VcpuId(v), Nanos(0));
+            }
+            for p in [0, 2, 3] {
+                assert!(c.pick_next(PcpuId(p), Nanos(0)).is_some());
+            }
+            // Now free to move: the queued vCPUs of pCPUs 0 and 2.
+            for v in [1, 3, 4] {
+                c.setup.vcpu_mask[v] = CpuMask::all(4);
+            }
+            let got = c.pick_next(PcpuId(1), Nanos(1_000)).map(|r| r.0 .0);
+            assert!(
+                got.is_some_and(|v| want.contains(&v)),
+                "LLC of {llc}: pCPU 1 picked {got:?}, expected one of {want:?}"
+            );
+        }
     }
 
     /// Every vCPU always runnable, every pCPU driven tick by tick for `ms` (no switch
