@@ -251,16 +251,18 @@ impl Eevdf {
             .iter()
             .map(|c| c.map(|pct| (pct / 100.0 * bw_period.0 as f64).round() as u64))
             .collect();
+        // Balancing domains: one last-level cache each (a host of at most that many
+        // pCPUs is one).
+        let domain = np.clamp(1, p.llc_pcpus.max(1));
         Eevdf {
             idle: CpuMask::all(np),
             overloaded: CpuMask::default(),
             slots: GroupSlots::new(np, nv as usize, nvm as usize, groups),
-            domain: np.clamp(1, p.llc_pcpus.max(1)),
-            domains: (0..np.div_ceil(np.clamp(1, p.llc_pcpus.max(1))))
+            domain,
+            domains: (0..np.div_ceil(domain))
                 .map(|d| {
-                    let size = np.clamp(1, p.llc_pcpus.max(1));
                     let mut m = CpuMask::default();
-                    for q in d * size..((d + 1) * size).min(np) {
+                    for q in d * domain..((d + 1) * domain).min(np) {
                         m.insert(q);
                     }
                     m
