@@ -98,7 +98,8 @@ struct Rq {
 
 pub struct Cfs {
     placement: crate::hv::placement::Placement,
-    /// pCPUs per last-level cache: wake-up placement searches the previous pCPU's.
+    /// pCPUs per last-level cache: wake-up placement searches the previous pCPU's, and
+    /// balancing looks in a pCPU's own before the host.
     llc_pcpus: u32,
     latency: u64,
     min_gran: u64,
