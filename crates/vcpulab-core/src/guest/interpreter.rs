@@ -17,6 +17,14 @@ pub(crate) enum Advance {
 }
 
 impl World {
+    /// A loop whose body takes no simulated time: stop the run (reported as an error by
+    /// api::run) instead of spinning for ever.
+    #[cold]
+    fn no_progress(&mut self, t: ThreadId) -> Advance {
+        self.stop = Some(StopCause::NoProgress(t));
+        Advance::Left
+    }
+
     /// Runs `t`'s pending kernel steps, then its program, until something takes time,
     /// spins, blocks, or ends the thread.
     pub(crate) fn thread_advance(&mut self, t: ThreadId, v: VcpuId) -> Advance {
@@ -27,203 +35,222 @@ impl World {
             return Advance::Left; // the run is ending: leave every vCPU idle
         }
         let mut steps: u32 = 0;
-        loop {
+        'step: loop {
             steps += 1;
             if steps > crate::sim::world::MAX_ZERO_TIME_STEPS {
-                // A loop whose body takes no simulated time: stop the run (reported as
-                // an error by api::run) instead of spinning for ever.
-                self.stop = Some(StopCause::NoProgress(t));
-                return Advance::Left;
+                return self.no_progress(t);
             }
-            if let Some(m) = self.threads[t.idx()].micro.pop_front() {
-                match self.exec_micro(t, v, m) {
-                    Flow::Next => continue,
-                    Flow::Wait => return Advance::Continue,
-                    Flow::Left => return Advance::Left,
+            // The next micro-step: the queue's first, or the first of the next
+            // instruction's. (One call site, so that `exec_micro` stays inlined.)
+            let m = 'fetch: {
+                if let Some(m) = self.threads[t.idx()].micro.pop_front() {
+                    break 'fetch m;
                 }
-            }
-            let th = &mut self.threads[t.idx()];
-            let pc = th.pc as usize;
-            th.pc += 1;
-            match &prog.code[pc] {
-                Instr::Compute(d) | Instr::Kernel(d) => {
-                    th.remaining = Nanos(d.sample(&mut th.rng).0.max(1));
-                    th.in_kernel = matches!(prog.code[pc], Instr::Kernel(_));
-                    th.in_exit = false;
-                    return Advance::Continue;
-                }
-                Instr::Count(n) => {
-                    let vm = th.vm;
-                    self.vms[vm.idx()].units += n;
-                }
-                Instr::Sleep(d) => {
-                    let slack = self.vms[th.vm.idx()].guest.timer_slack;
-                    let dur = d.sample(&mut th.rng).0.max(1) + slack;
-                    self.block_with_timer(t, v, Ev::ThreadTimer(t, 0), dur);
-                    return Advance::Left;
-                }
-                Instr::Io(d) => {
-                    let dur = d.sample(&mut th.rng).0.max(1);
-                    self.block_with_timer(t, v, Ev::IoDone(t), dur);
-                    return Advance::Left;
-                }
-                Instr::LoopStart { slot, count, end } => match count {
-                    Some(0) => th.pc = *end,
-                    Some(c) => th.loops[*slot as usize] = *c,
-                    None => th.loops[*slot as usize] = u64::MAX,
-                },
-                Instr::LoopEnd { slot, start } => {
-                    let c = &mut th.loops[*slot as usize];
-                    if *c != u64::MAX {
-                        *c -= 1;
+                let th = &mut self.threads[t.idx()];
+                let pc = th.pc as usize;
+                th.pc += 1;
+                // An instruction that turns into micro-steps runs the first at once (the
+                // queue is empty here) and queues the rest: the same order, and the same
+                // step count, as queueing them all and popping the first.
+                let first = match &prog.code[pc] {
+                    Instr::Compute(d) | Instr::Kernel(d) => {
+                        th.remaining = Nanos(d.sample(&mut th.rng).0.max(1));
+                        th.in_kernel = matches!(prog.code[pc], Instr::Kernel(_));
+                        th.in_exit = false;
+                        return Advance::Continue;
                     }
-                    if *c > 0 {
-                        th.pc = start + 1;
+                    Instr::Count(n) => {
+                        let vm = th.vm;
+                        self.vms[vm.idx()].units += n;
+                        continue 'step;
                     }
-                }
-                Instr::Lock(m) => th.micro.push_back(Micro::MutexLock(bases.mutex + m)),
-                Instr::LockSpin { mutex, spin } => {
-                    let ns = spin.sample(&mut th.rng).0;
-                    th.micro
-                        .push_back(Micro::MutexLockSpin(bases.mutex + mutex, ns));
-                }
-                Instr::Unlock(m) => th.micro.push_back(Micro::MutexUnlock(bases.mutex + m)),
-                Instr::Kspin { lock, hold } => {
-                    let l = LockId(bases.spin + lock);
-                    let ns = hold.sample(&mut th.rng).0.max(1);
-                    th.micro.push_back(Micro::KLock(l));
-                    th.micro.push_back(Micro::Work { ns, kernel: true });
-                    th.micro.push_back(Micro::KUnlock(l));
-                }
-                Instr::Barrier(b) => {
-                    th.spin_left = 0;
-                    th.micro.push_back(Micro::BarrierArrive(bases.barrier + b));
-                }
-                Instr::SpinBarrier { barrier, spin } => {
-                    th.spin_left = spin.sample(&mut th.rng).0.max(1);
-                    th.micro
-                        .push_back(Micro::BarrierArrive(bases.barrier + barrier));
-                }
-                Instr::CondWait { cond, mutex } => {
-                    self.push_cond_wait(t, bases.cond + cond, bases.mutex + mutex, None);
-                }
-                Instr::CondSignal(c) | Instr::CondBroadcast(c) => {
-                    let all = matches!(prog.code[pc], Instr::CondBroadcast(_));
-                    let c = bases.cond + c;
-                    if !self.conds[c as usize].waiters.is_empty() {
-                        let bucket = self.conds[c as usize].bucket;
-                        let f = self.futex_cost(t);
-                        self.push_wake_path(t, bucket, Micro::WakeCond { cond: c, all }, f);
-                    }
-                }
-                Instr::SemPost(s) => th.micro.push_back(Micro::SemPost(bases.sem + s)),
-                Instr::SemWait(s) => th.micro.push_back(Micro::SemWait(bases.sem + s)),
-                Instr::RwRead(s) => th.micro.push_back(Micro::RwDown {
-                    s: bases.rwsem + s,
-                    write: false,
-                    retry: false,
-                }),
-                Instr::RwWrite(s) => th.micro.push_back(Micro::RwDown {
-                    s: bases.rwsem + s,
-                    write: true,
-                    retry: false,
-                }),
-                Instr::RwUnlock(s) => th.micro.push_back(Micro::RwUp(bases.rwsem + s)),
-                Instr::RwSpin { lock, write, spin } => {
-                    let spin = spin.sample(&mut th.rng).0;
-                    th.micro.push_back(Micro::RwSpinDown {
-                        s: bases.rwsem + lock,
-                        write: *write,
-                        spin,
-                    });
-                }
-                Instr::Yield => {
-                    // sched_yield: the syscall's cost, then the runqueue's best thread
-                    // (if any) runs and the yielder goes behind it.
-                    th.debt += Nanos(self.costs.syscall_ns);
-                    if self.vcpus[v.idx()].rq.is_empty() {
-                        continue;
-                    }
-                    self.yield_behind_queued(v, t);
-                    self.guest_preempt(v, t);
-                    return Advance::Left;
-                }
-                Instr::Cpuset(mask) => {
-                    let vm = th.vm.idx();
-                    let n = self.vms[vm].nvcpus;
-                    let mask = mask
-                        & if n >= 128 {
-                            u128::MAX
-                        } else {
-                            (1u128 << n) - 1
-                        };
-                    if mask != 0 {
-                        let leaves = mask >> (v.0 - self.vms[vm].first_vcpu) & 1 == 0;
-                        if leaves {
-                            // This thread's own vCPU is left out: it moves too.
-                            self.guest_preempt(v, t);
-                        }
-                        self.set_cpuset(vm, mask, v);
-                        if leaves {
-                            return Advance::Left;
-                        }
-                    }
-                }
-                Instr::Push(q) => {
-                    let q = bases.queue + q;
-                    let m = self.queues[q as usize].mutex;
-                    let th = &mut self.threads[t.idx()];
-                    th.micro.extend([Micro::MutexLock(m), Micro::QueuePush(q)]);
-                }
-                Instr::Pop(q) => {
-                    let q = bases.queue + q;
-                    let m = self.queues[q as usize].mutex;
-                    let th = &mut self.threads[t.idx()];
-                    th.micro.extend([Micro::MutexLock(m), Micro::QueuePop(q)]);
-                }
-                Instr::TlbShootdown => self.tlb_shootdown(t, v),
-                Instr::NetRecv(n) => {
-                    let n = *n;
-                    match self.nic_recv(t, n) {
-                        Some(ns) => {
-                            let th = &mut self.threads[t.idx()];
-                            th.remaining = Nanos(ns.max(1));
-                            th.in_kernel = true;
-                            return Advance::Continue;
-                        }
-                        None => {
-                            // No datagram yet: sleep until the NIC's interrupt, then
-                            // receive again.
-                            let th = &mut self.threads[t.idx()];
-                            th.pc -= 1;
-                            th.micro.push_back(Micro::Block);
-                        }
-                    }
-                }
-                Instr::Retain => {
-                    if self.yielder_step(t, v) {
+                    Instr::Sleep(d) => {
+                        let slack = self.vms[th.vm.idx()].guest.timer_slack;
+                        let dur = d.sample(&mut th.rng).0.max(1) + slack;
+                        self.block_with_timer(t, v, Ev::ThreadTimer(t, 0), dur);
                         return Advance::Left;
                     }
-                    return Advance::Continue;
-                }
-                Instr::Exit => {
-                    th.state = ThreadState::Done;
-                    th.pc -= 1;
-                    let (vm, finite) = (th.vm, th.finite);
-                    self.trace_thread_end(v);
-                    if finite {
-                        let m = &mut self.vms[vm.idx()];
-                        m.finished_threads += 1;
-                        if m.finished_threads == m.finite_threads {
-                            m.completion = Some(now);
+                    Instr::Io(d) => {
+                        let dur = d.sample(&mut th.rng).0.max(1);
+                        self.block_with_timer(t, v, Ev::IoDone(t), dur);
+                        return Advance::Left;
+                    }
+                    Instr::LoopStart { slot, count, end } => {
+                        match count {
+                            Some(0) => th.pc = *end,
+                            Some(c) => th.loops[*slot as usize] = *c,
+                            None => th.loops[*slot as usize] = u64::MAX,
                         }
-                        self.finite_left -= 1;
-                        if self.finite_left == 0 {
-                            self.stop = Some(StopCause::AllFinished);
+                        continue 'step;
+                    }
+                    Instr::LoopEnd { slot, start } => {
+                        let c = &mut th.loops[*slot as usize];
+                        if *c != u64::MAX {
+                            *c -= 1;
+                        }
+                        if *c > 0 {
+                            th.pc = start + 1;
+                        }
+                        continue 'step;
+                    }
+                    Instr::Lock(m) => Micro::MutexLock(bases.mutex + m),
+                    Instr::LockSpin { mutex, spin } => {
+                        let ns = spin.sample(&mut th.rng).0;
+                        Micro::MutexLockSpin(bases.mutex + mutex, ns)
+                    }
+                    Instr::Unlock(m) => Micro::MutexUnlock(bases.mutex + m),
+                    Instr::Kspin { lock, hold } => {
+                        let l = LockId(bases.spin + lock);
+                        let ns = hold.sample(&mut th.rng).0.max(1);
+                        th.micro.push_back(Micro::Work { ns, kernel: true });
+                        th.micro.push_back(Micro::KUnlock(l));
+                        Micro::KLock(l)
+                    }
+                    Instr::Barrier(b) => {
+                        th.spin_left = 0;
+                        Micro::BarrierArrive(bases.barrier + b)
+                    }
+                    Instr::SpinBarrier { barrier, spin } => {
+                        th.spin_left = spin.sample(&mut th.rng).0.max(1);
+                        Micro::BarrierArrive(bases.barrier + barrier)
+                    }
+                    Instr::CondWait { cond, mutex } => {
+                        self.push_cond_wait(t, bases.cond + cond, bases.mutex + mutex, None);
+                        continue 'step;
+                    }
+                    Instr::CondSignal(c) | Instr::CondBroadcast(c) => {
+                        let all = matches!(prog.code[pc], Instr::CondBroadcast(_));
+                        let c = bases.cond + c;
+                        if !self.conds[c as usize].waiters.is_empty() {
+                            let bucket = self.conds[c as usize].bucket;
+                            let f = self.futex_cost(t);
+                            self.push_wake_path(t, bucket, Micro::WakeCond { cond: c, all }, f);
+                        }
+                        continue 'step;
+                    }
+                    Instr::SemPost(s) => Micro::SemPost(bases.sem + s),
+                    Instr::SemWait(s) => Micro::SemWait(bases.sem + s),
+                    Instr::RwRead(s) => Micro::RwDown {
+                        s: bases.rwsem + s,
+                        write: false,
+                        retry: false,
+                    },
+                    Instr::RwWrite(s) => Micro::RwDown {
+                        s: bases.rwsem + s,
+                        write: true,
+                        retry: false,
+                    },
+                    Instr::RwUnlock(s) => Micro::RwUp(bases.rwsem + s),
+                    Instr::RwSpin { lock, write, spin } => {
+                        let spin = spin.sample(&mut th.rng).0;
+                        Micro::RwSpinDown {
+                            s: bases.rwsem + lock,
+                            write: *write,
+                            spin,
                         }
                     }
-                    return Advance::Left;
+                    Instr::Yield => {
+                        // sched_yield: the syscall's cost, then the runqueue's best thread
+                        // (if any) runs and the yielder goes behind it.
+                        th.debt += Nanos(self.costs.syscall_ns);
+                        if self.vcpus[v.idx()].rq.is_empty() {
+                            continue 'step;
+                        }
+                        self.yield_behind_queued(v, t);
+                        self.guest_preempt(v, t);
+                        return Advance::Left;
+                    }
+                    Instr::Cpuset(mask) => {
+                        let vm = th.vm.idx();
+                        let n = self.vms[vm].nvcpus;
+                        let mask = mask
+                            & if n >= 128 {
+                                u128::MAX
+                            } else {
+                                (1u128 << n) - 1
+                            };
+                        if mask != 0 {
+                            let leaves = mask >> (v.0 - self.vms[vm].first_vcpu) & 1 == 0;
+                            if leaves {
+                                // This thread's own vCPU is left out: it moves too.
+                                self.guest_preempt(v, t);
+                            }
+                            self.set_cpuset(vm, mask, v);
+                            if leaves {
+                                return Advance::Left;
+                            }
+                        }
+                        continue 'step;
+                    }
+                    Instr::Push(q) => {
+                        let q = bases.queue + q;
+                        let m = self.queues[q as usize].mutex;
+                        self.threads[t.idx()].micro.push_back(Micro::QueuePush(q));
+                        Micro::MutexLock(m)
+                    }
+                    Instr::Pop(q) => {
+                        let q = bases.queue + q;
+                        let m = self.queues[q as usize].mutex;
+                        self.threads[t.idx()].micro.push_back(Micro::QueuePop(q));
+                        Micro::MutexLock(m)
+                    }
+                    Instr::TlbShootdown => {
+                        self.tlb_shootdown(t, v);
+                        continue 'step;
+                    }
+                    Instr::NetRecv(n) => {
+                        let n = *n;
+                        match self.nic_recv(t, n) {
+                            Some(ns) => {
+                                let th = &mut self.threads[t.idx()];
+                                th.remaining = Nanos(ns.max(1));
+                                th.in_kernel = true;
+                                return Advance::Continue;
+                            }
+                            None => {
+                                // No datagram yet: sleep until the NIC's interrupt, then
+                                // receive again.
+                                let th = &mut self.threads[t.idx()];
+                                th.pc -= 1;
+                                Micro::Block
+                            }
+                        }
+                    }
+                    Instr::Retain => {
+                        if self.yielder_step(t, v) {
+                            return Advance::Left;
+                        }
+                        return Advance::Continue;
+                    }
+                    Instr::Exit => {
+                        th.state = ThreadState::Done;
+                        th.pc -= 1;
+                        let (vm, finite) = (th.vm, th.finite);
+                        self.trace_thread_end(v);
+                        if finite {
+                            let m = &mut self.vms[vm.idx()];
+                            m.finished_threads += 1;
+                            if m.finished_threads == m.finite_threads {
+                                m.completion = Some(now);
+                            }
+                            self.finite_left -= 1;
+                            if self.finite_left == 0 {
+                                self.stop = Some(StopCause::AllFinished);
+                            }
+                        }
+                        return Advance::Left;
+                    }
+                };
+                steps += 1; // the step that popped `first` from the queue
+                if steps > crate::sim::world::MAX_ZERO_TIME_STEPS {
+                    return self.no_progress(t);
                 }
+                first
+            };
+            match self.exec_micro(t, v, m) {
+                Flow::Next => continue 'step,
+                Flow::Wait => return Advance::Continue,
+                Flow::Left => return Advance::Left,
             }
         }
     }
