@@ -105,17 +105,9 @@ impl Hist {
     #[inline]
     pub fn record(&mut self, x: u64) {
         let b = bucket(x);
-        let mut at = b.wrapping_sub(self.lo as usize);
-        if at >= self.counts.len() {
-            self.cover(b, b + 1);
-            at = b - self.lo as usize;
-        }
-        let c = &mut self.counts[at];
-        if *c == u32::MAX {
-            *c = 0;
-            self.carry(b, 1);
-        } else {
-            *c += 1;
+        match self.counts.get_mut(b.wrapping_sub(self.lo as usize)) {
+            Some(c) if *c != u32::MAX => *c += 1,
+            _ => self.record_slow(b),
         }
         self.n += 1;
         let (sum, wrapped) = self.sum.overflowing_add(x);
@@ -125,6 +117,21 @@ impl Hist {
         }
         self.max = self.max.max(x);
         self.min = self.min.min(x);
+    }
+
+    /// Counts a sample of bucket `b` outside the window, or whose counter wraps.
+    #[cold]
+    fn record_slow(&mut self, b: usize) {
+        if b.wrapping_sub(self.lo as usize) >= self.counts.len() {
+            self.cover(b, b + 1);
+        }
+        let c = &mut self.counts[b - self.lo as usize];
+        if *c == u32::MAX {
+            *c = 0;
+            self.carry(b, 1);
+        } else {
+            *c += 1;
+        }
     }
 
     /// One past the last bucket of the window.

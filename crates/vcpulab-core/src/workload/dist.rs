@@ -97,6 +97,17 @@ impl Dist {
 
     #[inline]
     pub fn sample(&self, rng: &mut Rng) -> Nanos {
+        // The common forms inline at the call site; the others are out of line, so
+        // that the hot path saves no registers for them.
+        match &self.kind {
+            DistKind::Exp(m) => Nanos((rng.exp(*m) + 0.5) as u64),
+            DistKind::Const(c) => Nanos(*c),
+            _ => self.sample_other(rng),
+        }
+    }
+
+    #[inline(never)]
+    fn sample_other(&self, rng: &mut Rng) -> Nanos {
         Nanos(match &self.kind {
             DistKind::Const(c) => *c,
             DistKind::Exp(m) => (rng.exp(*m) + 0.5) as u64,

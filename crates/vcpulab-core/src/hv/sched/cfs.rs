@@ -596,15 +596,15 @@ impl Cfs {
             return false;
         };
         let diff = src_load - mine;
-        let leaves: Vec<RqId> = if self.groups {
-            self.slots
-                .active(src as u32)
-                .iter()
-                .map(|&vm| self.group_rq(src, vm as usize))
-                .collect()
+        let active: &[u32] = if self.groups {
+            self.slots.active(src as u32)
         } else {
-            vec![src]
+            &[]
         };
+        let leaves = active
+            .iter()
+            .map(|&vm| self.group_rq(src, vm as usize))
+            .chain((!self.groups).then_some(src));
         // Moving load w changes the gap to |diff - 2w|: it helps iff 0 < w < diff.
         // With groups at most half the gap moves (the source stays at least as loaded):
         // group shares follow the vCPUs, and a move that merely mirrored the imbalance
