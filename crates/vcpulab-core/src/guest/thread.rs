@@ -128,63 +128,70 @@ pub enum Micro {
     Block,
 }
 
+/// Hot fields first, in declaration order (`repr(C)`), on cache-line boundaries
+/// (`align(64)`): a step reads and writes the first line (activity, work left,
+/// accounting, flags), the interpreter the second (micro-steps, locks held, pc), and
+/// the rest is touched at wake-ups, sampling and synchronization. On hosts of
+/// thousands of vCPUs the thread table is far larger than a core's caches, and each
+/// line a step touches is a miss.
 #[derive(Clone, Debug)]
+#[repr(C, align(64))]
 pub struct Thread {
-    pub vm: VmId,
-    pub name: String,
-    /// Shared by the threads of a group; `Rc`, not `Arc`: a run is single-threaded, and
-    /// the interpreter takes a reference at every step (an atomic count there cost ~3%).
-    pub program: Rc<Program>,
-    pub pc: u32,
-    pub loops: Vec<u64>,
-    pub state: ThreadState,
-    /// The vCPU it is queued on, runs on, or last ran on.
-    pub vcpu: VcpuId,
     pub act: ThreadActivity,
     /// Remaining work of the current operation.
     pub remaining: Nanos,
+    /// Kernel work to do before resuming the operation (switch-in, syscall return).
+    pub debt: Nanos,
+    pub vruntime: u64,
+    pub slice_used: u64,
+    /// Spin budget left in the current spin (user mutex, barrier, pv lock).
+    pub spin_left: u64,
+    pub state: ThreadState,
     pub in_kernel: bool,
     /// The current work is a VM exit's (hv/wake_path.rs): booked as overhead.
     pub in_exit: bool,
-    /// Kernel work to do before resuming the operation (switch-in, syscall return).
-    pub debt: Nanos,
+    /// SCHED_IDLE: picked only when no normal thread is runnable.
+    pub idle_prio: bool,
+    /// Gleaner's yielding thread of its vCPU (SCHED_IDLE, pinned, outside the cpuset).
+    pub yielder: bool,
+    /// pv spinlock: the vCPU has halted for this thread's lock since it last spun.
+    pub pv_halted: bool,
+    /// Its process (address space) within the VM's workload.
+    pub process: u16,
     pub micro: VecDeque<Micro>,
-    /// Spin budget left in the current spin (user mutex, barrier, pv lock).
-    pub spin_left: u64,
+    pub held: Vec<LockId>,
+    pub pc: u32,
+    pub vm: VmId,
+    /// Shared by the threads of a group; `Rc`, not `Arc`: a run is single-threaded, and
+    /// the interpreter takes a reference at every step (an atomic count there cost ~3%).
+    pub program: Rc<Program>,
+    pub rng: Rng,
+    /// When it was last made runnable by a wake-up, and by which path.
+    pub woken_at: Option<Nanos>,
+    /// The vCPU it is queued on, runs on, or last ran on.
+    pub vcpu: VcpuId,
+    pub timer_gen: u32,
+    /// When it first failed to take the user mutex it is waiting for (MAX: not waiting).
+    pub mutex_wait_since: Nanos,
+    pub wake_path: u8,
+    pub finite: bool,
+    /// A wake-up arrived before the thread got to block.
+    pub wake_pending: bool,
+    pub protect: bool,
+    pub name: String,
+    pub loops: Vec<u64>,
     /// The spin budget of the spinning read-write lock being taken: spent again after
     /// each wake-up (InnoDB spins, then waits, in a loop).
     pub rw_spin: u64,
     /// When the current lock/barrier wait began.
     pub wait_start: Nanos,
-    /// A wake-up arrived before the thread got to block.
-    pub wake_pending: bool,
-    pub held: Vec<LockId>,
     pub deferred_wakes: Vec<ThreadId>,
     pub acks_left: u32,
     pub tlb_gen: u32,
-    pub vruntime: u64,
-    pub slice_used: u64,
     /// Guest EEVDF (guest/eevdf.rs): virtual deadline, the lag kept while dequeued, and
     /// run-to-parity (picked, no new deadline since).
     pub deadline: u64,
     pub vlag: i64,
-    pub protect: bool,
-    pub timer_gen: u32,
-    /// When it was last made runnable by a wake-up, and by which path.
-    pub woken_at: Option<Nanos>,
-    /// When it first failed to take the user mutex it is waiting for (MAX: not waiting).
-    pub mutex_wait_since: Nanos,
-    pub wake_path: u8,
-    pub rng: Rng,
-    pub finite: bool,
-    /// SCHED_IDLE: picked only when no normal thread is runnable.
-    pub idle_prio: bool,
-    /// Its process (address space) within the VM's workload.
-    pub process: u16,
-    /// pv spinlock: the vCPU has halted for this thread's lock since it last spun.
-    pub pv_halted: bool,
-    /// Gleaner's yielding thread of its vCPU (SCHED_IDLE, pinned, outside the cpuset).
-    pub yielder: bool,
 }
 
 impl Thread {

@@ -66,105 +66,111 @@ pub enum VcpuActivity {
     Off,
 }
 
+/// Hot fields first, in declaration order (`repr(C)`), on cache-line boundaries
+/// (`align(64)`): every step and dispatch touches the first two lines, the rest is
+/// read at wake-ups, interrupts and in the report. On hosts of thousands of vCPUs the
+/// vCPU table is far larger than a core's caches, and each line touched is a miss.
 #[derive(Clone, Debug)]
+#[repr(C, align(64))]
 pub struct Vcpu {
+    // Line 1: what every step and dispatch reads.
+    pub hv: HvState,
     pub vm: VmId,
     /// Index within its VM.
     pub index: u32,
-    pub mask: CpuMask,
-    pub hv: HvState,
-    pub act: VcpuActivity,
     /// Generation of the step event; bumped to cancel.
     pub gen: u32,
-    /// A step armed past the slice end of the pCPU it runs on, not yet queued (it
-    /// would be cancelled at the slice end): queued only if the vCPU runs on past it
-    /// (`World::release_step`). Valid while `gen` is unchanged.
-    pub held_step: Option<(Nanos, u32)>,
-    /// Guest progress resumes here after a dispatch (entry overhead + cache refill).
-    pub resume_at: Nanos,
-    /// Start of the current progress segment.
-    pub seg_start: Nanos,
-
-    // guest-side state
     pub cur: Option<ThreadId>,
-    pub rq: Vec<ThreadId>,
-    pub min_vr: u64,
-    pub last_thread: Option<ThreadId>,
+    pub act: VcpuActivity,
+    pub cat: VCat,
     /// Guest EEVDF (guest/eevdf.rs): a reschedule asked for and not yet honoured
     /// (TIF_NEED_RESCHED; `resched_lazy`: PREEMPT_LAZY's, upgraded at the tick), and
     /// the tick at which the current thread's used-up slice is noticed.
     pub need_resched: bool,
     pub resched_lazy: bool,
-    pub tick_at: Nanos,
-
-    // accounting
-    pub cat: VCat,
-    pub cat_since: Nanos,
-    /// Time before this instant, in the current accounting interval, is overhead.
-    pub overhead_until: Nanos,
-    pub time: [u64; NCAT],
-    /// When tracing: the state segments (start, end, state) not yet written, and the
-    /// start of the current one. None when not tracing (the common case).
-    pub trace_states: Option<Vec<(Nanos, Nanos, VCat)>>,
-    pub state_since: Nanos,
-
-    // cache footprint
-    pub last_pcpu: Option<PcpuId>,
-    pub cache_mark_out: u64,
-    /// The pCPU's `tlb_loaded` when this vCPU left it.
-    pub tlb_mark_out: u64,
     /// Woken from halt and not yet dispatched: its first run is the wake path.
     pub woke_from_halt: bool,
-    /// Re-fetch stall (cache and TLB) actually paid, ns: part of its running time.
-    pub refill_ns: u64,
-    /// KiB of its resident working set not in its pCPU's cache (kept across
-    /// preemptions: a partial refill survives).
-    pub cache_missing_kib: u64,
-    /// While running: re-fetch stall still to pay for `cache_missing_kib`, and what it
-    /// was at dispatch (their difference is what this run re-fetched).
-    pub refill_left_ns: u64,
-    pub refill_at_dispatch_ns: u64,
-    /// The TLB refill stall in front of this run: from when, and how long.
-    pub tlb_stall_from: Nanos,
-    pub tlb_stall_ns: u64,
-    /// Guest level: pages brought into this vCPU's TLB by the threads it ran, and per
-    /// process of the VM the count when its last thread left (u64::MAX: never ran here).
-    pub guest_tlb_loaded: u64,
-    pub process_tlb_mark: Vec<u64>,
-
-    // counters
-    pub switches: u64,
-    pub migrations: u64,
-    pub halts: u64,
-    pub wakes: u64,
-    pub thread_seg_start: Nanos,
-    /// When it last became runnable (for the scheduling-latency histogram).
-    pub runnable_since: Nanos,
-    /// Interrupts (IPIs) waiting for it to run: (kind, sent, TLB sender and generation).
-    pub pending: Vec<PendingIpi>,
-    /// Device completions waiting for it to run: (thread to wake, raised at).
-    pub pending_irq: Vec<(ThreadId, Nanos)>,
-    /// A guest timer interrupt raised while the vCPU was preempted (its first raise:
-    /// later expiries coalesce into the same pending vector), taken at its next entry.
-    pub pending_timer: Option<Nanos>,
+    /// KVM's spin_loop state: `in_spin_loop` while inside its own PLE handler
+    /// (kvm_vcpu_on_spin) — here, descheduled by the handler's directed yield and not
+    /// run since; `dy_eligible` flips each time another handler considers it then.
+    pub in_spin_loop: bool,
+    pub preempted_in_kernel: bool,
+    pub dy_eligible: bool,
     /// The address space loaded on the vCPU (`active_mm`): the process of the last
     /// thread it ran, kept while it idles (lazy TLB mode). It puts the vCPU in that
     /// process's mm CPU mask, the targets of the process's TLB shootdowns.
     /// `NO_MM` before any thread ran and after a lazy vCPU left the mm (leave_mm).
     pub mm: u16,
-    pub preempted_in_kernel: bool,
-    /// KVM's spin_loop state: `in_spin_loop` while inside its own PLE handler
-    /// (kvm_vcpu_on_spin) — here, descheduled by the handler's directed yield and not
-    /// run since; `dy_eligible` flips each time another handler considers it then.
-    pub in_spin_loop: bool,
-    pub dy_eligible: bool,
+    /// Guest progress resumes here after a dispatch (entry overhead + cache refill).
+    pub resume_at: Nanos,
+    /// Start of the current progress segment.
+    pub seg_start: Nanos,
     pub ple_deadline: Nanos,
-    pub ple_exits: u64,
-    pub halt_poll_ns: u64,
-    pub halted_at: Nanos,
+
+    // Line 2: time accounting and the guest runqueue.
+    pub cat_since: Nanos,
+    /// Time before this instant, in the current accounting interval, is overhead.
+    pub overhead_until: Nanos,
+    /// While running: re-fetch stall still to pay for `cache_missing_kib`, and what it
+    /// was at dispatch (their difference is what this run re-fetched).
+    pub refill_left_ns: u64,
+    pub rq: Vec<ThreadId>,
+    pub min_vr: u64,
+    pub tick_at: Nanos,
+
+    // Line 3.
+    pub time: [u64; NCAT],
     /// Guest idle: when the idle period began, and haltpoll's current window.
     pub idle_since: Nanos,
+
+    // Wake-ups, interrupts, cache and TLB footprint.
+    pub last_thread: Option<ThreadId>,
+    /// A step armed past the slice end of the pCPU it runs on, not yet queued (it
+    /// would be cancelled at the slice end): queued only if the vCPU runs on past it
+    /// (`World::release_step`). Valid while `gen` is unchanged.
+    pub held_step: Option<(Nanos, u32)>,
     pub guest_poll_ns: u64,
+    /// KiB of its resident working set not in its pCPU's cache (kept across
+    /// preemptions: a partial refill survives).
+    pub cache_missing_kib: u64,
+    /// Interrupts (IPIs) waiting for it to run: (kind, sent, TLB sender and generation).
+    pub pending: Vec<PendingIpi>,
+    pub thread_seg_start: Nanos,
+    /// When it last became runnable (for the scheduling-latency histogram).
+    pub runnable_since: Nanos,
+    pub refill_at_dispatch_ns: u64,
+    pub last_pcpu: Option<PcpuId>,
+    /// Guest level: pages brought into this vCPU's TLB by the threads it ran, and per
+    /// process of the VM the count when its last thread left (u64::MAX: never ran here).
+    pub guest_tlb_loaded: u64,
+    pub process_tlb_mark: Vec<u64>,
+
+    // Colder: placement mask, counters, tracing.
+    pub mask: CpuMask,
+    pub tlb_stall_ns: u64,
+    /// The TLB refill stall in front of this run: from when, and how long.
+    pub tlb_stall_from: Nanos,
+    /// The pCPU's `tlb_loaded` when this vCPU left it.
+    pub tlb_mark_out: u64,
+    /// Re-fetch stall (cache and TLB) actually paid, ns: part of its running time.
+    pub refill_ns: u64,
+    pub cache_mark_out: u64,
+    /// A guest timer interrupt raised while the vCPU was preempted (its first raise:
+    /// later expiries coalesce into the same pending vector), taken at its next entry.
+    pub pending_timer: Option<Nanos>,
+    /// Device completions waiting for it to run: (thread to wake, raised at).
+    pub pending_irq: Vec<(ThreadId, Nanos)>,
+    pub switches: u64,
+    pub migrations: u64,
+    pub halts: u64,
+    pub wakes: u64,
+    pub ple_exits: u64,
+    pub halted_at: Nanos,
+    pub halt_poll_ns: u64,
+    /// When tracing: the state segments (start, end, state) not yet written, and the
+    /// start of the current one. None when not tracing (the common case).
+    pub trace_states: Option<Vec<(Nanos, Nanos, VCat)>>,
+    pub state_since: Nanos,
 }
 
 impl Vcpu {

@@ -33,25 +33,38 @@ pub struct GuestParams {
     pub load_balance: bool,
 }
 
+/// Fields in declaration order (`repr(C)`), on cache-line boundaries (`align(64)`):
+/// the guest settings, cache profile and object bases that every step reads come
+/// first, then the counters, the histograms, and what only the report reads.
 #[derive(Clone, Debug)]
+#[repr(C, align(64))]
 pub struct Vm {
-    pub name: String,
-    /// Its NIC's index in `World::nics`, if it receives datagrams.
-    pub nic: Option<u32>,
-    pub weight: u32,
-    pub cap: Option<f64>,
-    pub first_vcpu: u32,
-    pub nvcpus: u32,
     pub guest: GuestParams,
-    pub model: String,
-    pub footprint_kib: u64,
     /// The cache model's parameters for this VM's contexts (host/cache.rs).
     pub cache: crate::host::cache::CacheProfile,
-    /// Threads with finite programs, and how many of them have finished.
-    pub finite_threads: u32,
-    pub finished_threads: u32,
-    pub completion: Option<Nanos>,
+    /// Where the VM's synchronization objects start in the global arenas.
+    pub bases: crate::guest::kernel::ObjBases,
+    pub first_vcpu: u32,
+    pub nvcpus: u32,
+    /// Index (within the VM) of the vCPU last boosted by a directed yield.
+    pub last_boosted: u32,
+    /// Threads queued on the VM's vCPU runqueues (not running).
+    pub queued: u32,
+    pub weight: u32,
     pub units: u64,
+    /// futex system calls of the VM's threads (waits and wakes; guest/sync.rs).
+    /// Guest context switches (guest/kernel.rs become_current).
+    pub thread_switches: u64,
+    pub futex_calls: u64,
+    pub ple_exits: u64,
+    pub yields_ok: u64,
+    pub yields_failed: u64,
+    pub halt_poll_hits: u64,
+    pub halt_poll_misses: u64,
+    pub tlb_shootdowns: u64,
+    /// Exits of the wake path (hv/wake_path.rs): ICR writes, interrupt deliveries to
+    /// running vCPUs, EOI writes, timer (TSC-deadline) writes.
+    pub exits: crate::hv::wake_path::ApicExits,
     /// Scheduling latency: from runnable to dispatched, per dispatch.
     pub dispatch_wait: Hist,
     /// Wake-up latency by path (guest::ipi::PATH_*); the VM's wake-up latency is their
@@ -62,27 +75,18 @@ pub struct Vm {
     pub ipi_tlb: Hist,
     pub tlb_wait: Hist,
     pub irq_latency: Hist,
-    pub tlb_shootdowns: u64,
-    /// futex system calls of the VM's threads (waits and wakes; guest/sync.rs).
-    /// Guest context switches (guest/kernel.rs become_current).
-    pub thread_switches: u64,
-    pub futex_calls: u64,
-    /// Exits of the wake path (hv/wake_path.rs): ICR writes, interrupt deliveries to
-    /// running vCPUs, EOI writes, timer (TSC-deadline) writes.
-    pub exits: crate::hv::wake_path::ApicExits,
-    pub ple_exits: u64,
-    pub yields_ok: u64,
-    pub yields_failed: u64,
-    pub halt_poll_hits: u64,
-    pub halt_poll_misses: u64,
-    /// Index (within the VM) of the vCPU last boosted by a directed yield.
-    pub last_boosted: u32,
+    pub name: String,
+    /// Its NIC's index in `World::nics`, if it receives datagrams.
+    pub nic: Option<u32>,
+    pub cap: Option<f64>,
+    pub model: String,
+    pub footprint_kib: u64,
+    /// Threads with finite programs, and how many of them have finished.
+    pub finite_threads: u32,
+    pub finished_threads: u32,
+    pub completion: Option<Nanos>,
     /// The workload's cpuset: bit i allows the VM's vCPU i.
     pub cpuset: u128,
-    /// Threads queued on the VM's vCPU runqueues (not running).
-    pub queued: u32,
-    /// Where the VM's synchronization objects start in the global arenas.
-    pub bases: crate::guest::kernel::ObjBases,
     /// Gleaner's yielding threads and consolidation controller, when enabled.
     pub gleaner: Option<Box<crate::guest::gleaner::GleanerVm>>,
 }
