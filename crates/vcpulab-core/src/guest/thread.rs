@@ -166,18 +166,18 @@ pub struct Thread {
     /// the interpreter takes a reference at every step (an atomic count there cost ~3%).
     pub program: Rc<Program>,
     pub rng: Rng,
-    /// When it was last made runnable by a wake-up, and by which path.
+    /// When it was last made runnable by a wake-up (its path: `wake_path`).
     pub woken_at: Option<Nanos>,
     /// The vCPU it is queued on, runs on, or last ran on.
     pub vcpu: VcpuId,
     pub timer_gen: u32,
     /// When it first failed to take the user mutex it is waiting for (MAX: not waiting).
     pub mutex_wait_since: Nanos,
+    /// The path of the wake-up at `woken_at` (hv/wake_path.rs).
     pub wake_path: u8,
     pub finite: bool,
     /// A wake-up arrived before the thread got to block.
     pub wake_pending: bool,
-    pub protect: bool,
     pub name: String,
     pub loops: Vec<u64>,
     /// The spin budget of the spinning read-write lock being taken: spent again after
@@ -192,6 +192,7 @@ pub struct Thread {
     /// run-to-parity (picked, no new deadline since).
     pub deadline: u64,
     pub vlag: i64,
+    pub protect: bool,
 }
 
 impl Thread {

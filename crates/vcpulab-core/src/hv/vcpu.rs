@@ -80,12 +80,13 @@ pub struct Vcpu {
     pub index: u32,
     /// Generation of the step event; bumped to cancel.
     pub gen: u32,
+    /// The guest thread it runs (None: it idles, or has yet to pick one).
     pub cur: Option<ThreadId>,
     pub act: VcpuActivity,
+    /// The accounting category it is in since `cat_since`.
     pub cat: VCat,
     /// Guest EEVDF (guest/eevdf.rs): a reschedule asked for and not yet honoured
-    /// (TIF_NEED_RESCHED; `resched_lazy`: PREEMPT_LAZY's, upgraded at the tick), and
-    /// the tick at which the current thread's used-up slice is noticed.
+    /// (TIF_NEED_RESCHED; `resched_lazy`: PREEMPT_LAZY's, upgraded at the tick).
     pub need_resched: bool,
     pub resched_lazy: bool,
     /// Woken from halt and not yet dispatched: its first run is the wake path.
@@ -94,8 +95,8 @@ pub struct Vcpu {
     /// (kvm_vcpu_on_spin) — here, descheduled by the handler's directed yield and not
     /// run since; `dy_eligible` flips each time another handler considers it then.
     pub in_spin_loop: bool,
-    pub preempted_in_kernel: bool,
     pub dy_eligible: bool,
+    pub preempted_in_kernel: bool,
     /// The address space loaded on the vCPU (`active_mm`): the process of the last
     /// thread it ran, kept while it idles (lazy TLB mode). It puts the vCPU in that
     /// process's mm CPU mask, the targets of the process's TLB shootdowns.
@@ -105,22 +106,23 @@ pub struct Vcpu {
     pub resume_at: Nanos,
     /// Start of the current progress segment.
     pub seg_start: Nanos,
+    /// When the current spin reaches the PLE window (MAX: no PLE exit armed).
     pub ple_deadline: Nanos,
 
     // Line 2: time accounting and the guest runqueue.
     pub cat_since: Nanos,
     /// Time before this instant, in the current accounting interval, is overhead.
     pub overhead_until: Nanos,
-    /// While running: re-fetch stall still to pay for `cache_missing_kib`, and what it
-    /// was at dispatch (their difference is what this run re-fetched).
+    /// While running: re-fetch stall still to pay for `cache_missing_kib`.
     pub refill_left_ns: u64,
     pub rq: Vec<ThreadId>,
     pub min_vr: u64,
+    /// Guest EEVDF: the tick at which the current thread's used-up slice is noticed.
     pub tick_at: Nanos,
 
-    // Line 3.
+    // Line 3: time per accounting category.
     pub time: [u64; NCAT],
-    /// Guest idle: when the idle period began, and haltpoll's current window.
+    /// Guest idle: when the idle period began.
     pub idle_since: Nanos,
 
     // Wake-ups, interrupts, cache and TLB footprint.
@@ -129,6 +131,7 @@ pub struct Vcpu {
     /// would be cancelled at the slice end): queued only if the vCPU runs on past it
     /// (`World::release_step`). Valid while `gen` is unchanged.
     pub held_step: Option<(Nanos, u32)>,
+    /// Guest idle: haltpoll's current window.
     pub guest_poll_ns: u64,
     /// KiB of its resident working set not in its pCPU's cache (kept across
     /// preemptions: a partial refill survives).
@@ -138,6 +141,7 @@ pub struct Vcpu {
     pub thread_seg_start: Nanos,
     /// When it last became runnable (for the scheduling-latency histogram).
     pub runnable_since: Nanos,
+    /// `refill_left_ns` at dispatch (their difference is what this run re-fetched).
     pub refill_at_dispatch_ns: u64,
     pub last_pcpu: Option<PcpuId>,
     /// Guest level: pages brought into this vCPU's TLB by the threads it ran, and per
@@ -147,9 +151,9 @@ pub struct Vcpu {
 
     // Colder: placement mask, counters, tracing.
     pub mask: CpuMask,
-    pub tlb_stall_ns: u64,
     /// The TLB refill stall in front of this run: from when, and how long.
     pub tlb_stall_from: Nanos,
+    pub tlb_stall_ns: u64,
     /// The pCPU's `tlb_loaded` when this vCPU left it.
     pub tlb_mark_out: u64,
     /// Re-fetch stall (cache and TLB) actually paid, ns: part of its running time.

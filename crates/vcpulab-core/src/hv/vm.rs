@@ -52,9 +52,9 @@ pub struct Vm {
     pub queued: u32,
     pub weight: u32,
     pub units: u64,
-    /// futex system calls of the VM's threads (waits and wakes; guest/sync.rs).
     /// Guest context switches (guest/kernel.rs become_current).
     pub thread_switches: u64,
+    /// futex system calls of the VM's threads (waits and wakes; guest/sync.rs).
     pub futex_calls: u64,
     pub ple_exits: u64,
     pub yields_ok: u64,

@@ -109,8 +109,8 @@ impl Dist {
     #[inline(never)]
     fn sample_other(&self, rng: &mut Rng) -> Nanos {
         Nanos(match &self.kind {
-            DistKind::Const(c) => *c,
-            DistKind::Exp(m) => (rng.exp(*m) + 0.5) as u64,
+            // Drawn by `sample` itself; here for a total match only.
+            DistKind::Const(_) | DistKind::Exp(_) => return self.sample(rng),
             DistKind::Uniform(a, b) => a + rng.below(b - a + 1),
             DistKind::LogNormal { median, sigma } => {
                 (median * (sigma * rng.normal()).exp() + 0.5) as u64
