@@ -7,6 +7,13 @@ use vcpulab_core::guest::thread::Thread;
 use vcpulab_core::hv::vcpu::Vcpu;
 use vcpulab_core::hv::vm::Vm;
 
+/// Every offset lies below `limit` bytes from the record's start.
+fn within(limit: usize, offsets: &[usize]) {
+    for &off in offsets {
+        assert!(off < limit, "offset {off} not below {limit}");
+    }
+}
+
 #[test]
 fn records_start_on_cache_lines() {
     assert_eq!(align_of::<Thread>(), 64);
@@ -16,59 +23,64 @@ fn records_start_on_cache_lines() {
 
 #[test]
 fn a_threads_step_fields_share_its_first_line() {
-    for off in [
-        offset_of!(Thread, act),
-        offset_of!(Thread, remaining),
-        offset_of!(Thread, debt),
-        offset_of!(Thread, vruntime),
-        offset_of!(Thread, slice_used),
-        offset_of!(Thread, spin_left),
-        offset_of!(Thread, in_kernel),
-        offset_of!(Thread, yielder),
-        offset_of!(Thread, idle_prio),
-    ] {
-        assert!(off < 64, "offset {off}");
-    }
-    for off in [
-        offset_of!(Thread, micro),
-        offset_of!(Thread, held),
-        offset_of!(Thread, pc),
-    ] {
-        assert!(off < 128, "offset {off}");
-    }
+    within(
+        64,
+        &[
+            offset_of!(Thread, act),
+            offset_of!(Thread, remaining),
+            offset_of!(Thread, debt),
+            offset_of!(Thread, vruntime),
+            offset_of!(Thread, slice_used),
+            offset_of!(Thread, spin_left),
+            offset_of!(Thread, in_kernel),
+            offset_of!(Thread, yielder),
+            offset_of!(Thread, idle_prio),
+        ],
+    );
+    within(
+        128,
+        &[
+            offset_of!(Thread, micro),
+            offset_of!(Thread, held),
+            offset_of!(Thread, pc),
+        ],
+    );
 }
 
 #[test]
 fn a_vcpus_step_fields_share_its_first_two_lines() {
-    for off in [
-        offset_of!(Vcpu, hv),
-        offset_of!(Vcpu, vm),
-        offset_of!(Vcpu, gen),
-        offset_of!(Vcpu, cur),
-        offset_of!(Vcpu, act),
-        offset_of!(Vcpu, resume_at),
-        offset_of!(Vcpu, seg_start),
-        offset_of!(Vcpu, ple_deadline),
-    ] {
-        assert!(off < 64, "offset {off}");
-    }
-    for off in [
-        offset_of!(Vcpu, cat_since),
-        offset_of!(Vcpu, refill_left_ns),
-        offset_of!(Vcpu, rq),
-        offset_of!(Vcpu, tick_at),
-    ] {
-        assert!(off < 128, "offset {off}");
-    }
+    within(
+        64,
+        &[
+            offset_of!(Vcpu, hv),
+            offset_of!(Vcpu, vm),
+            offset_of!(Vcpu, gen),
+            offset_of!(Vcpu, cur),
+            offset_of!(Vcpu, act),
+            offset_of!(Vcpu, resume_at),
+            offset_of!(Vcpu, seg_start),
+            offset_of!(Vcpu, ple_deadline),
+        ],
+    );
+    within(
+        128,
+        &[
+            offset_of!(Vcpu, cat_since),
+            offset_of!(Vcpu, refill_left_ns),
+            offset_of!(Vcpu, rq),
+            offset_of!(Vcpu, tick_at),
+        ],
+    );
 }
 
 #[test]
 fn a_vms_step_settings_come_first() {
-    for off in [
-        offset_of!(Vm, guest),
-        offset_of!(Vm, cache),
-        offset_of!(Vm, bases),
-    ] {
-        assert!(off < 192, "offset {off}");
-    }
+    within(
+        192,
+        &[
+            offset_of!(Vm, guest),
+            offset_of!(Vm, cache),
+            offset_of!(Vm, bases),
+        ],
+    );
 }
