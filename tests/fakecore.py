@@ -151,3 +151,9 @@ def presets() -> list[tuple[str, str]]:
 
 def workloads() -> list[tuple[str, str]]:
     return [("fake-bomb", "a CPU bomb of the fake core")]
+
+
+def split_histograms(report_json: str) -> tuple[str, str | None]:
+    data = json.loads(report_json)
+    hists = data.pop("histograms", None)
+    return json.dumps(data), None if hists is None else json.dumps(hists)

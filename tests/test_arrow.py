@@ -26,16 +26,27 @@ SCENARIOS = [
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
 def test_arrow_and_json_paths_agree(path) -> None:
     text = path.read_text()
-    raw, scalars, tables = _native.core_run_arrow(text, ["run.duration=300ms"], 5)
+    raw, scalars, hists, tables = _native.core_run_arrow(text, ["run.duration=300ms"], 5)
     assert raw == _native.core_run(text, ["run.duration=300ms"], 5)
     data = json.loads(raw)
-    via_arrow = Report.from_arrow(scalars, tables, raw_json=raw)
+    via_arrow = Report.from_arrow(scalars, tables, raw_json=raw, histograms_json=hists)
     via_json = Report.from_json(raw)
+    # The summary of a fresh split report (built from the Arrow rows, the histograms
+    # unparsed) is the one of the whole JSON.
+    fresh = Report.from_arrow(scalars, tables, raw_json=raw, histograms_json=hists)
+    assert fresh.summary() == via_json.summary()
+    assert fresh._hist_json is not None  # the summary did not need them
 
-    # The JSON without the tables is the report minus exactly its tables, in order.
+    # The JSON without the tables and histograms is the report minus exactly those, in
+    # order; the histograms come apart, as the report wrote them.
     assert list(tables) == via_json.tables
-    assert json.loads(scalars) == {k: v for k, v in data.items() if k not in tables}
-    assert list(json.loads(scalars)) == [k for k in data if k not in tables]
+    apart = [*tables, "histograms"]
+    assert json.loads(scalars) == {k: v for k, v in data.items() if k not in apart}
+    assert list(json.loads(scalars)) == [k for k in data if k not in apart]
+    assert hists is not None and json.loads(hists) == data["histograms"]
+    assert via_arrow.histograms == data["histograms"]
+    assert via_arrow["histograms"] == data["histograms"]
+    pd.testing.assert_frame_equal(via_arrow.histogram_table(), via_json.histogram_table())
 
     for name, table in tables.items():
         assert isinstance(table, pa.Table)
@@ -66,7 +77,7 @@ def test_core_arrow_table_speaks_the_pycapsule_protocol() -> None:
     from vcpulab import _core
 
     text = (EXAMPLES / "two-vms-one-pcpu.toml").read_text()
-    _, _, tables = _core.run_arrow(text, ["run.duration=100ms"], 1)
+    _, _, _, tables = _core.run_arrow(text, ["run.duration=100ms"], 1)
     vms = tables["vms"]
     assert len(vms) == vms.num_rows == 2
     assert "cpu_share" in vms.column_names
@@ -86,8 +97,9 @@ def test_report_arrow_splits_stored_json() -> None:
             "nested": {"h": [1, 2]},
         }
     )
-    scalars, tables = _native.core_report_arrow(raw)
+    scalars, hists, tables = _native.core_report_arrow(raw)
     assert json.loads(scalars) == {"schema": 1, "end_ns": 5, "nested": {"h": [1, 2]}}
+    assert hists is None  # this report has none
     vms = tables["vms"]
     assert vms.schema.field("n").type == pa.uint64()
     assert vms.schema.field("x").type == pa.float64()

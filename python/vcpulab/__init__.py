@@ -69,8 +69,8 @@ def run(scenario: ScenarioInput, *, seed: int | None = None, overrides: Override
     strings (as the CLI's `--set`) or a dict of them. Raises `ScenarioError` on bad input.
     """
     text = load_scenario(scenario)
-    raw, scalars, tables = _native.core_run_arrow(text, normalize_overrides(overrides), seed)
-    return Report.from_arrow(scalars, tables, raw_json=raw)
+    raw, scalars, hists, tables = _native.core_run_arrow(text, normalize_overrides(overrides), seed)
+    return Report.from_arrow(scalars, tables, raw_json=raw, histograms_json=hists)
 
 
 def trace(
@@ -88,8 +88,8 @@ def trace(
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
     raw = _native.core_trace(text, str(out), normalize_overrides(overrides), seed, window)
-    scalars, tables = _native.core_report_arrow(raw)
-    return Report.from_arrow(scalars, tables, raw_json=raw)
+    scalars, hists, tables = _native.core_report_arrow(raw)
+    return Report.from_arrow(scalars, tables, raw_json=raw, histograms_json=hists)
 
 
 def resolve(

@@ -76,16 +76,28 @@ def _pa_tables(tables: Any) -> dict[str, Any]:
 
 def core_run_arrow(
     scenario_toml: str, overrides: list[str], seed: int | None
-) -> tuple[str, str, dict[str, Any]]:
-    """Run in process: (report JSON, JSON without the tables, {table: pyarrow.Table})."""
-    raw, scalars, tables = core().run_arrow(scenario_toml, overrides, seed, **_timeout_kw())
-    return str(raw), str(scalars), _pa_tables(tables)
+) -> tuple[str, str, str | None, dict[str, Any]]:
+    """Run in process: (report JSON, JSON without the tables and histograms, the
+    histograms' JSON or None, {table: pyarrow.Table})."""
+    raw, scalars, hists, tables = core().run_arrow(scenario_toml, overrides, seed, **_timeout_kw())
+    return str(raw), str(scalars), _opt_str(hists), _pa_tables(tables)
 
 
-def core_report_arrow(report_json: str) -> tuple[str, dict[str, Any]]:
-    """A report JSON split by the core: (JSON without the tables, {table: pyarrow.Table})."""
-    scalars, tables = core().report_arrow(report_json)
-    return str(scalars), _pa_tables(tables)
+def core_report_arrow(report_json: str) -> tuple[str, str | None, dict[str, Any]]:
+    """A report JSON split by the core: (JSON without the tables and histograms, the
+    histograms' JSON or None, {table: pyarrow.Table})."""
+    scalars, hists, tables = core().report_arrow(report_json)
+    return str(scalars), _opt_str(hists), _pa_tables(tables)
+
+
+def core_split_histograms(report_json: str) -> tuple[str, str | None]:
+    """(the report JSON without its histograms, the histograms' JSON or None)."""
+    rest, hists = core().split_histograms(report_json)
+    return str(rest), _opt_str(hists)
+
+
+def _opt_str(x: Any) -> str | None:
+    return None if x is None else str(x)
 
 
 def core_resolve(scenario_toml: str, overrides: list[str], seed: int | None) -> str:

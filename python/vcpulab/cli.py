@@ -128,7 +128,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(raw.rstrip("\n") + "\n")
     else:
-        print(Report.from_json(raw).summary())
+        print(Report.from_json_lazy(raw).summary())
     return 0
 
 
@@ -186,7 +186,7 @@ def cmd_trace(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(raw.rstrip("\n") + "\n")
     else:
-        print(Report.from_json(raw).summary())
+        print(Report.from_json_lazy(raw).summary())
         print(f"\ntrace written to {out} (open it in ui.perfetto.dev or chrome://tracing)")
     return 0
 
@@ -448,7 +448,7 @@ def cmd_results(args: argparse.Namespace) -> int:
                     from vcpulab.report import Report
 
                     print()
-                    print(Report.from_json(point.report).summary())
+                    print(Report.from_json_lazy(point.report).summary())
                 return 0
             frame, failed = collect(db, sweep["id"], args.table or sweep["table_name"])
             table = args.table or sweep["table_name"]

@@ -84,9 +84,13 @@ class Report:
         raw_json: str | None = None,
         *,
         arrow_tables: Mapping[str, pa.Table] | None = None,
+        histograms_json: str | None = None,
     ) -> None:
         """`data` is the report's JSON object; with `arrow_tables`, it is the report
-        without its tables, and `raw_json` (if given) the whole report."""
+        without its tables, and `raw_json` (if given) the whole report. With
+        `histograms_json`, `data` lacks the histograms and this is their JSON, parsed
+        on first use (a host of a thousand VMs has ~10 MB of it, which most callers
+        never read)."""
         if not isinstance(data, Mapping):
             raise TypeError("a report is a JSON object")
         schema = data.get("schema")
@@ -95,19 +99,47 @@ class Report:
         # Without Arrow tables: the whole report. With them: everything but the tables.
         self._data: dict[str, Any] = dict(data)
         self._arrow: dict[str, pa.Table] = dict(arrow_tables or {})
-        self._full: dict[str, Any] | None = None if self._arrow else self._data
+        self._full: dict[str, Any] | None = (
+            None if self._arrow or histograms_json is not None else self._data
+        )
         self._raw = raw_json
+        self._hist_json = histograms_json
 
     @classmethod
     def from_json(cls, text: str) -> Report:
         return cls(json.loads(text), raw_json=text)
 
     @classmethod
+    def from_json_lazy(cls, text: str) -> Report:
+        """As `from_json`, parsing the histograms only when they are read."""
+        from vcpulab import _native
+
+        rest, hists = _native.core_split_histograms(text)
+        return cls(json.loads(rest), raw_json=text, histograms_json=hists)
+
+    @classmethod
     def from_arrow(
-        cls, scalars_json: str, tables: Mapping[str, pa.Table], raw_json: str | None = None
+        cls,
+        scalars_json: str,
+        tables: Mapping[str, pa.Table],
+        raw_json: str | None = None,
+        histograms_json: str | None = None,
     ) -> Report:
-        """From the core's split report: JSON without the tables, plus Arrow tables."""
-        return cls(json.loads(scalars_json), raw_json=raw_json, arrow_tables=tables)
+        """From the core's split report: JSON without the tables (and without the
+        histograms when `histograms_json` holds them), plus Arrow tables."""
+        return cls(
+            json.loads(scalars_json),
+            raw_json=raw_json,
+            arrow_tables=tables,
+            histograms_json=histograms_json,
+        )
+
+    def _histograms(self) -> dict[str, Any]:
+        """The histograms object (parsed now if it came as JSON text)."""
+        if self._hist_json is not None:
+            self._data["histograms"] = json.loads(self._hist_json)
+            self._hist_json = None
+        return self._data.get("histograms") or {}
 
     def _whole(self) -> dict[str, Any]:
         """The whole report as plain data (parsed only when needed)."""
@@ -115,6 +147,7 @@ class Report:
             if self._raw is not None:
                 self._full = json.loads(self._raw)
             else:
+                self._histograms()
                 full = dict(self._data)
                 full.update({k: t.to_pylist() for k, t in self._arrow.items()})
                 self._full = full
@@ -181,15 +214,15 @@ class Report:
 
     @property
     def histograms(self) -> dict[str, dict[str, Any]]:
-        return copy.deepcopy(self._data.get("histograms") or {})
+        return copy.deepcopy(self._histograms())
 
     def histogram(self, name: str) -> pd.DataFrame:
         """Buckets of one histogram as a DataFrame (lo_ns, hi_ns, count)."""
         import pandas as pd
 
-        hist = self._data.get("histograms", {}).get(name)
+        hist = self._histograms().get(name)
         if hist is None:
-            known = ", ".join(sorted(self._data.get("histograms", {}))) or "none"
+            known = ", ".join(sorted(self._histograms())) or "none"
             raise KeyError(f"no histogram {name!r} in this report (have: {known})")
         return pd.DataFrame(hist.get("buckets", []), columns=["lo_ns", "hi_ns", "count"])
 
@@ -199,7 +232,7 @@ class Report:
         import pandas as pd
 
         return pd.DataFrame.from_records(
-            histogram_rows(self._data.get("histograms") or {}),
+            histogram_rows(self._histograms()),
             columns=["histogram", "vm", "path", *HISTOGRAM_STATS],
         )
 
@@ -259,6 +292,8 @@ class Report:
         return iter(self._whole())
 
     def __getitem__(self, key: str) -> Any:
+        if key == "histograms" and self._hist_json is not None:
+            return self._histograms()
         if key in self._data:
             return self._data[key]
         return self._whole()[key]
@@ -278,4 +313,11 @@ class Report:
         """Human-readable text: per-VM time breakdown, shares, completion, latency."""
         from vcpulab.format import format_report
 
-        return format_report(self._whole())
+        if self._full is not None:
+            return format_report(self._full)
+        # The summary reads neither the histograms nor the raw JSON: a view of the
+        # scalars and the Arrow tables' rows spares parsing either (~10 MB each for a
+        # host of a thousand VMs).
+        view = {k: v for k, v in self._data.items() if k != "histograms"}
+        view.update({k: t.to_pylist() for k, t in self._arrow.items()})
+        return format_report(view)

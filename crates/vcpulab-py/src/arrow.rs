@@ -19,6 +19,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
+use serde_json::value::RawValue;
 use serde_json::Number;
 use std::fmt;
 use std::sync::Arc;
@@ -278,28 +279,117 @@ pub fn table_batch(table: &str, rows: &[OVal]) -> Result<RecordBatch, ArrowError
     RecordBatch::try_new_with_options(schema, arrays, &options)
 }
 
-/// The report split in two: its JSON without the tables (in the core's key order), and
-/// each table as a record batch, in report order.
-pub fn split_report(json: &str) -> Result<(String, Vec<(String, RecordBatch)>), String> {
-    let top: OVal = serde_json::from_str(json).map_err(|e| format!("bad report JSON: {e}"))?;
-    let OVal::Obj(fields) = top else {
-        return Err("the report is not a JSON object".into());
-    };
-    let mut scalars = Vec::new();
-    let mut tables = Vec::new();
-    for (key, value) in fields {
-        if value.is_table() {
-            let OVal::Arr(rows) = &value else {
-                unreachable!()
-            };
-            let batch = table_batch(&key, rows).map_err(|e| format!("table {key}: {e}"))?;
-            tables.push((key, batch));
+/// The report split for Python.
+#[derive(Debug)]
+pub struct SplitReport {
+    /// The report without its tables and its histograms: JSON in the core's key order,
+    /// each value as the report wrote it.
+    pub scalars: String,
+    /// The `histograms` value's JSON as the report wrote it (None: the report has none).
+    /// Handed over unparsed: a host of a thousand VMs has ~10 MB of them, which Python
+    /// parses only if they are read (`vcpulab.report.Report`).
+    pub histograms: Option<String>,
+    /// Each table as a record batch, in report order.
+    pub tables: Vec<(String, RecordBatch)>,
+}
+
+/// The report's top level: its keys in order, each value's JSON text unparsed.
+struct TopLevel<'a>(Vec<(String, &'a RawValue)>);
+
+impl<'de> Deserialize<'de> for TopLevel<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<TopLevel<'de>, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = TopLevel<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TopLevel<'de>, A::Error> {
+                let mut out = Vec::new();
+                while let Some((k, v)) = map.next_entry::<String, &'de RawValue>()? {
+                    out.push((k, v));
+                }
+                Ok(TopLevel(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// The report without its histograms, and the histograms' JSON (None: it has none), both
+/// as written: the human summary needs all but the histograms, ~10 MB of a 1,024-VM
+/// host's report.
+pub fn split_histograms(json: &str) -> Result<(String, Option<String>), String> {
+    let top = parse_top(json)?;
+    let mut rest = String::with_capacity(json.len());
+    rest.push('{');
+    let mut histograms = None;
+    for (key, raw) in top.0 {
+        if key == "histograms" {
+            histograms = Some(raw.get().to_owned());
         } else {
-            scalars.push((key, value));
+            push_entry(&mut rest, &key, raw.get())?;
         }
     }
-    let text = serde_json::to_string(&OVal::Obj(scalars)).map_err(|e| e.to_string())?;
-    Ok((text, tables))
+    rest.push('}');
+    Ok((rest, histograms))
+}
+
+fn parse_top(json: &str) -> Result<TopLevel<'_>, String> {
+    serde_json::from_str(json).map_err(|e| {
+        if e.classify() == serde_json::error::Category::Data {
+            "the report is not a JSON object".to_string()
+        } else {
+            format!("bad report JSON: {e}")
+        }
+    })
+}
+
+/// Appends `"key":value` to an object being written (after `{`).
+fn push_entry(out: &mut String, key: &str, value: &str) -> Result<(), String> {
+    if !out.ends_with('{') {
+        out.push(',');
+    }
+    out.push_str(&serde_json::to_string(key).map_err(|e| e.to_string())?);
+    out.push(':');
+    out.push_str(value);
+    Ok(())
+}
+
+/// Splits a report: its tables become record batches, its histograms stay JSON text,
+/// and everything else passes through as written. Only the arrays at the top level are
+/// parsed (a table is one).
+pub fn split_report(json: &str) -> Result<SplitReport, String> {
+    let top = parse_top(json)?;
+    let mut scalars = String::with_capacity(json.len().min(1 << 16));
+    scalars.push('{');
+    let mut histograms = None;
+    let mut tables = Vec::new();
+    for (key, raw) in top.0 {
+        let text = raw.get();
+        if key == "histograms" {
+            histograms = Some(text.to_owned());
+            continue;
+        }
+        if text.starts_with('[') {
+            let value: OVal =
+                serde_json::from_str(text).map_err(|e| format!("bad report JSON: {e}"))?;
+            if let OVal::Arr(rows) = &value {
+                if value.is_table() {
+                    let batch = table_batch(&key, rows).map_err(|e| format!("table {key}: {e}"))?;
+                    tables.push((key, batch));
+                    continue;
+                }
+            }
+        }
+        push_entry(&mut scalars, &key, text)?;
+    }
+    scalars.push('}');
+    Ok(SplitReport {
+        scalars,
+        histograms,
+        tables,
+    })
 }
 
 /// One table of the report, exported through the Arrow PyCapsule interface:
@@ -379,15 +469,35 @@ mod tests {
     use arrow_array::{Array, Float64Array, Int64Array, StringArray};
 
     #[test]
+    fn histograms_come_apart_as_written() {
+        let json = r#"{"a":1,"histograms":{"h": {"count": 1}},"t":[{"x":1}],"k\"":2}"#;
+        let (rest, hists) = split_histograms(json).unwrap();
+        assert_eq!(rest, r#"{"a":1,"t":[{"x":1}],"k\"":2}"#);
+        assert_eq!(hists.as_deref(), Some(r#"{"h": {"count": 1}}"#));
+        assert_eq!(split_histograms("{}").unwrap(), ("{}".to_string(), None));
+        assert!(split_histograms("[]").is_err());
+    }
+
+    #[test]
     fn tables_keep_key_order_types_and_nulls() {
         let json = r#"{"schema":1,"scenario":{"name":"x","seed":3},
             "vms":[{"vm":"a","n":1,"x":0.5,"o":null,"b":true,"z":null},
                    {"vm":"b","n":2,"x":2,"o":7,"b":false,"z":null}],
-            "empty":[],"hist":{"h":{"buckets":[[0,1,2]]}},"end_ns":10}"#;
-        let (scalars, tables) = split_report(json).unwrap();
+            "empty":[],"hist":{"h":{"buckets":[[0,1,2]]}},
+            "histograms": {"wake/a": {"count": 2, "buckets": [[1, 2, 2]]}},"end_ns":10}"#;
+        let SplitReport {
+            scalars,
+            histograms,
+            tables,
+        } = split_report(json).unwrap();
         assert_eq!(
             scalars,
             r#"{"schema":1,"scenario":{"name":"x","seed":3},"hist":{"h":{"buckets":[[0,1,2]]}},"end_ns":10}"#
+        );
+        // The histograms' text as written (spaces included), not re-serialized.
+        assert_eq!(
+            histograms.as_deref(),
+            Some(r#"{"wake/a": {"count": 2, "buckets": [[1, 2, 2]]}}"#)
         );
         let names: Vec<&str> = tables.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["vms", "empty"]);

@@ -14,6 +14,14 @@ use std::time::{Duration, Instant};
 use vcpulab_core::metrics::trace::{ChromeTrace, TraceSink};
 use vcpulab_core::sim::Nanos;
 
+/// mimalloc rather than the system allocator: it backs its arenas with transparent huge
+/// pages (madvise) where the kernel grants them only on request, as most distributions
+/// configure it. A 1,024-pCPU host's records span tens of MiB and each event touches
+/// dozens of lines on scattered pages; with 4 KiB pages most of those are TLB misses
+/// too (docs/performance.md, "Huge pages").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 create_exception!(
     _core,
     ScenarioError,
@@ -119,23 +127,33 @@ fn run(
     Ok(report.to_json())
 }
 
-/// The report as (JSON without the tables, {table name: ArrowTable}) — the tables cross
-/// as Arrow, never as Python objects built row by row.
-fn arrow_parts<'py>(
-    py: Python<'py>,
-    report: &vcpulab_core::Report,
-) -> PyResult<(String, String, Bound<'py, PyDict>)> {
+/// The report as its JSON and split (`ArrowParts`) — the tables cross as Arrow, never as
+/// Python objects built row by row.
+fn arrow_parts<'py>(py: Python<'py>, report: &vcpulab_core::Report) -> PyResult<ArrowParts<'py>> {
     let json = report.to_json();
-    let (scalars, tables) = arrow::split_report(&json).map_err(SimulationError::new_err)?;
-    let dict = PyDict::new(py);
-    for (name, batch) in tables {
-        dict.set_item(name, Py::new(py, arrow::ArrowTable::new(batch))?)?;
-    }
-    Ok((json, scalars, dict))
+    let split = arrow::split_report(&json).map_err(SimulationError::new_err)?;
+    let (scalars, histograms, tables) = split_dict(py, split)?;
+    Ok((json, scalars, histograms, tables))
 }
 
-/// Runs a scenario; returns (report JSON, report JSON without its tables, tables), the
-/// tables as a dict of name -> ArrowTable (Arrow PyCapsule stream: `pyarrow.table(t)`).
+/// (report JSON, its JSON without tables and histograms, its histograms' JSON, tables).
+type ArrowParts<'py> = (String, String, Option<String>, Bound<'py, PyDict>);
+
+/// A split report for Python: the tables as a dict of name -> ArrowTable.
+fn split_dict(
+    py: Python<'_>,
+    split: arrow::SplitReport,
+) -> PyResult<(String, Option<String>, Bound<'_, PyDict>)> {
+    let dict = PyDict::new(py);
+    for (name, batch) in split.tables {
+        dict.set_item(name, Py::new(py, arrow::ArrowTable::new(batch))?)?;
+    }
+    Ok((split.scalars, split.histograms, dict))
+}
+
+/// Runs a scenario; returns (report JSON, report JSON without its tables and histograms,
+/// the histograms' JSON or None, tables), the tables as a dict of name -> ArrowTable
+/// (Arrow PyCapsule stream: `pyarrow.table(t)`).
 #[pyfunction]
 #[pyo3(signature = (scenario_toml, overrides=None, seed=None, timeout=None))]
 fn run_arrow<'py>(
@@ -144,21 +162,28 @@ fn run_arrow<'py>(
     overrides: Option<Vec<String>>,
     seed: Option<u64>,
     timeout: Option<f64>,
-) -> PyResult<(String, String, Bound<'py, PyDict>)> {
+) -> PyResult<ArrowParts<'py>> {
     let sc = resolve_inner(scenario_toml, overrides, seed)?;
     let report = run_supervised(py, &sc, None, timeout)?;
     arrow_parts(py, &report)
 }
 
-/// A report JSON (e.g. from the results store) split as `run_arrow` does.
+/// A report JSON (e.g. from the results store) split as `run_arrow` does: (JSON without
+/// tables and histograms, the histograms' JSON or None, tables).
 #[pyfunction]
-fn report_arrow<'py>(py: Python<'py>, report_json: &str) -> PyResult<(String, Bound<'py, PyDict>)> {
-    let (scalars, tables) = arrow::split_report(report_json).map_err(PyValueError::new_err)?;
-    let dict = PyDict::new(py);
-    for (name, batch) in tables {
-        dict.set_item(name, Py::new(py, arrow::ArrowTable::new(batch))?)?;
-    }
-    Ok((scalars, dict))
+fn report_arrow<'py>(
+    py: Python<'py>,
+    report_json: &str,
+) -> PyResult<(String, Option<String>, Bound<'py, PyDict>)> {
+    let split = arrow::split_report(report_json).map_err(PyValueError::new_err)?;
+    split_dict(py, split)
+}
+
+/// A report JSON as (the report without its histograms, the histograms' JSON or None),
+/// both as written.
+#[pyfunction]
+fn split_histograms(report_json: &str) -> PyResult<(String, Option<String>)> {
+    arrow::split_histograms(report_json).map_err(PyValueError::new_err)
 }
 
 /// Runs a scenario, writing a Chrome/Perfetto trace to `out_path`; returns the report JSON.
@@ -404,6 +429,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(build_id, m)?)?;
     m.add_function(wrap_pyfunction!(run_arrow, m)?)?;
     m.add_function(wrap_pyfunction!(report_arrow, m)?)?;
+    m.add_function(wrap_pyfunction!(split_histograms, m)?)?;
     m.add_class::<arrow::ArrowTable>()?;
     Ok(())
 }
