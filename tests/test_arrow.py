@@ -104,3 +104,19 @@ def test_report_arrow_splits_stored_json() -> None:
     assert vms.schema.field("n").type == pa.uint64()
     assert vms.schema.field("x").type == pa.float64()
     assert vms.to_pylist() == json.loads(raw)["vms"]
+
+
+def test_lazy_histograms_read_like_parsed_ones() -> None:
+    hist = {"count": 2, "mean_ns": 3.0, "buckets": [[1, 2, 1], [4, 5, 1]]}
+    raw = json.dumps({"schema": 1, "end_ns": 5, "histograms": {"wake_latency/a": hist}})
+    lazy = Report.from_json_lazy(raw)
+    assert lazy._hist_json is not None  # not parsed yet
+    assert lazy.end_ns == 5
+    assert lazy.scalars() == Report.from_json(raw).scalars()
+    assert lazy.histogram("wake_latency/a")["count"].tolist() == [1, 1]
+    with pytest.raises(KeyError, match="wake_latency/a"):
+        lazy.histogram("nope")
+    assert lazy.to_dict() == json.loads(raw)
+    # A report without histograms (the cache study's) has none to defer.
+    bare = Report.from_json_lazy(json.dumps({"schema": 1, "end_ns": 5}))
+    assert bare.histograms == {} and bare._hist_json is None
