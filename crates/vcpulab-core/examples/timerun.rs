@@ -7,11 +7,7 @@ use vcpulab_core::metrics::report::{scenario_hash, Report};
 use vcpulab_core::scenario::Mode;
 use vcpulab_core::sim::world::World;
 
-/// mimalloc rather than the system allocator: it backs its arenas with transparent huge
-/// pages (madvise) where the kernel grants them only on request, as most distributions
-/// configure it. A 1,024-pCPU host's records span tens of MiB and each event touches
-/// dozens of lines on scattered pages; with 4 KiB pages most of those are TLB misses
-/// too (docs/performance.md, "Huge pages").
+/// The allocator `make bench` and the Python module use (see src/bin/bench.rs).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -293,6 +293,9 @@ pub struct SplitReport {
     pub tables: Vec<(String, RecordBatch)>,
 }
 
+/// The report's key for its latency histograms, which cross to Python as text.
+const HISTOGRAMS: &str = "histograms";
+
 /// The report's top level: its keys in order, each value's JSON text unparsed.
 struct TopLevel<'a>(Vec<(String, &'a RawValue)>);
 
@@ -325,7 +328,7 @@ pub fn split_histograms(json: &str) -> Result<(String, Option<String>), String> 
     rest.push('{');
     let mut histograms = None;
     for (key, raw) in top.0 {
-        if key == "histograms" {
+        if key == HISTOGRAMS {
             histograms = Some(raw.get().to_owned());
         } else {
             push_entry(&mut rest, &key, raw.get())?;
@@ -367,7 +370,7 @@ pub fn split_report(json: &str) -> Result<SplitReport, String> {
     let mut tables = Vec::new();
     for (key, raw) in top.0 {
         let text = raw.get();
-        if key == "histograms" {
+        if key == HISTOGRAMS {
             histograms = Some(text.to_owned());
             continue;
         }
