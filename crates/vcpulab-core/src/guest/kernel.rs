@@ -32,6 +32,7 @@ impl World {
     /// segment started (work done, or spin budget used).
     pub(crate) fn sync_progress(&mut self, v: VcpuId) {
         let now = self.now;
+        let smt = self.smt_shared(v);
         let vc = &mut self.vcpus[v.idx()];
         let Some(t) = vc.cur else { return };
         if !vc.is_running() || vc.act != VcpuActivity::Thread || now <= vc.seg_start {
@@ -57,6 +58,10 @@ impl World {
         vc.refill_left_ns -= stall;
         vc.refill_ns += stall;
         el = progress;
+        if let Some(smt) = smt {
+            // A core shared with a busy sibling does less work in the time.
+            el = smt.progress(el);
+        }
         let d = el.min(th.debt.0);
         th.debt.0 -= d;
         el -= d;
@@ -210,6 +215,9 @@ impl World {
                 },
             )
         };
+        if let Some(smt) = self.smt_shared(v) {
+            seg = smt.time_for(seg);
+        }
         // Work is slower while the vCPU re-fetches its working set.
         seg = self.cache.wall_for_progress(
             &self.vms[th.vm.idx()].cache,

@@ -8,4 +8,6 @@ pub mod llc;
 pub mod llc_study;
 pub mod pcpu;
 pub mod runq;
+pub mod smt;
 pub mod tlb;
+pub mod topology;

@@ -145,6 +145,10 @@ pub struct HostConfig {
     pub platform: Option<String>,
     pub pcpus: u32,
     pub clock_ghz: f64,
+    /// SMT and NUMA (host/topology.rs); written out only when not the default (one
+    /// thread per core, one node).
+    #[serde(skip_serializing_if = "TopologyConfig::is_default")]
+    pub topology: TopologyConfig,
     pub scheduler: SchedulerConfig,
     pub costs: CostTable,
     pub cache: CacheConfig,
@@ -160,6 +164,38 @@ pub struct HostConfig {
     pub dcs: DcsConfig,
     /// Power of a pCPU, for the report's energy proxy.
     pub power: PowerConfig,
+}
+
+/// The host's SMT and NUMA layout (host/topology.rs). Its last-level caches are the
+/// scheduler's `llc_pcpus`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TopologyConfig {
+    /// Hardware threads per core (SMT): consecutive pCPUs share a core.
+    pub threads_per_core: u32,
+    /// NUMA nodes: the host's pCPUs split into this many consecutive runs of whole
+    /// LLCs. A scheduling domain only (the memory's placement is not modelled).
+    pub numa_nodes: u32,
+    /// The speed at which a hardware thread runs guest work while another thread of its
+    /// core is busy, relative to running alone. 0.65: two busy threads do 1.3× a lone
+    /// one's work, the upper end of Hyper-Threading's gain on server workloads (Marr et
+    /// al., "Hyper-Threading Technology Architecture and Microarchitecture", Intel
+    /// Technology Journal 6(1), 2002: up to 30%).
+    pub sibling_busy_speed: f64,
+}
+impl Default for TopologyConfig {
+    fn default() -> Self {
+        TopologyConfig {
+            threads_per_core: 1,
+            numa_nodes: 1,
+            sibling_busy_speed: 0.65,
+        }
+    }
+}
+impl TopologyConfig {
+    pub fn is_default(&self) -> bool {
+        *self == TopologyConfig::default()
+    }
 }
 
 /// Demand-based coordinated scheduling (Kim et al., ASPLOS 2013): which IPIs are
@@ -395,6 +431,7 @@ impl Default for HostConfig {
             platform: None,
             pcpus: 4,
             clock_ghz: 3.0,
+            topology: TopologyConfig::default(),
             scheduler: SchedulerConfig::Cfs(CfsParams::default()),
             costs: CostTable::default(),
             cache: CacheConfig::default(),

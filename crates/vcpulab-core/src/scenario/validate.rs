@@ -139,6 +139,7 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
     let h = &sc.host;
     range_u("host.pcpus", h.pcpus as u64, 1, MAX_PCPUS as u64)?;
     range_f("host.clock_ghz", h.clock_ghz, 0.1, 10.0, " GHz")?;
+    validate_topology(sc)?;
     validate_dcs(sc)?;
     if sc.run.duration.0 .0 == 0 {
         return Err(ScenarioError::new(
@@ -489,6 +490,92 @@ fn validate_gleaner(
     range_f(&k("full_util"), g.full_util, 0.0, 1.0, "")?;
     range_f(&k("util_drop"), g.util_drop, 0.0, 1.0, "")?;
     range_u(&k("min_active"), g.min_active as u64, 1, vcpus as u64)?;
+    Ok(())
+}
+
+/// SMT and NUMA (host/topology.rs): whole cores per LLC, whole LLCs per node, and a
+/// scheduler whose placement knows them.
+fn validate_topology(sc: &Scenario) -> Result<(), ScenarioError> {
+    let h = &sc.host;
+    let t = &h.topology;
+    range_u(
+        "host.topology.threads_per_core",
+        t.threads_per_core as u64,
+        1,
+        8,
+    )?;
+    range_u("host.topology.numa_nodes", t.numa_nodes as u64, 1, 64)?;
+    range_f(
+        "host.topology.sibling_busy_speed",
+        t.sibling_busy_speed,
+        0.05,
+        1.0,
+        "",
+    )?;
+    if h.pcpus % t.threads_per_core != 0 {
+        return Err(ScenarioError::new(
+            "host.topology.threads_per_core",
+            format!(
+                "{} is not allowed with host.pcpus = {}; expected a divisor of host.pcpus (whole cores)",
+                t.threads_per_core, h.pcpus
+            ),
+        ));
+    }
+    if h.pcpus % t.numa_nodes != 0 {
+        return Err(ScenarioError::new(
+            "host.topology.numa_nodes",
+            format!(
+                "{} is not allowed with host.pcpus = {}; expected a divisor of host.pcpus (nodes of equal size)",
+                t.numa_nodes, h.pcpus
+            ),
+        ));
+    }
+    if t.threads_per_core == 1 && t.numa_nodes == 1 {
+        return Ok(());
+    }
+    let llc = match &h.scheduler {
+        SchedulerConfig::Cfs(c) => c.llc_pcpus,
+        SchedulerConfig::Eevdf(c) => c.llc_pcpus,
+        other => {
+            let key = if t.threads_per_core > 1 {
+                "host.topology.threads_per_core"
+            } else {
+                "host.topology.numa_nodes"
+            };
+            let v = if t.threads_per_core > 1 {
+                t.threads_per_core
+            } else {
+                t.numa_nodes
+            };
+            return Err(ScenarioError::new(
+                key,
+                format!(
+                    "{v} is not allowed with host.scheduler.kind = {:?}; expected 1, or the scheduler \"cfs\" or \"eevdf\" (SMT- and NUMA-aware placement is modelled for the Linux schedulers only)",
+                    other.name()
+                ),
+            ));
+        }
+    };
+    let llc = llc.min(h.pcpus);
+    if llc % t.threads_per_core != 0 {
+        return Err(ScenarioError::new(
+            "host.scheduler.llc_pcpus",
+            format!(
+                "{llc} is not allowed with host.topology.threads_per_core = {}; expected a multiple of it (an LLC holds whole cores)",
+                t.threads_per_core
+            ),
+        ));
+    }
+    let node = h.pcpus / t.numa_nodes;
+    if t.numa_nodes > 1 && node % llc != 0 {
+        return Err(ScenarioError::new(
+            "host.scheduler.llc_pcpus",
+            format!(
+                "{llc} is not allowed with host.topology.numa_nodes = {} ({node} pCPUs per node); expected a divisor of {node} (a node holds whole LLCs)",
+                t.numa_nodes
+            ),
+        ));
+    }
     Ok(())
 }
 

@@ -89,6 +89,8 @@ pub struct World {
     pub cache: Footprint,
     pub tlb: Tlb,
     pub pcpus: Vec<Pcpu>,
+    /// Hardware threads sharing cores (host/smt.rs); `None`: one thread per core.
+    pub smt: Option<crate::host::smt::Smt>,
     pub vms: Vec<Vm>,
     pub vcpus: Vec<Vcpu>,
     pub threads: Vec<Thread>,
@@ -274,6 +276,8 @@ impl World {
         }
         let setup = SchedSetup {
             pcpus: npcpu,
+            threads_per_core: sc.host.topology.threads_per_core,
+            numa_nodes: sc.host.topology.numa_nodes,
             vcpu_vm: vcpus.iter().map(|v| v.vm).collect(),
             vcpu_mask: vcpus.iter().map(|v| v.mask).collect(),
             vm_weight: vms.iter().map(|v| v.weight).collect(),
@@ -290,6 +294,7 @@ impl World {
             cache: Footprint::new(&sc.host.cache),
             tlb: Tlb::new(&sc.host.cache, sc.run.mode != crate::scenario::Mode::Native),
             pcpus: (0..npcpu).map(|_| Pcpu::new()).collect(),
+            smt: crate::host::smt::Smt::new(&sc.host.topology),
             vms,
             vcpus,
             threads,

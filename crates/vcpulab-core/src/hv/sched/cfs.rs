@@ -20,6 +20,8 @@
 use super::groups::GroupSlots;
 use super::{HostScheduler, SchedSetup, StopReason, WakePlacement};
 use crate::hv::placement::prev_else_next_idle;
+use crate::host::cpumask::CpuMask;
+use crate::host::topology::{Topology, MAX_LEVELS};
 use crate::scenario::CfsParams;
 use crate::sim::{Nanos, PcpuId, VcpuId};
 use std::cell::Cell;
@@ -85,9 +87,9 @@ struct Rq {
     /// Root runqueues only. Urgent-vCPU-first (hv/uvf.rs): the queued vCPU this pCPU
     /// runs next.
     forced: Option<VcpuId>,
-    last_balance: Nanos,
-    /// The last periodic balance across the host (from this pCPU).
-    last_global_balance: Nanos,
+    /// Per scheduling domain level (host/topology.rs): this pCPU's last periodic
+    /// balance there.
+    balanced: [Nanos; MAX_LEVELS],
     /// Σ load of the running and queued entities, kept incrementally.
     load_sum: u64,
     /// The leftmost queued entity as last computed (None: stale). Queued entities'
@@ -98,9 +100,9 @@ struct Rq {
 
 pub struct Cfs {
     placement: crate::hv::placement::Placement,
-    /// pCPUs per last-level cache: wake-up placement searches the previous pCPU's, and
-    /// balancing looks in a pCPU's own before the host.
-    llc_pcpus: u32,
+    /// SMT cores, last-level caches and NUMA nodes: wake-up placement searches the
+    /// previous pCPU's LLC (an idle core first), and balancing walks the domains.
+    topo: Topology,
     latency: u64,
     min_gran: u64,
     wakeup_gran: u64,
@@ -164,7 +166,7 @@ impl Cfs {
             .collect();
         Cfs {
             placement: p.placement,
-            llc_pcpus: p.llc_pcpus.max(1),
+            topo: Topology::new(np, setup.threads_per_core, p.llc_pcpus, setup.numa_nodes),
             latency: ms(p.latency_ms),
             min_gran: ms(p.min_granularity_ms),
             wakeup_gran: ms(p.wakeup_granularity_ms),
@@ -424,11 +426,17 @@ impl Cfs {
         ) {
             return p as usize;
         }
-        // select_idle_sibling(): the previous pCPU if idle, else the next idle one after
-        // it in its last-level cache (wrapping inside it); a vCPU moves to another cache
-        // only by load balancing.
+        // select_idle_sibling(): the previous pCPU if idle, else (with SMT) a whole idle
+        // core of its last-level cache, else the next idle one after it in the LLC
+        // (wrapping inside it); a vCPU moves to another cache only by load balancing.
         let cache = self.llc_of(prev);
         let (lo, span) = (cache.start, cache.len());
+        if self.topo.threads_per_core() > 1 && mask.contains(prev as u32) && self.rq_idle(prev) {
+            return prev;
+        }
+        if let Some(q) = self.idle_core(prev, mask) {
+            return q;
+        }
         if let Some(k) = prev_else_next_idle(
             prev - lo,
             span,
@@ -450,9 +458,30 @@ impl Cfs {
 
     /// The pCPUs of `p`'s last-level cache.
     fn llc_of(&self, p: usize) -> std::ops::Range<usize> {
-        let llc = self.llc_pcpus as usize;
-        let lo = p / llc * llc;
-        lo..(lo + llc).min(self.np as usize)
+        let r = self.topo.llc_of(p as u32);
+        r.start as usize..r.end as usize
+    }
+
+    /// select_idle_core(): on an SMT host, the first allowed pCPU of a core whose
+    /// threads are all idle, in `prev`'s LLC, from the core after `prev`'s (wrapping).
+    fn idle_core(&self, prev: usize, mask: CpuMask) -> Option<usize> {
+        let t = self.topo.threads_per_core() as usize;
+        if t == 1 {
+            return None;
+        }
+        let cache = self.llc_of(prev);
+        let cores = cache.len() / t;
+        let first = (prev - cache.start) / t + 1;
+        (0..cores)
+            .map(|k| cache.start + (first + k) % cores * t)
+            .find_map(|c| {
+                let core = c..c + t;
+                if core.clone().all(|q| self.rq_idle(q)) {
+                    core.into_iter().find(|&q| mask.contains(q as u32))
+                } else {
+                    None
+                }
+            })
     }
 
     /// calc_group_shares() on the tracked load averages (hv/sched/groups.rs), then
@@ -813,11 +842,15 @@ impl HostScheduler for Cfs {
         let pi = p.idx();
         if self.leftmost(pi).is_none() {
             // newidle balance (sched domains bottom up): an idle pCPU pulls work,
-            // cache-hot or not, from its own LLC first, then from the host.
-            let llc = self.llc_of(pi);
-            let whole = llc.len() < self.np as usize;
-            let _ = self.pull_one(pi, now, false, llc)
-                || (whole && self.pull_one(pi, now, false, 0..self.np as usize));
+            // cache-hot or not, from its own core, LLC, node, then the host, stopping at
+            // the first pull.
+            for l in 0..self.topo.levels().len() {
+                let span = self.topo.levels()[l].span;
+                let d = self.topo.domain_of(pi as u32, span);
+                if self.pull_one(pi, now, false, d.start as usize..d.end as usize) {
+                    break;
+                }
+            }
         }
         let forced = self.rqs[pi].forced;
         let put_back = self.rqs[pi].put_back.take();
@@ -891,22 +924,17 @@ impl HostScheduler for Cfs {
                 resched |= self.slice_used(pi, pi, now);
             }
         }
-        if now.0.saturating_sub(self.rqs[pi].last_balance.0) >= self.balance_interval {
-            // Periodic balancing: within the LLC every interval, across the host every
-            // interval × LLCs (Linux lengthens a domain's interval with its span).
-            self.rqs[pi].last_balance = now;
+        // Periodic balancing: the LLC every interval, a wider domain every interval ×
+        // its LLCs (Linux lengthens a domain's interval with its span); the widest due.
+        let mut balanced = self.rqs[pi].balanced;
+        if let Some(l) = self
+            .topo
+            .periodic_level(&mut balanced, now, self.balance_interval)
+        {
+            self.rqs[pi].balanced = balanced;
             let idle = self.running[pi].is_none();
-            let nllc = self.np.div_ceil(self.llc_pcpus) as u64;
-            let global = nllc > 1
-                && now.0.saturating_sub(self.rqs[pi].last_global_balance.0)
-                    >= self.balance_interval * nllc;
-            let scope = if global {
-                self.rqs[pi].last_global_balance = now;
-                0..self.np as usize
-            } else {
-                self.llc_of(pi)
-            };
-            if self.pull_one(pi, now, !idle, scope) && idle {
+            let d = self.topo.domain_of(pi as u32, self.topo.levels()[l].span);
+            if self.pull_one(pi, now, !idle, d.start as usize..d.end as usize) && idle {
                 resched = true;
             }
         }
@@ -1020,6 +1048,8 @@ mod tests {
         }
         let setup = SchedSetup {
             pcpus,
+            threads_per_core: 1,
+            numa_nodes: 1,
             vcpu_mask: vec![CpuMask::all(pcpus); vcpu_vm.len()],
             vcpu_vm,
             vm_weight: vms.iter().map(|v| v.1).collect(),
@@ -1053,6 +1083,8 @@ mod tests {
             ];
             let setup = SchedSetup {
                 pcpus: 4,
+                threads_per_core: 1,
+                numa_nodes: 1,
                 vcpu_vm: (0..6).map(VmId).collect(),
                 vcpu_mask: masks.to_vec(),
                 vm_weight: vec![256; 6],

@@ -522,6 +522,8 @@ mod tests {
     fn one_pcpu(n: usize) -> Credit {
         let setup = SchedSetup {
             pcpus: 1,
+            threads_per_core: 1,
+            numa_nodes: 1,
             vcpu_vm: (0..n).map(|i| VmId(i as u32)).collect(),
             vcpu_mask: vec![CpuMask::all(1); n],
             vm_weight: vec![256; n],

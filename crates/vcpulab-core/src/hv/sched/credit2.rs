@@ -654,6 +654,8 @@ mod tests {
     fn setup(pcpus: u32, weights: &[u32]) -> SchedSetup {
         SchedSetup {
             pcpus,
+            threads_per_core: 1,
+            numa_nodes: 1,
             vcpu_vm: (0..weights.len()).map(|i| VmId(i as u32)).collect(),
             vcpu_mask: vec![CpuMask::all(pcpus); weights.len()],
             vm_weight: weights.to_vec(),

@@ -28,6 +28,7 @@
 use super::groups::GroupSlots;
 use super::{HostScheduler, SchedSetup, StopReason, WakePlacement};
 use crate::host::cpumask::CpuMask;
+use crate::host::topology::{Topology, MAX_LEVELS};
 use crate::scenario::EevdfParams;
 use crate::sim::{Nanos, PcpuId, VcpuId};
 
@@ -111,7 +112,6 @@ struct Cpu {
     /// Runnable vCPUs homed here, the running one included.
     nr: u32,
     exec_start: Nanos,
-    last_balance: Nanos,
 }
 
 pub struct Eevdf {
@@ -138,12 +138,15 @@ pub struct Eevdf {
     /// Per (pCPU, VM) in use: the group slot (group entity `nv + slot`, group runqueue
     /// `np + slot`) and the VM's runnable vCPUs there.
     slots: GroupSlots,
-    /// pCPUs per balancing domain (an LLC's worth): periodic balancing looks within
-    /// the domain every interval and across the host every interval × domains.
-    domain: u32,
-    /// Each domain's pCPUs.
-    domains: Vec<CpuMask>,
-    last_global_balance: Vec<Nanos>,
+    /// SMT cores, last-level caches and NUMA nodes (host/topology.rs).
+    topo: Topology,
+    /// Per domain level, bottom up: each domain's pCPUs. Wake-up placement searches
+    /// the previous pCPU's LLC; balancing walks the levels.
+    level_masks: Vec<Vec<CpuMask>>,
+    /// Index in `level_masks` of the LLC's masks (or the narrowest wider level).
+    llc_level: usize,
+    /// Per pCPU, per level: its last periodic balance there.
+    balanced: Vec<[Nanos; MAX_LEVELS]>,
     /// Per VM: task-group shares (weight 256 = 1024 shares).
     shares: Vec<u64>,
     quota: Vec<Option<u64>>,
@@ -251,24 +254,38 @@ impl Eevdf {
             .iter()
             .map(|c| c.map(|pct| (pct / 100.0 * bw_period.0 as f64).round() as u64))
             .collect();
-        // Balancing domains: one last-level cache each (a host of at most that many
-        // pCPUs is one).
-        let domain = np.clamp(1, p.llc_pcpus.max(1));
+        // Balancing domains: SMT cores, last-level caches (a host of at most that many
+        // pCPUs is one), NUMA nodes, the host.
+        let topo = Topology::new(np, setup.threads_per_core, p.llc_pcpus, setup.numa_nodes);
+        let level_masks: Vec<Vec<CpuMask>> = topo
+            .levels()
+            .iter()
+            .map(|d| {
+                (0..np.div_ceil(d.span))
+                    .map(|k| {
+                        let mut m = CpuMask::default();
+                        for q in topo.domain_of(k * d.span, d.span) {
+                            m.insert(q);
+                        }
+                        m
+                    })
+                    .collect()
+            })
+            .collect();
+        let llc_span = topo.llc_of(0).len() as u32;
+        let llc_level = topo
+            .levels()
+            .iter()
+            .position(|d| d.span >= llc_span)
+            .unwrap_or(topo.levels().len() - 1);
         Eevdf {
             idle: CpuMask::all(np),
             overloaded: CpuMask::default(),
             slots: GroupSlots::new(np, nv as usize, nvm as usize, groups),
-            domain,
-            domains: (0..np.div_ceil(domain))
-                .map(|d| {
-                    let mut m = CpuMask::default();
-                    for q in d * domain..((d + 1) * domain).min(np) {
-                        m.insert(q);
-                    }
-                    m
-                })
-                .collect(),
-            last_global_balance: vec![Nanos::ZERO; np as usize],
+            topo,
+            level_masks,
+            llc_level,
+            balanced: vec![[Nanos::ZERO; MAX_LEVELS]; np as usize],
             placement: p.placement,
             forced: vec![None; np as usize],
             base_slice,
@@ -775,9 +792,15 @@ impl Eevdf {
         ) {
             return p;
         }
-        // select_idle_sibling(): the previous pCPU if idle, else the next idle one after
-        // it in its last-level cache. The search stays in the LLC; a vCPU moves to
-        // another cache only by load balancing.
+        // select_idle_sibling(): the previous pCPU if idle, else (with SMT) a whole idle
+        // core of its last-level cache, else the next idle one after it in the LLC. The
+        // search stays in the LLC; a vCPU moves to another cache only by load balancing.
+        if self.topo.threads_per_core() > 1 && mask.contains(prev) && self.idle.contains(prev) {
+            return prev;
+        }
+        if let Some(q) = self.idle_core(prev, mask) {
+            return q;
+        }
         if let Some(q) = self
             .idle
             .and(mask)
@@ -814,9 +837,36 @@ impl Eevdf {
         best
     }
 
-    /// The pCPUs of `p`'s balancing domain.
+    /// The pCPUs of `p`'s last-level cache.
     fn domain_of(&self, p: u32) -> CpuMask {
-        self.domains[(p / self.domain) as usize]
+        self.level_mask(self.llc_level, p)
+    }
+
+    /// The pCPUs of `p`'s domain at `level`.
+    fn level_mask(&self, level: usize, p: u32) -> CpuMask {
+        self.level_masks[level][(p / self.topo.levels()[level].span) as usize]
+    }
+
+    /// select_idle_core(): on an SMT host, the first allowed pCPU of a core whose
+    /// threads are all idle, in `prev`'s LLC, from the core after `prev`'s (wrapping).
+    fn idle_core(&self, prev: u32, mask: CpuMask) -> Option<u32> {
+        let t = self.topo.threads_per_core();
+        if t == 1 {
+            return None;
+        }
+        let cache = self.topo.llc_of(prev);
+        let cores = (cache.end - cache.start) / t;
+        let first = (prev - cache.start) / t + 1;
+        (0..cores)
+            .map(|k| cache.start + (first + k) % cores * t)
+            .find_map(|c| {
+                let mut core = c..c + t;
+                if core.clone().all(|q| self.idle.contains(q)) {
+                    core.find(|&q| mask.contains(q))
+                } else {
+                    None
+                }
+            })
     }
 
     /// CFS's pull: one queued vCPU allowed on `p` from the busiest pCPU of `scope`
@@ -868,11 +918,13 @@ impl Eevdf {
         }
     }
 
-    /// newidle balance: the domain first, then the whole host.
+    /// newidle balance: the domains bottom up (core, LLC, node, host), stopping at the
+    /// first pull.
     fn pull_newidle(&mut self, p: u32, now: Nanos) -> bool {
-        let dom = self.domain_of(p);
-        self.pull_one(p, now, false, dom)
-            || (self.domain < self.np && self.pull_one(p, now, false, CpuMask::all(self.np)))
+        (0..self.level_masks.len()).any(|l| {
+            let dom = self.level_mask(l, p);
+            self.pull_one(p, now, false, dom)
+        })
     }
 
     /// check_preempt_wakeup_fair(): the level where the wakee meets the running vCPU,
@@ -1024,23 +1076,16 @@ impl HostScheduler for Eevdf {
                 self.reweight_group(pi, self.vm_of(c));
             }
         }
-        if now.0.saturating_sub(self.cpus[pi as usize].last_balance.0) >= self.balance_interval {
-            // Periodic balancing: within the domain every interval, across the host
-            // every interval × domains (Linux lengthens the interval with the span).
-            self.cpus[pi as usize].last_balance = now;
+        // Periodic balancing: the LLC every interval, a wider domain every interval ×
+        // its LLCs (Linux lengthens the interval with the span); the widest due.
+        let mut balanced = self.balanced[pi as usize];
+        if let Some(l) = self
+            .topo
+            .periodic_level(&mut balanced, now, self.balance_interval)
+        {
+            self.balanced[pi as usize] = balanced;
             let idle = self.cpus[pi as usize].curr.is_none();
-            let ndom = self.np.div_ceil(self.domain) as u64;
-            let global = ndom > 1
-                && now
-                    .0
-                    .saturating_sub(self.last_global_balance[pi as usize].0)
-                    >= self.balance_interval * ndom;
-            let scope = if global {
-                self.last_global_balance[pi as usize] = now;
-                CpuMask::all(self.np)
-            } else {
-                self.domain_of(pi)
-            };
+            let scope = self.level_mask(l, pi);
             if self.pull_one(pi, now, !idle, scope) && idle {
                 resched = true;
             }
@@ -1152,6 +1197,8 @@ mod tests {
         }
         SchedSetup {
             pcpus,
+            threads_per_core: 1,
+            numa_nodes: 1,
             vcpu_vm,
             vcpu_mask,
             vm_weight,

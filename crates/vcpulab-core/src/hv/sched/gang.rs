@@ -370,6 +370,8 @@ mod tests {
             &GangParams::default(),
             SchedSetup {
                 pcpus,
+                threads_per_core: 1,
+                numa_nodes: 1,
                 vcpu_vm,
                 vcpu_mask: vec![CpuMask::all(pcpus); n],
                 vm_weight: vec![256, 256],

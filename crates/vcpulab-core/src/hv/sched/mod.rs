@@ -44,6 +44,10 @@ pub struct WakePlacement {
 #[derive(Clone, Debug)]
 pub struct SchedSetup {
     pub pcpus: u32,
+    /// SMT threads per core and NUMA nodes (host/topology.rs); the LLC is the
+    /// scheduler's own parameter.
+    pub threads_per_core: u32,
+    pub numa_nodes: u32,
     /// Per vCPU: its VM and its allowed pCPUs.
     pub vcpu_vm: Vec<VmId>,
     pub vcpu_mask: Vec<CpuMask>,
@@ -163,6 +167,8 @@ mod tests {
         let n = vcpu_mask.len();
         let setup = SchedSetup {
             pcpus,
+            threads_per_core: 1,
+            numa_nodes: 1,
             vcpu_vm: (0..n as u32).map(VmId).collect(),
             vcpu_mask,
             vm_weight: vec![256; n],

@@ -241,6 +241,8 @@ mod tests {
     fn relaxed(pcpus: u32) -> RelaxedCo {
         let setup = SchedSetup {
             pcpus,
+            threads_per_core: 1,
+            numa_nodes: 1,
             vcpu_vm: vec![VmId(0), VmId(0), VmId(1)],
             vcpu_mask: vec![CpuMask::all(pcpus); 3],
             vm_weight: vec![256, 256],

@@ -1,0 +1,131 @@
+//! Simultaneous multithreading: the hardware threads of one core share its execution
+//! units, so a thread runs guest work more slowly while another thread of its core is
+//! busy.
+//!
+//! A pCPU is busy while it has a current vCPU (guest code, spinning, the hypervisor's
+//! entry and exit paths, host halt polling); an idle pCPU is in the host's idle loop
+//! (`mwait`/`hlt`), which leaves the core to its sibling. Only guest *work* slows (a
+//! thread computing, and the guest kernel's paths charged as work); spin budgets, PLE
+//! windows and the hypervisor's costs are wall time, as they are measured in cycles of
+//! a clock that does not slow. The speed changes only when a sibling's busy state
+//! changes: the running siblings' progress is credited at the old speed just before
+//! (`smt_sync_siblings`) and their work re-timed at the new one just after
+//! (`smt_retime_siblings`).
+
+use crate::guest::thread::ThreadActivity;
+use crate::hv::vcpu::{HvState, VcpuActivity};
+use crate::scenario::TopologyConfig;
+use crate::sim::world::World;
+use crate::sim::{PcpuId, VcpuId};
+
+/// Speeds in 1/65,536ths.
+const ONE: u64 = 1 << 16;
+
+#[derive(Clone, Copy, Debug)]
+pub struct Smt {
+    threads_per_core: u32,
+    /// A thread's speed while another thread of its core is busy.
+    shared_speed: u64,
+}
+
+impl Smt {
+    /// `None` without SMT (one thread per core): nothing to model.
+    pub fn new(t: &TopologyConfig) -> Option<Smt> {
+        (t.threads_per_core > 1).then(|| Smt {
+            threads_per_core: t.threads_per_core,
+            shared_speed: ((t.sibling_busy_speed * ONE as f64).round() as u64).clamp(1, ONE),
+        })
+    }
+
+    /// Work done in `core_ns` of a shared core (rounded down).
+    #[inline]
+    pub fn progress(&self, core_ns: u64) -> u64 {
+        (core_ns as u128 * self.shared_speed as u128 / ONE as u128) as u64
+    }
+
+    /// Time on a shared core `work_ns` of work takes (rounded up: `progress` of it is
+    /// at least `work_ns`).
+    #[inline]
+    pub fn time_for(&self, work_ns: u64) -> u64 {
+        (work_ns as u128 * ONE as u128).div_ceil(self.shared_speed as u128) as u64
+    }
+
+    fn core_of(&self, p: PcpuId) -> std::ops::Range<usize> {
+        let t = self.threads_per_core as usize;
+        let lo = p.idx() / t * t;
+        lo..lo + t
+    }
+}
+
+impl World {
+    /// The SMT model when `v` runs on a core another busy thread shares.
+    #[inline]
+    pub(crate) fn smt_shared(&self, v: VcpuId) -> Option<Smt> {
+        let smt = self.smt?;
+        let HvState::Running(p) = self.vcpus[v.idx()].hv else {
+            return None;
+        };
+        smt.core_of(p)
+            .any(|q| q != p.idx() && self.pcpus[q].cur.is_some())
+            .then_some(smt)
+    }
+
+    /// Before `p` turns busy or idle: the vCPUs running on its siblings are credited
+    /// their progress at the speed they had.
+    pub(crate) fn smt_sync_siblings(&mut self, p: PcpuId) {
+        let Some(smt) = self.smt else { return };
+        for q in smt.core_of(p) {
+            if q != p.idx() {
+                if let Some(w) = self.pcpus[q].cur {
+                    self.sync_progress(w);
+                }
+            }
+        }
+    }
+
+    /// After `p` turned busy or idle: the work of the vCPUs running on its siblings is
+    /// re-timed at their new speed (the step armed at the old one is dropped).
+    pub(crate) fn smt_retime_siblings(&mut self, p: PcpuId) {
+        let Some(smt) = self.smt else { return };
+        for q in smt.core_of(p) {
+            if q == p.idx() {
+                continue;
+            }
+            let Some(w) = self.pcpus[q].cur else { continue };
+            let vc = &self.vcpus[w.idx()];
+            let Some(t) = vc.cur else { continue };
+            let th = &self.threads[t.idx()];
+            let working = vc.act == VcpuActivity::Thread
+                && th.act == ThreadActivity::Work
+                && (th.debt.0 > 0 || th.remaining.0 > 0);
+            if !working {
+                continue;
+            }
+            let t0 = self.now.max(vc.resume_at);
+            let vc = &mut self.vcpus[w.idx()];
+            vc.gen = vc.gen.wrapping_add(1);
+            self.arm_work(w, t, t0);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_for_then_progress_covers_the_work() {
+        let smt = Smt::new(&TopologyConfig {
+            threads_per_core: 2,
+            ..TopologyConfig::default()
+        })
+        .expect("SMT");
+        for w in [1, 2, 3, 999, 1_000_003, 123_456_789] {
+            let t = smt.time_for(w);
+            assert!(smt.progress(t) >= w, "{w}");
+            assert!(smt.progress(t - 1) < w, "{w}: {t} is not the least");
+        }
+        assert_eq!(smt.progress(1_000_000), 650_000);
+        assert!(Smt::new(&TopologyConfig::default()).is_none());
+    }
+}
