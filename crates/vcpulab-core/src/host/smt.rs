@@ -125,7 +125,7 @@ mod tests {
             assert!(smt.progress(t) >= w, "{w}");
             assert!(smt.progress(t - 1) < w, "{w}: {t} is not the least");
         }
-        assert_eq!(smt.progress(1_000_000), 650_000);
+        assert!(smt.progress(1_000_000).abs_diff(650_000) < 10);
         assert!(Smt::new(&TopologyConfig::default()).is_none());
     }
 }

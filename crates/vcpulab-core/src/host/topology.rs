@@ -66,9 +66,11 @@ impl Topology {
             (Level::Node, node),
             (Level::Host, pcpus),
         ] {
-            // sd_degenerate(): a level no wider than the one below it adds nothing.
+            // sd_degenerate(): a level no wider than the one below it adds nothing (nor
+            // does a single node).
             let below = levels.last().map_or(1, |d| d.span);
-            if span > below || (level == Level::Host && levels.is_empty()) {
+            let single_node = level == Level::Node && numa_nodes <= 1;
+            if (span > below && !single_node) || (level == Level::Host && levels.is_empty()) {
                 levels.push(Domain {
                     level,
                     span,
@@ -122,7 +124,8 @@ impl Topology {
         now: Nanos,
         interval: u64,
     ) -> Option<usize> {
-        let due = |last: Nanos, d: &Domain| now.0.saturating_sub(last.0) >= interval * d.interval_factor;
+        let due =
+            |last: Nanos, d: &Domain| now.0.saturating_sub(last.0) >= interval * d.interval_factor;
         if !due(last[0], &self.levels[0]) {
             return None;
         }
@@ -151,8 +154,8 @@ mod tests {
 
     #[test]
     fn levels_follow_linux_and_drop_degenerate_ones() {
-        // One LLC, no SMT: the host only.
-        assert_eq!(spans(&Topology::new(16, 1, 16, 1)), [(Level::Host, 16, 1)]);
+        // One LLC, no SMT: one level.
+        assert_eq!(spans(&Topology::new(16, 1, 16, 1)), [(Level::Llc, 16, 1)]);
         assert_eq!(spans(&Topology::new(1, 1, 16, 1)), [(Level::Host, 1, 1)]);
         // Two LLCs: LLC every interval, the host every 2 intervals.
         assert_eq!(

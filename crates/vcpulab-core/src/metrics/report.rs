@@ -16,6 +16,9 @@ pub struct ScenarioInfo {
     pub preset: Option<String>,
     pub scheduler: String,
     pub pcpus: u32,
+    /// SMT and NUMA, when not one thread per core and one node.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub topology: Option<crate::scenario::TopologyConfig>,
     pub duration_ns: u64,
     /// FNV-1a (64 bit, hex) of the resolved scenario as JSON, seed included: two
     /// results with the same hash come from the same input.
@@ -32,6 +35,7 @@ impl ScenarioInfo {
             preset: sc.preset.clone(),
             scheduler: sc.host.scheduler.name().to_string(),
             pcpus: sc.host.pcpus,
+            topology: (!sc.host.topology.is_default()).then(|| sc.host.topology.clone()),
             duration_ns: sc.run.duration.0 .0,
             hash,
         }

@@ -512,7 +512,7 @@ fn validate_topology(sc: &Scenario) -> Result<(), ScenarioError> {
         1.0,
         "",
     )?;
-    if h.pcpus % t.threads_per_core != 0 {
+    if !h.pcpus.is_multiple_of(t.threads_per_core) {
         return Err(ScenarioError::new(
             "host.topology.threads_per_core",
             format!(
@@ -521,7 +521,7 @@ fn validate_topology(sc: &Scenario) -> Result<(), ScenarioError> {
             ),
         ));
     }
-    if h.pcpus % t.numa_nodes != 0 {
+    if !h.pcpus.is_multiple_of(t.numa_nodes) {
         return Err(ScenarioError::new(
             "host.topology.numa_nodes",
             format!(
@@ -557,7 +557,7 @@ fn validate_topology(sc: &Scenario) -> Result<(), ScenarioError> {
         }
     };
     let llc = llc.min(h.pcpus);
-    if llc % t.threads_per_core != 0 {
+    if !llc.is_multiple_of(t.threads_per_core) {
         return Err(ScenarioError::new(
             "host.scheduler.llc_pcpus",
             format!(
@@ -567,7 +567,7 @@ fn validate_topology(sc: &Scenario) -> Result<(), ScenarioError> {
         ));
     }
     let node = h.pcpus / t.numa_nodes;
-    if t.numa_nodes > 1 && node % llc != 0 {
+    if t.numa_nodes > 1 && !node.is_multiple_of(llc) {
         return Err(ScenarioError::new(
             "host.scheduler.llc_pcpus",
             format!(

@@ -18,10 +18,11 @@
 //! of the root load (`task_h_load`).
 
 use super::groups::GroupSlots;
+use super::smt_balance::SmtBalance;
 use super::{HostScheduler, SchedSetup, StopReason, WakePlacement};
-use crate::hv::placement::prev_else_next_idle;
 use crate::host::cpumask::CpuMask;
 use crate::host::topology::{Topology, MAX_LEVELS};
+use crate::hv::placement::prev_else_next_idle;
 use crate::scenario::CfsParams;
 use crate::sim::{Nanos, PcpuId, VcpuId};
 use std::cell::Cell;
@@ -103,6 +104,8 @@ pub struct Cfs {
     /// SMT cores, last-level caches and NUMA nodes: wake-up placement searches the
     /// previous pCPU's LLC (an idle core first), and balancing walks the domains.
     topo: Topology,
+    /// Active balancing out of shared SMT cores.
+    smt_balance: SmtBalance,
     latency: u64,
     min_gran: u64,
     wakeup_gran: u64,
@@ -164,9 +167,11 @@ impl Cfs {
             .iter()
             .map(|c| c.map(|pct| (pct / 100.0 * bw_period.0 as f64).round() as u64))
             .collect();
+        let topo = Topology::new(np, setup.threads_per_core, p.llc_pcpus, setup.numa_nodes);
         Cfs {
             placement: p.placement,
-            topo: Topology::new(np, setup.threads_per_core, p.llc_pcpus, setup.numa_nodes),
+            smt_balance: SmtBalance::new(&topo),
+            topo,
             latency: ms(p.latency_ms),
             min_gran: ms(p.min_granularity_ms),
             wakeup_gran: ms(p.wakeup_granularity_ms),
@@ -449,11 +454,26 @@ impl Cfs {
             return prev;
         }
         // First placement (fork/exec balancing) or a pCPU outside the mask: the least
-        // loaded allowed pCPU.
+        // loaded allowed pCPU (with SMT, of the least loaded core: find_idlest_group()).
+        if self.topo.threads_per_core() > 1 {
+            return mask
+                .iter()
+                .map(|q| q as usize)
+                .min_by_key(|&q| (self.core_load(q), self.load(q), q))
+                .unwrap_or(prev);
+        }
         mask.iter()
             .map(|q| q as usize)
             .min_by_key(|&q| (self.load(q), q))
             .unwrap_or(prev)
+    }
+
+    /// The load on `p`'s core (all its threads).
+    fn core_load(&self, p: usize) -> u64 {
+        self.topo
+            .core_of(p as u32)
+            .map(|q| self.load(q as usize))
+            .sum()
     }
 
     /// The pCPUs of `p`'s last-level cache.
@@ -835,6 +855,17 @@ impl HostScheduler for Cfs {
                 self.count_out(v, pi, false);
             }
         }
+        // An SMT active balance's push: the vCPU moves to the idle pCPU (still idle).
+        if let Some(dst) = self.smt_balance.take(v, pi as u32) {
+            let d = dst as usize;
+            if why != StopReason::Blocked
+                && self.nr[d] == 0
+                && self.setup.vcpu_mask[v.idx()].contains(dst)
+            {
+                self.migrate(v, pi, d);
+                self.smt_balance.out.push(PcpuId(dst));
+            }
+        }
     }
 
     fn pick_next(&mut self, p: PcpuId, now: Nanos) -> Option<(VcpuId, Option<Nanos>)> {
@@ -934,9 +965,21 @@ impl HostScheduler for Cfs {
             self.rqs[pi].balanced = balanced;
             let idle = self.running[pi].is_none();
             let d = self.topo.domain_of(pi as u32, self.topo.levels()[l].span);
-            if self.pull_one(pi, now, !idle, d.start as usize..d.end as usize) && idle {
+            let pulled = self.pull_one(pi, now, !idle, d.start as usize..d.end as usize);
+            if pulled && idle {
                 resched = true;
             }
+            let mut sb = std::mem::take(&mut self.smt_balance);
+            sb.after_periodic(
+                &self.topo,
+                pi as u32,
+                pulled,
+                d,
+                |q| self.nr[q as usize] > 0,
+                |q| self.running[q as usize].filter(|_| self.nr[q as usize] == 1),
+                |v, q| self.setup.vcpu_mask[v.idx()].contains(q) && !self.throttled(v.0),
+            );
+            self.smt_balance = sb;
         }
         if self.running[pi].is_none() && self.leftmost(pi).is_some() {
             resched = true;
@@ -1013,6 +1056,10 @@ impl HostScheduler for Cfs {
 
     /// vruntime beyond its runqueue's min_vruntime, in CPU time at its weight (with
     /// groups: its VM's group entity on the root).
+    fn drain_resched(&mut self, out: &mut Vec<PcpuId>) {
+        out.append(&mut self.smt_balance.out);
+    }
+
     fn lead_ns(&self, v: VcpuId) -> i64 {
         let p = self.ent[v.idx()].rq as usize;
         let (rq, e) = if self.groups {

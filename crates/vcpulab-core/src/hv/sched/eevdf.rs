@@ -26,6 +26,7 @@
 //! control.
 
 use super::groups::GroupSlots;
+use super::smt_balance::SmtBalance;
 use super::{HostScheduler, SchedSetup, StopReason, WakePlacement};
 use crate::host::cpumask::CpuMask;
 use crate::host::topology::{Topology, MAX_LEVELS};
@@ -140,6 +141,8 @@ pub struct Eevdf {
     slots: GroupSlots,
     /// SMT cores, last-level caches and NUMA nodes (host/topology.rs).
     topo: Topology,
+    /// Active balancing out of shared SMT cores.
+    smt_balance: SmtBalance,
     /// Per domain level, bottom up: each domain's pCPUs. Wake-up placement searches
     /// the previous pCPU's LLC; balancing walks the levels.
     level_masks: Vec<Vec<CpuMask>>,
@@ -244,9 +247,14 @@ impl Eevdf {
             };
         }
         // Spread first homes over the allowed pCPUs, so first placement looks near a
-        // distinct pCPU for each vCPU.
+        // distinct pCPU for each vCPU: with SMT, one thread of each core before any
+        // core's second.
+        let t = setup.threads_per_core.clamp(1, np);
+        let cores = np / t;
         for (i, s) in se.iter_mut().enumerate() {
-            s.home = setup.vcpu_mask[i].first_from(i as u32 % np).unwrap_or(0);
+            let k = i as u32 % np;
+            let start = k % cores * t + k / cores;
+            s.home = setup.vcpu_mask[i].first_from(start).unwrap_or(0);
             s.home_slot = NO_SLOT;
         }
         let quota = setup
@@ -282,6 +290,7 @@ impl Eevdf {
             idle: CpuMask::all(np),
             overloaded: CpuMask::default(),
             slots: GroupSlots::new(np, nv as usize, nvm as usize, groups),
+            smt_balance: SmtBalance::new(&topo),
             topo,
             level_masks,
             llc_level,
@@ -813,7 +822,18 @@ impl Eevdf {
             return prev;
         }
         // First placement (fork balancing): the least loaded allowed pCPU of the
-        // previous one's domain, else of the host.
+        // previous one's domain, else of the host (with SMT, of the least loaded core:
+        // find_idlest_group()).
+        if self.topo.threads_per_core() > 1 {
+            let key = |q: u32| (self.core_load(q), self.cpu_load(q), q);
+            return self
+                .domain_of(prev)
+                .and(mask)
+                .iter()
+                .min_by_key(|&q| key(q))
+                .or_else(|| mask.iter().min_by_key(|&q| key(q)))
+                .unwrap_or(prev);
+        }
         self.domain_of(prev)
             .and(mask)
             .iter()
@@ -835,6 +855,11 @@ impl Eevdf {
             }
         }
         best
+    }
+
+    /// The load on `p`'s core (all its threads).
+    fn core_load(&self, p: u32) -> u64 {
+        self.topo.core_of(p).map(|q| self.cpu_load(q)).sum()
     }
 
     /// The pCPUs of `p`'s last-level cache.
@@ -1005,6 +1030,17 @@ impl HostScheduler for Eevdf {
             }
         }
         self.cpus[pi as usize].curr = None;
+        // An SMT active balance's push: the vCPU moves to the idle pCPU (still idle).
+        if let Some(dst) = self.smt_balance.take(v, pi) {
+            if why != StopReason::Blocked
+                && self.cpus[dst as usize].nr == 0
+                && self.setup.vcpu_mask[v.idx()].contains(dst)
+            {
+                self.dequeue_vcpu(v, pi, true);
+                self.enqueue_vcpu(v, dst);
+                self.smt_balance.out.push(PcpuId(dst));
+            }
+        }
     }
 
     fn pick_next(&mut self, p: PcpuId, now: Nanos) -> Option<(VcpuId, Option<Nanos>)> {
@@ -1086,9 +1122,24 @@ impl HostScheduler for Eevdf {
             self.balanced[pi as usize] = balanced;
             let idle = self.cpus[pi as usize].curr.is_none();
             let scope = self.level_mask(l, pi);
-            if self.pull_one(pi, now, !idle, scope) && idle {
+            let pulled = self.pull_one(pi, now, !idle, scope);
+            if pulled && idle {
                 resched = true;
             }
+            let mut sb = std::mem::take(&mut self.smt_balance);
+            sb.after_periodic(
+                &self.topo,
+                pi,
+                pulled,
+                self.topo.domain_of(pi, self.topo.levels()[l].span),
+                |q| self.cpus[q as usize].nr > 0,
+                |q| {
+                    let c = &self.cpus[q as usize];
+                    c.curr.filter(|_| c.nr == 1)
+                },
+                |v, q| self.setup.vcpu_mask[v.idx()].contains(q) && self.active(v.0),
+            );
+            self.smt_balance = sb;
         }
         if self.cpus[pi as usize].curr.is_none() && self.pick_eevdf(pi).is_some() {
             resched = true;
@@ -1166,6 +1217,10 @@ impl HostScheduler for Eevdf {
 
     /// How far the vCPU (with groups: its VM on this pCPU) has run beyond the
     /// runqueue's weighted mean, in CPU time at its weight (minus its lag).
+    fn drain_resched(&mut self, out: &mut Vec<PcpuId>) {
+        out.append(&mut self.smt_balance.out);
+    }
+
     fn lead_ns(&self, v: VcpuId) -> i64 {
         let p = self.se[v.idx()].home;
         let (rq, e) = if self.groups {

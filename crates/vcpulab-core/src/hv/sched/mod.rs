@@ -11,6 +11,7 @@ pub mod gang;
 mod groups;
 mod pelt;
 pub mod relaxed;
+mod smt_balance;
 
 use crate::host::cpumask::CpuMask;
 use crate::sim::{Nanos, PcpuId, VcpuId, VmId};

@@ -1,0 +1,168 @@
+//! Host topology: SMT threads share a core's speed, the Linux schedulers place and
+//! balance vCPUs onto idle cores, and topologies a scheduler cannot honour are refused.
+
+mod common;
+use common::*;
+
+/// One VM of `vcpus` vCPUs, each a thread computing 10 × 50 ms, on `pcpus` pCPUs.
+fn compute(sched: &str, pcpus: u32, vcpus: u32, topology: &str, pin: &str) -> String {
+    format!(
+        r#"
+seed = 5
+[run]
+duration = "5s"
+[host]
+pcpus = {pcpus}
+[host.topology]
+{topology}
+[host.scheduler]
+kind = "{sched}"
+[[vm]]
+name = "work"
+vcpus = {vcpus}
+{pin}
+[vm.workload]
+model = "program"
+[[vm.workload.group]]
+threads = {vcpus}
+ops = [{{loop = {{n = 10, body = [{{compute = "50ms"}}]}}}}]
+"#
+    )
+}
+
+fn completion_s(r: &vcpulab_core::Report) -> f64 {
+    assert!(r.vms[0].finished, "the program did not finish");
+    r.vms[0].completion_ns.expect("completion") as f64 / 1e9
+}
+
+#[test]
+fn busy_siblings_share_their_core() {
+    for sched in ["cfs", "eevdf"] {
+        // Two threads pinned to the two hardware threads of one core.
+        let pin = r#"pin = ["0", "1"]"#;
+        let alone = completion_s(&run_toml(&compute(sched, 2, 2, "", pin)));
+        let shared = completion_s(&run_toml(&compute(
+            sched,
+            2,
+            2,
+            "threads_per_core = 2",
+            pin,
+        )));
+        let slower = shared / alone;
+        assert!(
+            (slower - 1.0 / 0.65).abs() < 0.02,
+            "{sched}: {alone} s alone, {shared} s sharing a core ({slower:.3}x)"
+        );
+        // The speed is a parameter; 1.0 is a core that does not slow.
+        let full = completion_s(&run_toml(&compute(
+            sched,
+            2,
+            2,
+            "threads_per_core = 2\nsibling_busy_speed = 1.0",
+            pin,
+        )));
+        assert!(
+            (full / alone - 1.0).abs() < 0.01,
+            "{sched}: {full} vs {alone}"
+        );
+        // A thread whose sibling idles runs at full speed.
+        let lone = completion_s(&run_toml(&compute(
+            sched,
+            2,
+            1,
+            "threads_per_core = 2",
+            r#"pin = ["0"]"#,
+        )));
+        assert!(
+            (lone / alone - 1.0).abs() < 0.01,
+            "{sched}: {lone} vs {alone}"
+        );
+    }
+}
+
+#[test]
+fn vcpus_spread_over_idle_cores_first() {
+    // Two CPU-bound vCPUs on two SMT cores (four pCPUs): placement and balancing put
+    // them on different cores, so they run at full speed.
+    for sched in ["cfs", "eevdf"] {
+        let flat = completion_s(&run_toml(&compute(sched, 4, 2, "", "")));
+        let smt = completion_s(&run_toml(&compute(sched, 4, 2, "threads_per_core = 2", "")));
+        assert!(
+            smt / flat < 1.02,
+            "{sched}: {smt} s on 2 SMT cores vs {flat} s on 4 cores"
+        );
+    }
+}
+
+#[test]
+fn active_balance_separates_siblings_that_never_queue() {
+    // Two blockers (pinned to core 1's threads, 100 ms of work each) make core 0 the
+    // least loaded at the start: the two CPU-bound vCPUs of "work" are placed on its
+    // two threads and, never queuing, no pull can separate them. Once the blockers
+    // are done, core 1's idle threads fail to pull four times in a row and then push
+    // one of the pair over (active balancing).
+    for sched in ["cfs", "eevdf"] {
+        let mut text = format!(
+            "seed = 5\n[run]\nduration = \"5s\"\n[host]\npcpus = 4\n[host.topology]\nthreads_per_core = 2\n[host.scheduler]\nkind = \"{sched}\"\n"
+        );
+        for p in [2, 3] {
+            text += &format!(
+                "[[vm]]\nname = \"blocker{p}\"\nvcpus = 1\npin = \"{p}\"\n[vm.workload]\nmodel = \"program\"\n[[vm.workload.group]]\nthreads = 1\nops = [{{compute = \"100ms\"}}]\n"
+            );
+        }
+        text += "[[vm]]\nname = \"work\"\nvcpus = 2\n[vm.workload]\nmodel = \"program\"\n[[vm.workload.group]]\nthreads = 2\nops = [{loop = {n = 20, body = [{compute = \"50ms\"}]}}]\n";
+        let r = run_toml(&text);
+        let w = &r.vms[2];
+        assert!(w.finished, "{sched}");
+        let t = w.completion_ns.expect("completion") as f64 / 1e9;
+        // 1 s of work each: ~1.06 s when separated after the blockers (1.54 s if they
+        // shared a core throughout).
+        assert!(t < 1.15, "{sched}: {t} s");
+        assert!(w.migrations > 0, "{sched}: no migration");
+    }
+}
+
+#[test]
+fn topologies_a_scheduler_cannot_honour_are_refused() {
+    let base = compute("cfs", 8, 2, "", "");
+    let err = |o: &[&str]| {
+        let o: Vec<String> = o.iter().map(|s| s.to_string()).collect();
+        vcpulab_core::resolve(&base, &o, None)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    };
+    let e = err(&["host.topology.threads_per_core=3"]);
+    assert!(
+        e.contains("host.topology.threads_per_core") && e.contains("divisor"),
+        "{e}"
+    );
+    let e = err(&["host.topology.threads_per_core=16"]);
+    assert!(e.contains("1 to 8"), "{e}");
+    let e = err(&["host.topology.numa_nodes=2"]);
+    assert!(
+        e.contains("host.scheduler.llc_pcpus") && e.contains("whole LLCs"),
+        "{e}"
+    );
+    let e = err(&[
+        "host.topology.threads_per_core=2",
+        "host.scheduler.kind=credit",
+    ]);
+    assert!(e.contains("credit") && e.contains("cfs"), "{e}");
+    let e = err(&["host.topology.sibling_busy_speed=0"]);
+    assert!(e.contains("sibling_busy_speed"), "{e}");
+    assert!(err(&["host.topology.numa_nodes=2", "host.scheduler.llc_pcpus=4"]).is_empty());
+}
+
+#[test]
+fn a_default_topology_is_not_written_into_the_report() {
+    let r = run_toml(&compute("cfs", 2, 1, "", ""));
+    let json = serde_json::to_string(&r).expect("json");
+    assert!(!json.contains("threads_per_core"));
+    let r = run_toml(&compute("cfs", 2, 1, "threads_per_core = 2", ""));
+    let json = serde_json::to_string(&r).expect("json");
+    assert!(
+        json.contains("\"threads_per_core\":2"),
+        "the report names its topology"
+    );
+}
