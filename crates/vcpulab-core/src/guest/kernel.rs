@@ -32,7 +32,6 @@ impl World {
     /// segment started (work done, or spin budget used).
     pub(crate) fn sync_progress(&mut self, v: VcpuId) {
         let now = self.now;
-        let smt = self.smt_shared(v);
         let vc = &mut self.vcpus[v.idx()];
         let Some(t) = vc.cur else { return };
         if !vc.is_running() || vc.act != VcpuActivity::Thread || now <= vc.seg_start {
@@ -58,9 +57,11 @@ impl World {
         vc.refill_left_ns -= stall;
         vc.refill_ns += stall;
         el = progress;
-        if let Some(smt) = smt {
+        if let Some(smt) = self.smt {
             // A core shared with a busy sibling does less work in the time.
-            el = smt.progress(el);
+            if smt.shared(&self.pcpus, vc.hv) {
+                el = smt.progress(el);
+            }
         }
         let d = el.min(th.debt.0);
         th.debt.0 -= d;
@@ -195,6 +196,7 @@ impl World {
         }
     }
 
+    #[inline(always)]
     pub(crate) fn arm_work(&mut self, v: VcpuId, t: ThreadId, t0: Nanos) {
         let now = self.now;
         let th = &self.threads[t.idx()];

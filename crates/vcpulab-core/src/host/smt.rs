@@ -13,6 +13,7 @@
 //! (`smt_retime_siblings`).
 
 use crate::guest::thread::ThreadActivity;
+use crate::host::pcpu::Pcpu;
 use crate::hv::vcpu::{HvState, VcpuActivity};
 use crate::scenario::TopologyConfig;
 use crate::sim::world::World;
@@ -50,6 +51,16 @@ impl Smt {
         (work_ns as u128 * ONE as u128).div_ceil(self.shared_speed as u128) as u64
     }
 
+    /// Whether a vCPU in state `hv` runs on a core another busy thread shares.
+    #[inline]
+    pub fn shared(&self, pcpus: &[Pcpu], hv: HvState) -> bool {
+        let HvState::Running(p) = hv else {
+            return false;
+        };
+        self.core_of(p)
+            .any(|q| q != p.idx() && pcpus[q].cur.is_some())
+    }
+
     fn core_of(&self, p: PcpuId) -> std::ops::Range<usize> {
         let t = self.threads_per_core as usize;
         let lo = p.idx() / t * t;
@@ -62,18 +73,20 @@ impl World {
     #[inline]
     pub(crate) fn smt_shared(&self, v: VcpuId) -> Option<Smt> {
         let smt = self.smt?;
-        let HvState::Running(p) = self.vcpus[v.idx()].hv else {
-            return None;
-        };
-        smt.core_of(p)
-            .any(|q| q != p.idx() && self.pcpus[q].cur.is_some())
+        smt.shared(&self.pcpus, self.vcpus[v.idx()].hv)
             .then_some(smt)
     }
 
     /// Before `p` turns busy or idle: the vCPUs running on its siblings are credited
     /// their progress at the speed they had.
+    #[inline]
     pub(crate) fn smt_sync_siblings(&mut self, p: PcpuId) {
-        let Some(smt) = self.smt else { return };
+        if let Some(smt) = self.smt {
+            self.smt_sync(smt, p);
+        }
+    }
+
+    fn smt_sync(&mut self, smt: Smt, p: PcpuId) {
         for q in smt.core_of(p) {
             if q != p.idx() {
                 if let Some(w) = self.pcpus[q].cur {
@@ -85,8 +98,14 @@ impl World {
 
     /// After `p` turned busy or idle: the work of the vCPUs running on its siblings is
     /// re-timed at their new speed (the step armed at the old one is dropped).
+    #[inline]
     pub(crate) fn smt_retime_siblings(&mut self, p: PcpuId) {
-        let Some(smt) = self.smt else { return };
+        if let Some(smt) = self.smt {
+            self.smt_retime(smt, p);
+        }
+    }
+
+    fn smt_retime(&mut self, smt: Smt, p: PcpuId) {
         for q in smt.core_of(p) {
             if q == p.idx() {
                 continue;

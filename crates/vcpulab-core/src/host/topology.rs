@@ -118,6 +118,7 @@ impl Topology {
     /// Periodic balancing on a pCPU whose domains were last balanced at `last`
     /// (per level): `None` before the lowest level's interval has passed, else the
     /// widest level due, each due level marked balanced at `now`.
+    #[inline]
     pub fn periodic_level(
         &self,
         last: &mut [Nanos; MAX_LEVELS],

@@ -969,17 +969,19 @@ impl HostScheduler for Cfs {
             if pulled && idle {
                 resched = true;
             }
-            let mut sb = std::mem::take(&mut self.smt_balance);
-            sb.after_periodic(
-                &self.topo,
-                pi as u32,
-                pulled,
-                d,
-                |q| self.nr[q as usize] > 0,
-                |q| self.running[q as usize].filter(|_| self.nr[q as usize] == 1),
-                |v, q| self.setup.vcpu_mask[v.idx()].contains(q) && !self.throttled(v.0),
-            );
-            self.smt_balance = sb;
+            if self.smt_balance.enabled() {
+                let mut sb = std::mem::take(&mut self.smt_balance);
+                sb.after_periodic(
+                    &self.topo,
+                    pi as u32,
+                    pulled,
+                    d,
+                    |q| self.nr[q as usize] > 0,
+                    |q| self.running[q as usize].filter(|_| self.nr[q as usize] == 1),
+                    |v, q| self.setup.vcpu_mask[v.idx()].contains(q) && !self.throttled(v.0),
+                );
+                self.smt_balance = sb;
+            }
         }
         if self.running[pi].is_none() && self.leftmost(pi).is_some() {
             resched = true;

@@ -1126,20 +1126,22 @@ impl HostScheduler for Eevdf {
             if pulled && idle {
                 resched = true;
             }
-            let mut sb = std::mem::take(&mut self.smt_balance);
-            sb.after_periodic(
-                &self.topo,
-                pi,
-                pulled,
-                self.topo.domain_of(pi, self.topo.levels()[l].span),
-                |q| self.cpus[q as usize].nr > 0,
-                |q| {
-                    let c = &self.cpus[q as usize];
-                    c.curr.filter(|_| c.nr == 1)
-                },
-                |v, q| self.setup.vcpu_mask[v.idx()].contains(q) && self.active(v.0),
-            );
-            self.smt_balance = sb;
+            if self.smt_balance.enabled() {
+                let mut sb = std::mem::take(&mut self.smt_balance);
+                sb.after_periodic(
+                    &self.topo,
+                    pi,
+                    pulled,
+                    self.topo.domain_of(pi, self.topo.levels()[l].span),
+                    |q| self.cpus[q as usize].nr > 0,
+                    |q| {
+                        let c = &self.cpus[q as usize];
+                        c.curr.filter(|_| c.nr == 1)
+                    },
+                    |v, q| self.setup.vcpu_mask[v.idx()].contains(q) && self.active(v.0),
+                );
+                self.smt_balance = sb;
+            }
         }
         if self.cpus[pi as usize].curr.is_none() && self.pick_eevdf(pi).is_some() {
             resched = true;

@@ -46,6 +46,12 @@ impl SmtBalance {
     /// is idle and nothing moved, and after enough of them starts a push from a shared
     /// busy core. `busy(q)`: `q` has a runnable vCPU; `lone(q)`: the vCPU running on
     /// `q` when none waits there; `allowed(v, p)`: `v`'s affinity allows `p`.
+    /// Whether the host has SMT (nothing to do otherwise).
+    #[inline]
+    pub fn enabled(&self) -> bool {
+        !self.failed.is_empty()
+    }
+
     #[allow(clippy::too_many_arguments)]
     pub fn after_periodic(
         &mut self,
@@ -83,6 +89,7 @@ impl SmtBalance {
 
     /// `v` stops running on `src`: the idle pCPU it is to move to, if a push is under
     /// way for it there (the push ends either way).
+    #[inline]
     pub fn take(&mut self, v: VcpuId, src: u32) -> Option<u32> {
         match self.pending {
             Some((pv, ps, dst)) if pv == v && ps == src => {
