@@ -57,11 +57,9 @@ impl World {
         vc.refill_left_ns -= stall;
         vc.refill_ns += stall;
         el = progress;
-        if let Some(smt) = self.smt {
+        if vc.smt_shared {
             // A core shared with a busy sibling does less work in the time.
-            if smt.shared(&self.pcpus, vc.hv) {
-                el = smt.progress(el);
-            }
+            el = crate::host::smt::shared_progress(self.smt, el);
         }
         let d = el.min(th.debt.0);
         th.debt.0 -= d;
@@ -217,15 +215,15 @@ impl World {
                 },
             )
         };
-        if let Some(smt) = self.smt_shared(v) {
-            seg = smt.time_for(seg);
+        let vc = &self.vcpus[v.idx()];
+        let refill_left = vc.refill_left_ns;
+        if vc.smt_shared {
+            seg = crate::host::smt::shared_time_for(self.smt, seg);
         }
         // Work is slower while the vCPU re-fetches its working set.
-        seg = self.cache.wall_for_progress(
-            &self.vms[th.vm.idx()].cache,
-            seg,
-            self.vcpus[v.idx()].refill_left_ns,
-        );
+        seg = self
+            .cache
+            .wall_for_progress(&self.vms[th.vm.idx()].cache, seg, refill_left);
         // Guest time slicing at the tick (guest/preempt.rs); never inside a kernel
         // spinlock section.
         if th.held.is_empty() && !self.vcpus[v.idx()].rq.is_empty() {

@@ -17,7 +17,7 @@ use crate::host::pcpu::Pcpu;
 use crate::hv::vcpu::{HvState, VcpuActivity};
 use crate::scenario::TopologyConfig;
 use crate::sim::world::World;
-use crate::sim::{PcpuId, VcpuId};
+use crate::sim::PcpuId;
 
 /// Speeds in 1/65,536ths.
 const ONE: u64 = 1 << 16;
@@ -68,24 +68,32 @@ impl Smt {
     }
 }
 
-impl World {
-    /// The SMT model when `v` runs on a core another busy thread shares.
-    #[inline]
-    pub(crate) fn smt_shared(&self, v: VcpuId) -> Option<Smt> {
-        let smt = self.smt?;
-        smt.shared(&self.pcpus, self.vcpus[v.idx()].hv)
-            .then_some(smt)
-    }
+/// Work done in `core_ns` on a shared core (out of line: SMT hosts only).
+#[cold]
+#[inline(never)]
+pub(crate) fn shared_progress(smt: Option<Smt>, core_ns: u64) -> u64 {
+    smt.map_or(core_ns, |s| s.progress(core_ns))
+}
 
+/// Time `work_ns` of work takes on a shared core (out of line: SMT hosts only).
+#[cold]
+#[inline(never)]
+pub(crate) fn shared_time_for(smt: Option<Smt>, work_ns: u64) -> u64 {
+    smt.map_or(work_ns, |s| s.time_for(work_ns))
+}
+
+impl World {
     /// Before `p` turns busy or idle: the vCPUs running on its siblings are credited
     /// their progress at the speed they had.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn smt_sync_siblings(&mut self, p: PcpuId) {
         if let Some(smt) = self.smt {
             self.smt_sync(smt, p);
         }
     }
 
+    #[cold]
+    #[inline(never)]
     fn smt_sync(&mut self, smt: Smt, p: PcpuId) {
         for q in smt.core_of(p) {
             if q != p.idx() {
@@ -98,13 +106,35 @@ impl World {
 
     /// After `p` turned busy or idle: the work of the vCPUs running on its siblings is
     /// re-timed at their new speed (the step armed at the old one is dropped).
-    #[inline]
+    /// `p` turned busy or idle: every vCPU running on its core learns whether its
+    /// core is now shared (`Vcpu::smt_shared`).
+    #[inline(always)]
+    pub(crate) fn smt_update_core(&mut self, p: PcpuId) {
+        if let Some(smt) = self.smt {
+            self.smt_flags(smt, p);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn smt_flags(&mut self, smt: Smt, p: PcpuId) {
+        for q in smt.core_of(p) {
+            if let Some(w) = self.pcpus[q].cur {
+                let shared = smt.shared(&self.pcpus, self.vcpus[w.idx()].hv);
+                self.vcpus[w.idx()].smt_shared = shared;
+            }
+        }
+    }
+
+    #[inline(always)]
     pub(crate) fn smt_retime_siblings(&mut self, p: PcpuId) {
         if let Some(smt) = self.smt {
             self.smt_retime(smt, p);
         }
     }
 
+    #[cold]
+    #[inline(never)]
     fn smt_retime(&mut self, smt: Smt, p: PcpuId) {
         for q in smt.core_of(p) {
             if q == p.idx() {

@@ -175,6 +175,7 @@ impl World {
         pc.slice_end = Nanos::MAX;
         let mark = pc.cache_loaded_kib;
         let vc = &mut self.vcpus[v.idx()];
+        vc.smt_shared = false;
         vc.gen = vc.gen.wrapping_add(1);
         vc.act = VcpuActivity::Off;
         vc.last_pcpu = Some(p);
@@ -202,6 +203,7 @@ impl World {
             self.runq.wants(v, home, now);
             self.spin_waiter_preempted(v);
         }
+        self.smt_update_core(p);
         self.smt_retime_siblings(p);
     }
 
@@ -308,6 +310,7 @@ impl World {
                 self.locks[l.idx()].lhp_counted = false;
             }
         }
+        self.smt_update_core(p);
         self.process_pending(v);
         self.missed_tick(v);
         self.trace_thread_begin(v);

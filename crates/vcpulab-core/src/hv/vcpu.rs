@@ -102,6 +102,9 @@ pub struct Vcpu {
     /// process's mm CPU mask, the targets of the process's TLB shootdowns.
     /// `NO_MM` before any thread ran and after a lazy vCPU left the mm (leave_mm).
     pub mm: u16,
+    /// Running on an SMT core another busy thread shares: its work goes at the shared
+    /// speed (host/smt.rs).
+    pub smt_shared: bool,
     /// Guest progress resumes here after a dispatch (entry overhead + cache refill).
     pub resume_at: Nanos,
     /// Start of the current progress segment.
@@ -225,6 +228,7 @@ impl Vcpu {
             pending_timer: None,
             mm: NO_MM,
             preempted_in_kernel: false,
+            smt_shared: false,
             in_spin_loop: false,
             dy_eligible: false,
             ple_deadline: Nanos::MAX,

@@ -1058,8 +1058,11 @@ impl HostScheduler for Cfs {
 
     /// vruntime beyond its runqueue's min_vruntime, in CPU time at its weight (with
     /// groups: its VM's group entity on the root).
+    #[inline]
     fn drain_resched(&mut self, out: &mut Vec<PcpuId>) {
-        out.append(&mut self.smt_balance.out);
+        if !self.smt_balance.out.is_empty() {
+            out.append(&mut self.smt_balance.out);
+        }
     }
 
     fn lead_ns(&self, v: VcpuId) -> i64 {

@@ -1219,8 +1219,11 @@ impl HostScheduler for Eevdf {
 
     /// How far the vCPU (with groups: its VM on this pCPU) has run beyond the
     /// runqueue's weighted mean, in CPU time at its weight (minus its lag).
+    #[inline]
     fn drain_resched(&mut self, out: &mut Vec<PcpuId>) {
-        out.append(&mut self.smt_balance.out);
+        if !self.smt_balance.out.is_empty() {
+            out.append(&mut self.smt_balance.out);
+        }
     }
 
     fn lead_ns(&self, v: VcpuId) -> i64 {
