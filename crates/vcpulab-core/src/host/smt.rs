@@ -8,9 +8,10 @@
 //! thread computing, and the guest kernel's paths charged as work); spin budgets, PLE
 //! windows and the hypervisor's costs are wall time, as they are measured in cycles of
 //! a clock that does not slow. The speed changes only when a sibling's busy state
-//! changes: the running siblings' progress is credited at the old speed just before
-//! (`smt_sync_siblings`) and their work re-timed at the new one just after
-//! (`smt_retime_siblings`).
+//! changes (a dispatch or a deschedule on the core): the running siblings' progress
+//! is credited at the old speed just before (`smt_sync_siblings`), each running vCPU's
+//! `smt_shared` flag is updated (`smt_update_core`) and the siblings' work re-timed at
+//! the new speed just after (`smt_retime_siblings`). Without SMT none of it runs.
 
 use crate::guest::thread::ThreadActivity;
 use crate::host::pcpu::Pcpu;
@@ -104,10 +105,9 @@ impl World {
         }
     }
 
-    /// After `p` turned busy or idle: the work of the vCPUs running on its siblings is
-    /// re-timed at their new speed (the step armed at the old one is dropped).
     /// `p` turned busy or idle: every vCPU running on its core learns whether its
-    /// core is now shared (`Vcpu::smt_shared`).
+    /// core is now shared (`Vcpu::smt_shared`, read where progress is credited and
+    /// work is timed).
     #[inline(always)]
     pub(crate) fn smt_update_core(&mut self, p: PcpuId) {
         if let Some(smt) = self.smt {
@@ -126,6 +126,8 @@ impl World {
         }
     }
 
+    /// After `p` turned busy or idle: the work of the vCPUs running on its siblings is
+    /// re-timed at their new speed (the step armed at the old one is dropped).
     #[inline(always)]
     pub(crate) fn smt_retime_siblings(&mut self, p: PcpuId) {
         if let Some(smt) = self.smt {
