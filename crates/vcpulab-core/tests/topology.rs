@@ -81,6 +81,35 @@ fn busy_siblings_share_their_core() {
 }
 
 #[test]
+fn a_polling_sibling_leaves_the_core_to_its_neighbour() {
+    // "work" computes on pCPU 0; "poller" on pCPU 1 (its sibling) mostly idles in
+    // idle=poll, a PAUSE loop that leaves the core to pCPU 0. Computing instead, it
+    // slows pCPU 0 to the shared speed.
+    for sched in ["cfs", "eevdf"] {
+        let text = |load: &str| {
+            format!(
+                "seed = 5\n[run]\nduration = \"5s\"\n[host]\npcpus = 2\n[host.topology]\nthreads_per_core = 2\n[host.scheduler]\nkind = \"{sched}\"\n\
+                 [[vm]]\nname = \"work\"\nvcpus = 1\npin = \"0\"\n[vm.workload]\nmodel = \"program\"\n[[vm.workload.group]]\nthreads = 1\nops = [{{loop = {{n = 10, body = [{{compute = \"50ms\"}}]}}}}]\n\
+                 [[vm]]\nname = \"poller\"\nvcpus = 1\npin = \"1\"\n[vm.guest]\nidle = \"poll\"\n[vm.workload]\n{load}\n"
+            )
+        };
+        let polling = run_toml(&text(
+            "model = \"compute-sleep\"\nparams = { compute = \"10us\", sleep = \"10ms\" }",
+        ));
+        let computing = run_toml(&text("model = \"cpu-bomb\""));
+        let (p, c) = (completion_s(&polling), completion_s(&computing));
+        assert!(
+            (p / 0.5 - 1.0).abs() < 0.01,
+            "{sched}: {p} s beside a poller"
+        );
+        assert!(
+            (c / 0.5 - 1.0 / 0.65).abs() < 0.02,
+            "{sched}: {c} s beside a computing sibling"
+        );
+    }
+}
+
+#[test]
 fn vcpus_spread_over_idle_cores_first() {
     // Two CPU-bound vCPUs on two SMT cores (four pCPUs): placement and balancing put
     // them on different cores, so they run at full speed.

@@ -21,11 +21,15 @@ impl World {
         if poll {
             vc.set_cat(now, VCat::IdlePoll);
             vc.act = VcpuActivity::IdlePoll;
+            // A polling loop's PAUSE leaves the core to its sibling.
+            self.smt_vcpu_busy(v, false);
             return;
         }
         if haltpoll && vc.guest_poll_ns > 0 {
             vc.set_cat(now, VCat::IdlePoll);
             vc.act = VcpuActivity::IdlePoll;
+            self.smt_vcpu_busy(v, false);
+            let vc = &self.vcpus[v.idx()];
             let end = t0 + Nanos(vc.guest_poll_ns);
             self.push_step(v, end);
             return;
@@ -48,6 +52,7 @@ impl World {
         let vc = &mut self.vcpus[v.idx()];
         vc.set_cat(now, VCat::Overhead);
         vc.act = VcpuActivity::Halting;
+        self.smt_vcpu_busy(v, true);
         self.push_step(v, t0 + Nanos(exit));
     }
 

@@ -196,6 +196,7 @@ impl World {
 
     #[inline(always)]
     pub(crate) fn arm_work(&mut self, v: VcpuId, t: ThreadId, t0: Nanos) {
+        self.smt_vcpu_busy(v, true);
         let now = self.now;
         let th = &self.threads[t.idx()];
         let (mut seg, cat) = if th.debt.0 > 0 {
@@ -238,6 +239,8 @@ impl World {
     }
 
     pub(crate) fn arm_spin(&mut self, v: VcpuId, t: ThreadId, t0: Nanos) {
+        // A spin loop's PAUSE leaves the core to its sibling.
+        self.smt_vcpu_busy(v, false);
         let now = self.now;
         let th = &self.threads[t.idx()];
         let budgeted = match th.act {

@@ -31,6 +31,9 @@ pub struct Pcpu {
     /// Hypervisor work done on this pCPU that the next switch-in pays for (CVS's
     /// decision when the spinner yields).
     pub pending_overhead_ns: u64,
+    /// SMT hosts: the thread occupies its core's execution units (host/smt.rs): it
+    /// runs guest work or the hypervisor's paths, not a PAUSE loop or the idle loop.
+    pub smt_busy: bool,
 }
 
 impl Pcpu {

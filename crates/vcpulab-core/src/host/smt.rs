@@ -2,23 +2,27 @@
 //! units, so a thread runs guest work more slowly while another thread of its core is
 //! busy.
 //!
-//! A pCPU is busy while it has a current vCPU (guest code, spinning, the hypervisor's
-//! entry and exit paths, host halt polling); an idle pCPU is in the host's idle loop
-//! (`mwait`/`hlt`), which leaves the core to its sibling. Only guest *work* slows (a
+//! A thread is busy (`Pcpu::smt_busy`) while it runs guest work or the hypervisor's
+//! paths (entry, exit, HLT). A PAUSE loop — a spinning waiter, guest idle=poll or
+//! haltpoll polling, KVM's halt polling — leaves the core to its sibling, which is what
+//! PAUSE is for on SMT cores (Intel's optimization reference manual recommends it in
+//! spin-wait loops so that the spinning thread gives execution resources to the other
+//! thread of its core), and so does the host's idle loop (`mwait`/`hlt`). Only guest
+//! *work* slows (a
 //! thread computing, and the guest kernel's paths charged as work); spin budgets, PLE
 //! windows and the hypervisor's costs are wall time, as they are measured in cycles of
 //! a clock that does not slow. The speed changes only when a sibling's busy state
-//! changes (a dispatch or a deschedule on the core): the running siblings' progress
-//! is credited at the old speed just before (`smt_sync_siblings`), each running vCPU's
-//! `smt_shared` flag is updated (`smt_update_core`) and the siblings' work re-timed at
-//! the new speed just after (`smt_retime_siblings`). Without SMT none of it runs.
+//! changes (`smt_set_busy`: a dispatch, a deschedule, a segment of work, spin or poll
+//! starting): the siblings' progress is credited at the old speed, each running
+//! vCPU's `smt_shared` flag is updated and the siblings' work re-timed at the new
+//! speed. Without SMT none of it runs.
 
 use crate::guest::thread::ThreadActivity;
 use crate::host::pcpu::Pcpu;
 use crate::hv::vcpu::{HvState, VcpuActivity};
 use crate::scenario::TopologyConfig;
 use crate::sim::world::World;
-use crate::sim::PcpuId;
+use crate::sim::{PcpuId, VcpuId};
 
 /// Speeds in 1/65,536ths.
 const ONE: u64 = 1 << 16;
@@ -58,8 +62,7 @@ impl Smt {
         let HvState::Running(p) = hv else {
             return false;
         };
-        self.core_of(p)
-            .any(|q| q != p.idx() && pcpus[q].cur.is_some())
+        self.core_of(p).any(|q| q != p.idx() && pcpus[q].smt_busy)
     }
 
     fn core_of(&self, p: PcpuId) -> std::ops::Range<usize> {
@@ -84,17 +87,46 @@ pub(crate) fn shared_time_for(smt: Option<Smt>, work_ns: u64) -> u64 {
 }
 
 impl World {
-    /// Before `p` turns busy or idle: the vCPUs running on its siblings are credited
-    /// their progress at the speed they had.
+    /// `p` (running its vCPU's work, the hypervisor's paths, or nothing that occupies
+    /// the core) turns `busy` or not: its siblings' progress is credited at the old
+    /// speed, every running vCPU of the core learns whether its core is now shared, and
+    /// the siblings' work is re-timed at the new speed.
     #[inline(always)]
-    pub(crate) fn smt_sync_siblings(&mut self, p: PcpuId) {
+    pub(crate) fn smt_set_busy(&mut self, p: PcpuId, busy: bool) {
         if let Some(smt) = self.smt {
-            self.smt_sync(smt, p);
+            if self.pcpus[p.idx()].smt_busy != busy {
+                self.smt_switch(smt, p, busy);
+            }
+        }
+    }
+
+    /// The running `v` starts something that occupies its core (`busy`: work, an exit)
+    /// or does not (a spin, a poll): `smt_set_busy` on its pCPU.
+    #[inline(always)]
+    pub(crate) fn smt_vcpu_busy(&mut self, v: VcpuId, busy: bool) {
+        if self.smt.is_some() {
+            self.smt_vcpu_switch(v, busy);
         }
     }
 
     #[cold]
     #[inline(never)]
+    fn smt_vcpu_switch(&mut self, v: VcpuId, busy: bool) {
+        if let HvState::Running(p) = self.vcpus[v.idx()].hv {
+            self.smt_set_busy(p, busy);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn smt_switch(&mut self, smt: Smt, p: PcpuId, busy: bool) {
+        self.smt_sync(smt, p);
+        self.pcpus[p.idx()].smt_busy = busy;
+        self.smt_flags(smt, p);
+        self.smt_retime(smt, p);
+    }
+
+    /// The vCPUs running on `p`'s siblings are credited their progress so far.
     fn smt_sync(&mut self, smt: Smt, p: PcpuId) {
         for q in smt.core_of(p) {
             if q != p.idx() {
@@ -105,9 +137,9 @@ impl World {
         }
     }
 
-    /// `p` turned busy or idle: every vCPU running on its core learns whether its
-    /// core is now shared (`Vcpu::smt_shared`, read where progress is credited and
-    /// work is timed).
+    /// A vCPU was dispatched on `p`: it and its siblings learn whether their core is
+    /// now shared (`Vcpu::smt_shared`, read where progress is credited and work is
+    /// timed).
     #[inline(always)]
     pub(crate) fn smt_update_core(&mut self, p: PcpuId) {
         if let Some(smt) = self.smt {
@@ -115,8 +147,7 @@ impl World {
         }
     }
 
-    #[cold]
-    #[inline(never)]
+    /// The running vCPUs of `p`'s core learn whether their core is shared.
     fn smt_flags(&mut self, smt: Smt, p: PcpuId) {
         for q in smt.core_of(p) {
             if let Some(w) = self.pcpus[q].cur {
@@ -126,17 +157,8 @@ impl World {
         }
     }
 
-    /// After `p` turned busy or idle: the work of the vCPUs running on its siblings is
-    /// re-timed at their new speed (the step armed at the old one is dropped).
-    #[inline(always)]
-    pub(crate) fn smt_retime_siblings(&mut self, p: PcpuId) {
-        if let Some(smt) = self.smt {
-            self.smt_retime(smt, p);
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
+    /// The work of the vCPUs running on `p`'s siblings is re-timed at their new speed
+    /// (the step armed at the old one is dropped).
     fn smt_retime(&mut self, smt: Smt, p: PcpuId) {
         for q in smt.core_of(p) {
             if q == p.idx() {

@@ -153,7 +153,6 @@ impl World {
             u.unprotect(p);
         }
         self.sync_progress(v);
-        self.smt_sync_siblings(p);
         if why != StopReason::Blocked {
             self.note_preempted_holder(v);
         }
@@ -203,8 +202,7 @@ impl World {
             self.runq.wants(v, home, now);
             self.spin_waiter_preempted(v);
         }
-        self.smt_update_core(p);
-        self.smt_retime_siblings(p);
+        self.smt_set_busy(p, false);
     }
 
     /// Puts `v` on `p`: entry and switch overhead, cache refill, then the guest runs.
@@ -252,7 +250,6 @@ impl World {
         let migrated = vc.last_pcpu.is_some_and(|lp| lp != p);
         let switched = pc.last_vcpu != Some(v);
 
-        self.smt_sync_siblings(p);
         let pc = &mut self.pcpus[p.idx()];
         pc.pending_overhead_ns = 0;
         pc.cur = Some(v);
@@ -310,12 +307,13 @@ impl World {
                 self.locks[l.idx()].lhp_counted = false;
             }
         }
+        // The entry occupies the core; what the vCPU then runs decides further.
+        self.smt_set_busy(p, true);
         self.smt_update_core(p);
         self.process_pending(v);
         self.missed_tick(v);
         self.trace_thread_begin(v);
         self.vcpu_continue(v);
-        self.smt_retime_siblings(p);
     }
 
     /// `v` leaves its pCPU at `now`: books the re-fetch stall it paid on this run and

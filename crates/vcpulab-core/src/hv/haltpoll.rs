@@ -34,6 +34,8 @@ impl World {
         vc.act = VcpuActivity::HostPoll;
         vc.halted_at = now;
         vc.gen = vc.gen.wrapping_add(1);
+        // KVM's polling loop (cpu_relax: PAUSE) leaves the core to its sibling.
+        self.smt_set_busy(p, false);
         self.push_step(v, now + Nanos(window));
         true
     }
@@ -68,6 +70,7 @@ impl World {
             vc.overhead_until = now + entry;
             vc.resume_at = vc.overhead_until;
             self.pcpus[p.idx()].entry_until = now + entry;
+            self.smt_set_busy(p, true);
         } else {
             self.vms[self.vcpus[v.idx()].vm.idx()].halt_poll_misses += 1;
             let vc = &mut self.vcpus[v.idx()];
