@@ -151,6 +151,46 @@ fn active_balance_separates_siblings_that_never_queue() {
     }
 }
 
+/// One VM with its memory bound to node 1 of a two-node host (pCPUs 0-1 and 2-3), one
+/// thread computing 10 x 50 ms on a vCPU pinned to `pin`, with `footprint_kib`.
+fn bound(footprint_kib: u64, pin: &str) -> String {
+    format!(
+        "seed = 5\n[run]\nduration = \"5s\"\n[host]\npcpus = 4\n[host.topology]\nnuma_nodes = 2\n\
+         [host.scheduler]\nkind = \"cfs\"\nllc_pcpus = 2\n\
+         [[vm]]\nname = \"mem\"\nvcpus = 1\npin = \"{pin}\"\nnuma_node = 1\n[vm.workload]\nmodel = \"program\"\n\
+         footprint_kib = {footprint_kib}\n[[vm.workload.group]]\nthreads = 1\nops = [{{loop = {{n = 10, body = [{{compute = \"50ms\"}}]}}}}]\n"
+    )
+}
+
+#[test]
+fn memory_on_another_node_slows_what_streams_from_it() {
+    // A 64 MiB working set streams capacity misses from memory as it runs: on node 0,
+    // away from its memory, each costs 1.6x: the run slows by
+    // 1 + (4 KiB/us x 150 ns/KiB x 0.6) x (64 MiB - 2.5 MiB) / 64 MiB = 1.346.
+    let local = completion_s(&run_toml(&bound(65_536, "2")));
+    let remote = completion_s(&run_toml(&bound(65_536, "0")));
+    let want = 1.0 + 0.004 * 150.0 * 0.6 * (65_536.0 - 2_560.0) / 65_536.0;
+    assert!(
+        (remote / local - want).abs() < 0.01,
+        "{local} s local, {remote} s remote ({:.3}x, want {want:.3}x)",
+        remote / local
+    );
+    // A working set that fits its share of the cache streams nothing: once fetched, it
+    // runs at full speed on either node (its one re-fetch costs 1.6x, 1.3 ms).
+    let local = completion_s(&run_toml(&bound(1_024, "2")));
+    let remote = completion_s(&run_toml(&bound(1_024, "0")));
+    assert!((remote / local - 1.0).abs() < 0.003, "{local} vs {remote}");
+    // Unbound memory is local everywhere.
+    let unbound = completion_s(&run_toml(
+        &bound(65_536, "0").replace("numa_node = 1\n", ""),
+    ));
+    let local = completion_s(&run_toml(&bound(65_536, "2")));
+    assert!(
+        (unbound / local - 1.0).abs() < 0.001,
+        "{unbound} vs {local}"
+    );
+}
+
 #[test]
 fn topologies_a_scheduler_cannot_honour_are_refused() {
     let base = compute("cfs", 8, 2, "", "");
@@ -181,6 +221,16 @@ fn topologies_a_scheduler_cannot_honour_are_refused() {
     let e = err(&["host.topology.sibling_busy_speed=0"]);
     assert!(e.contains("sibling_busy_speed"), "{e}");
     assert!(err(&["host.topology.numa_nodes=2", "host.scheduler.llc_pcpus=4"]).is_empty());
+    let e = err(&["vm.0.numa_node=1"]);
+    assert!(
+        e.contains("vm.0.numa_node") && e.contains("expected 0 to 0"),
+        "{e}"
+    );
+    let e = err(&["host.topology.remote_memory_ratio=0.5"]);
+    assert!(
+        e.contains("remote_memory_ratio") && e.contains("1 to 10"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -57,9 +57,11 @@ impl World {
         vc.refill_left_ns -= stall;
         vc.refill_ns += stall;
         el = progress;
-        if vc.smt_shared {
-            // A core shared with a busy sibling does less work in the time.
-            el = crate::host::smt::shared_progress(self.smt, el);
+        if vc.slow != 0 {
+            // A core shared with a busy sibling, or memory on another node: less work
+            // in the time (host/speed.rs).
+            let speed = crate::host::speed::slowed(self.smt, self.vms[vm].remote_speed, vc.slow);
+            el = crate::host::speed::progress(speed, el);
         }
         let d = el.min(th.debt.0);
         th.debt.0 -= d;
@@ -218,8 +220,10 @@ impl World {
         };
         let vc = &self.vcpus[v.idx()];
         let refill_left = vc.refill_left_ns;
-        if vc.smt_shared {
-            seg = crate::host::smt::shared_time_for(self.smt, seg);
+        if vc.slow != 0 {
+            let speed =
+                crate::host::speed::slowed(self.smt, self.vms[th.vm.idx()].remote_speed, vc.slow);
+            seg = crate::host::speed::time_for(speed, seg);
         }
         // Work is slower while the vCPU re-fetches its working set.
         seg = self

@@ -169,6 +169,17 @@ impl Footprint {
     /// KiB a context of `footprint_kib` streams through the cache beyond its resident
     /// part while running `ran_ns` (a footprint larger than the cache keeps missing on
     /// its overflow — native capacity misses — and so keeps loading the cache).
+    /// KiB per ns a running context streams through the cache beyond what it keeps
+    /// resident (its capacity misses), uncapped.
+    pub fn streamed_kib_per_ns(&self, prof: &CacheProfile) -> f64 {
+        let resident = self.resident_kib(prof);
+        if !self.enabled || prof.load_cap_kib <= resident {
+            return 0.0;
+        }
+        let overflow = (prof.load_cap_kib - resident) as f64 / prof.load_cap_kib as f64;
+        prof.touch_kib_per_us / 1e3 * overflow
+    }
+
     pub fn streamed_kib(&self, prof: &CacheProfile, ran_ns: u64) -> u64 {
         let resident = self.resident_kib(prof);
         if !self.enabled || prof.load_cap_kib <= resident {

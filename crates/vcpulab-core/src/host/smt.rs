@@ -14,7 +14,7 @@
 //! a clock that does not slow. The speed changes only when a sibling's busy state
 //! changes (`smt_set_busy`: a dispatch, a deschedule, a segment of work, spin or poll
 //! starting): the siblings' progress is credited at the old speed, each running
-//! vCPU's `smt_shared` flag is updated and the siblings' work re-timed at the new
+//! vCPU's `SLOW_SMT` flag is updated and the siblings' work re-timed at the new
 //! speed. Without SMT none of it runs.
 
 use crate::guest::thread::ThreadActivity;
@@ -24,8 +24,7 @@ use crate::scenario::TopologyConfig;
 use crate::sim::world::World;
 use crate::sim::{PcpuId, VcpuId};
 
-/// Speeds in 1/65,536ths.
-const ONE: u64 = 1 << 16;
+use crate::host::speed::{ONE, SLOW_SMT};
 
 #[derive(Clone, Copy, Debug)]
 pub struct Smt {
@@ -43,17 +42,9 @@ impl Smt {
         })
     }
 
-    /// Work done in `core_ns` of a shared core (rounded down).
-    #[inline]
-    pub fn progress(&self, core_ns: u64) -> u64 {
-        (core_ns as u128 * self.shared_speed as u128 / ONE as u128) as u64
-    }
-
-    /// Time on a shared core `work_ns` of work takes (rounded up: `progress` of it is
-    /// at least `work_ns`).
-    #[inline]
-    pub fn time_for(&self, work_ns: u64) -> u64 {
-        (work_ns as u128 * ONE as u128).div_ceil(self.shared_speed as u128) as u64
+    /// A thread's speed while another thread of its core is busy (host/speed.rs).
+    pub fn shared_speed(&self) -> u64 {
+        self.shared_speed
     }
 
     /// Whether a vCPU in state `hv` runs on a core another busy thread shares.
@@ -70,20 +61,6 @@ impl Smt {
         let lo = p.idx() / t * t;
         lo..lo + t
     }
-}
-
-/// Work done in `core_ns` on a shared core (out of line: SMT hosts only).
-#[cold]
-#[inline(never)]
-pub(crate) fn shared_progress(smt: Option<Smt>, core_ns: u64) -> u64 {
-    smt.map_or(core_ns, |s| s.progress(core_ns))
-}
-
-/// Time `work_ns` of work takes on a shared core (out of line: SMT hosts only).
-#[cold]
-#[inline(never)]
-pub(crate) fn shared_time_for(smt: Option<Smt>, work_ns: u64) -> u64 {
-    smt.map_or(work_ns, |s| s.time_for(work_ns))
 }
 
 impl World {
@@ -138,7 +115,7 @@ impl World {
     }
 
     /// A vCPU was dispatched on `p`: it and its siblings learn whether their core is
-    /// now shared (`Vcpu::smt_shared`, read where progress is credited and work is
+    /// now shared (`Vcpu::slow`'s `SLOW_SMT`, read where progress is credited and work is
     /// timed).
     #[inline(always)]
     pub(crate) fn smt_update_core(&mut self, p: PcpuId) {
@@ -152,7 +129,8 @@ impl World {
         for q in smt.core_of(p) {
             if let Some(w) = self.pcpus[q].cur {
                 let shared = smt.shared(&self.pcpus, self.vcpus[w.idx()].hv);
-                self.vcpus[w.idx()].smt_shared = shared;
+                let vc = &mut self.vcpus[w.idx()];
+                vc.slow = (vc.slow & !SLOW_SMT) | if shared { SLOW_SMT } else { 0 };
             }
         }
     }
@@ -187,18 +165,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn time_for_then_progress_covers_the_work() {
+    fn the_shared_speed_is_the_configured_fraction() {
         let smt = Smt::new(&TopologyConfig {
             threads_per_core: 2,
             ..TopologyConfig::default()
         })
         .expect("SMT");
-        for w in [1, 2, 3, 999, 1_000_003, 123_456_789] {
-            let t = smt.time_for(w);
-            assert!(smt.progress(t) >= w, "{w}");
-            assert!(smt.progress(t - 1) < w, "{w}: {t} is not the least");
-        }
-        assert!(smt.progress(1_000_000).abs_diff(650_000) < 10);
+        let p = crate::host::speed::progress(smt.shared_speed(), 1_000_000);
+        assert!(p.abs_diff(650_000) < 10, "{p}");
         assert!(Smt::new(&TopologyConfig::default()).is_none());
     }
 }

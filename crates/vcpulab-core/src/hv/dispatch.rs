@@ -174,7 +174,7 @@ impl World {
         pc.slice_end = Nanos::MAX;
         let mark = pc.cache_loaded_kib;
         let vc = &mut self.vcpus[v.idx()];
-        vc.smt_shared = false;
+        vc.slow = 0;
         vc.gen = vc.gen.wrapping_add(1);
         vc.act = VcpuActivity::Off;
         vc.last_pcpu = Some(p);
@@ -246,7 +246,18 @@ impl World {
         } else {
             0
         };
-        let refill_left = self.cache.refill_ns(&prof, missing);
+        let mut refill_left = self.cache.refill_ns(&prof, missing);
+        // Memory bound to another node: the re-fetch comes from remote memory.
+        let remote = self.numa.is_some_and(|n| {
+            self.vms[vm.idx()]
+                .mem_node
+                .is_some_and(|m| m != n.node_of(p))
+        });
+        if remote {
+            refill_left = self
+                .numa
+                .map_or(refill_left, |n| n.remote_refill(refill_left));
+        }
         let migrated = vc.last_pcpu.is_some_and(|lp| lp != p);
         let switched = pc.last_vcpu != Some(v);
 
@@ -295,6 +306,11 @@ impl World {
         vc.refill_left_ns = refill_left;
         vc.refill_at_dispatch_ns = refill_left;
         vc.woke_from_halt = false;
+        vc.slow = if remote {
+            crate::host::speed::SLOW_NUMA
+        } else {
+            0
+        };
         vc.switches += switched as u64;
         vc.migrations += migrated as u64;
         // The category is set by the guest below; until then it is overhead anyway

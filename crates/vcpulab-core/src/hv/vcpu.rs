@@ -102,9 +102,10 @@ pub struct Vcpu {
     /// process's mm CPU mask, the targets of the process's TLB shootdowns.
     /// `NO_MM` before any thread ran and after a lazy vCPU left the mm (leave_mm).
     pub mm: u16,
-    /// Running on an SMT core another busy thread shares: its work goes at the shared
-    /// speed (host/smt.rs).
-    pub smt_shared: bool,
+    /// Why its work runs below full speed (host/speed.rs): `SLOW_SMT`, on an SMT core
+    /// another busy thread shares (host/smt.rs); `SLOW_NUMA`, on a pCPU outside the
+    /// NUMA node its VM's memory is bound to (host/numa.rs). 0: full speed.
+    pub slow: u8,
     /// Guest progress resumes here after a dispatch (entry overhead + cache refill).
     pub resume_at: Nanos,
     /// Start of the current progress segment.
@@ -228,7 +229,7 @@ impl Vcpu {
             pending_timer: None,
             mm: NO_MM,
             preempted_in_kernel: false,
-            smt_shared: false,
+            slow: 0,
             in_spin_loop: false,
             dy_eligible: false,
             ple_deadline: Nanos::MAX,

@@ -78,6 +78,10 @@ pub struct Vm {
     pub name: String,
     /// Its NIC's index in `World::nics`, if it receives datagrams.
     pub nic: Option<u32>,
+    /// The NUMA node its memory is bound to, and its vCPUs' work speed away from it
+    /// (host/numa.rs, host/speed.rs; `speed::ONE` when not bound).
+    pub mem_node: Option<u32>,
+    pub remote_speed: u64,
     pub cap: Option<f64>,
     pub model: String,
     pub footprint_kib: u64,

@@ -182,6 +182,12 @@ pub struct TopologyConfig {
     /// al., "Hyper-Threading Technology Architecture and Microarchitecture", Intel
     /// Technology Journal 6(1), 2002: up to 30%).
     pub sibling_busy_speed: f64,
+    /// Remote over local memory latency, for a VM whose memory is bound to another
+    /// node (`vm.numa_node`): the cache model's per-KiB fetch cost is this much higher.
+    /// 1.6, assumed: between the idle-latency ratios measured on two-socket servers
+    /// (about 1.5) and the relative distance their firmware reports (ACPI SLIT 21 against
+    /// 10 local).
+    pub remote_memory_ratio: f64,
 }
 impl Default for TopologyConfig {
     fn default() -> Self {
@@ -189,6 +195,7 @@ impl Default for TopologyConfig {
             threads_per_core: 1,
             numa_nodes: 1,
             sibling_busy_speed: 0.65,
+            remote_memory_ratio: 1.6,
         }
     }
 }
@@ -1091,6 +1098,12 @@ pub struct VmConfig {
     /// Its network device, used by `net_recv` (guest/nic.rs).
     #[serde(default)]
     pub nic: NicConfig,
+    /// The NUMA node its memory is bound to (libvirt's `<numatune><memory
+    /// mode='strict' nodeset='N'/>`): a vCPU running on another node's pCPU fetches
+    /// from remote memory (host/numa.rs). Unset: not bound, modelled as local wherever
+    /// the vCPU runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa_node: Option<u32>,
     pub workload: WorkloadSpec,
 }
 

@@ -530,6 +530,27 @@ fn validate_topology(sc: &Scenario) -> Result<(), ScenarioError> {
             ),
         ));
     }
+    range_f(
+        "host.topology.remote_memory_ratio",
+        t.remote_memory_ratio,
+        1.0,
+        10.0,
+        "",
+    )?;
+    for (i, vm) in sc.vm.iter().enumerate() {
+        if let Some(n) = vm.numa_node {
+            if n >= t.numa_nodes {
+                return Err(ScenarioError::new(
+                    format!("vm.{i}.numa_node"),
+                    format!(
+                        "{n} is not allowed with host.topology.numa_nodes = {}; expected 0 to {}",
+                        t.numa_nodes,
+                        t.numa_nodes - 1
+                    ),
+                ));
+            }
+        }
+    }
     if t.threads_per_core == 1 && t.numa_nodes == 1 {
         return Ok(());
     }

@@ -91,6 +91,8 @@ pub struct World {
     pub pcpus: Vec<Pcpu>,
     /// Hardware threads sharing cores (host/smt.rs); `None`: one thread per core.
     pub smt: Option<crate::host::smt::Smt>,
+    /// VMs' memory bound to NUMA nodes (host/numa.rs); `None`: none is.
+    pub numa: Option<crate::host::numa::Numa>,
     pub vms: Vec<Vm>,
     pub vcpus: Vec<Vcpu>,
     pub threads: Vec<Thread>,
@@ -272,7 +274,21 @@ impl World {
                 queued: 0,
                 gleaner,
                 nic,
+                mem_node: vc.numa_node,
+                remote_speed: crate::host::speed::ONE,
             });
+        }
+        let numa = crate::host::numa::Numa::new(
+            npcpu,
+            sc.host.topology.numa_nodes,
+            sc.host.topology.remote_memory_ratio,
+            vms.iter().any(|v| v.mem_node.is_some()),
+        );
+        if let Some(n) = numa {
+            let fp = Footprint::new(&sc.host.cache);
+            for vm in vms.iter_mut().filter(|v| v.mem_node.is_some()) {
+                vm.remote_speed = n.remote_speed(&fp, &vm.cache);
+            }
         }
         let setup = SchedSetup {
             pcpus: npcpu,
@@ -295,6 +311,7 @@ impl World {
             tlb: Tlb::new(&sc.host.cache, sc.run.mode != crate::scenario::Mode::Native),
             pcpus: (0..npcpu).map(|_| Pcpu::new()).collect(),
             smt: crate::host::smt::Smt::new(&sc.host.topology),
+            numa,
             vms,
             vcpus,
             threads,
