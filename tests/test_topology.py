@@ -1,5 +1,6 @@
-"""SMT and NUMA through the Python API: the example runs, the report names its
-topology, SMT slows a shared core, and a scheduler that cannot honour SMT is refused."""
+"""SMT and NUMA through the Python API: the examples run, the report names its
+topology, SMT slows a shared core, remote memory slows a vCPU away from it, and what
+cannot be honoured is refused."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import vcpulab
 from conftest import ROOT, needs_core
 
 SMT_HOST = ROOT / "scenarios/examples/smt-host.toml"
+NUMA_HOST = ROOT / "scenarios/examples/numa-host.toml"
 
 
 @needs_core
@@ -29,3 +31,12 @@ def test_smt_under_xen_credit_is_refused_naming_the_key() -> None:
         vcpulab.run(SMT_HOST, overrides=["host.scheduler.kind=credit"])
     with pytest.raises(vcpulab.ScenarioError, match="whole LLCs"):
         vcpulab.run(SMT_HOST, overrides=["host.topology.numa_nodes=2"])
+
+
+@needs_core
+def test_vcpus_away_from_their_memory_run_slower() -> None:
+    home = vcpulab.run(NUMA_HOST)
+    crossed = vcpulab.run(NUMA_HOST, overrides=["vm.0.pin=8-15", "vm.1.pin=0-7"])
+    assert 1.3 < crossed.end_ns / home.end_ns < 1.4
+    with pytest.raises(vcpulab.ScenarioError, match=r"vm\.0\.numa_node"):
+        vcpulab.run(NUMA_HOST, overrides=["vm.0.numa_node=2"])
