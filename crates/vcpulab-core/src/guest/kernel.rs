@@ -30,12 +30,30 @@ pub struct ObjBases {
 impl World {
     /// Credits the running vCPU's current thread with the progress made since its
     /// segment started (work done, or spin budget used).
+    #[inline]
     pub(crate) fn sync_progress(&mut self, v: VcpuId) {
+        self.sync_progress_at::<false>(v);
+    }
+
+    /// `sync_progress` of a vCPU whose work runs below full speed (host/speed.rs): out
+    /// of line, so that the common case carries nothing for it.
+    #[cold]
+    #[inline(never)]
+    fn sync_progress_slowed(&mut self, v: VcpuId) {
+        self.sync_progress_at::<true>(v);
+    }
+
+    #[inline(always)]
+    fn sync_progress_at<const SLOWED: bool>(&mut self, v: VcpuId) {
         let now = self.now;
         let vc = &mut self.vcpus[v.idx()];
         let Some(t) = vc.cur else { return };
         if !vc.is_running() || vc.act != VcpuActivity::Thread || now <= vc.seg_start {
             return;
+        }
+        if !SLOWED && vc.slow != 0 {
+            // (Nothing changed yet: the slowed variant starts over.)
+            return self.sync_progress_slowed(v);
         }
         let mut el = (now - vc.seg_start).0;
         vc.seg_start = now;
@@ -57,7 +75,7 @@ impl World {
         vc.refill_left_ns -= stall;
         vc.refill_ns += stall;
         el = progress;
-        if vc.slow != 0 {
+        if SLOWED {
             // A core shared with a busy sibling, or memory on another node: less work
             // in the time (host/speed.rs).
             let speed = crate::host::speed::slowed(self.smt, self.vms[vm].remote_speed, vc.slow);
@@ -196,9 +214,24 @@ impl World {
         }
     }
 
+    /// Arms `v`'s next step: the end of `t`'s current work (or of its guest time
+    /// slice), at `t0` onwards.
     #[inline(always)]
     pub(crate) fn arm_work(&mut self, v: VcpuId, t: ThreadId, t0: Nanos) {
+        self.arm_work_at::<false>(v, t, t0);
+    }
+
+    /// `arm_work` on an SMT host or for a vCPU whose work runs below full speed
+    /// (host/speed.rs): out of line, so that the common case carries nothing for it.
+    #[cold]
+    #[inline(never)]
+    fn arm_work_slowed(&mut self, v: VcpuId, t: ThreadId, t0: Nanos) {
         self.smt_vcpu_busy(v, true);
+        self.arm_work_at::<true>(v, t, t0);
+    }
+
+    #[inline(always)]
+    fn arm_work_at<const SLOWED: bool>(&mut self, v: VcpuId, t: ThreadId, t0: Nanos) {
         let now = self.now;
         let th = &self.threads[t.idx()];
         let (mut seg, cat) = if th.debt.0 > 0 {
@@ -219,8 +252,12 @@ impl World {
             )
         };
         let vc = &self.vcpus[v.idx()];
+        if !SLOWED && (vc.slow != 0 || self.smt.is_some()) {
+            // (Nothing changed yet: the slowed variant starts over.)
+            return self.arm_work_slowed(v, t, t0);
+        }
         let refill_left = vc.refill_left_ns;
-        if vc.slow != 0 {
+        if SLOWED && vc.slow != 0 {
             let speed =
                 crate::host::speed::slowed(self.smt, self.vms[th.vm.idx()].remote_speed, vc.slow);
             seg = crate::host::speed::time_for(speed, seg);
