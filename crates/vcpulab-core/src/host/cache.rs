@@ -144,7 +144,7 @@ impl Footprint {
 
     /// Splits `wall` ns of a running context's work time into (progress, re-fetch
     /// stall), the stall at most `refill_left`.
-    #[inline]
+    #[inline(always)]
     pub fn split_elapsed(&self, prof: &CacheProfile, wall: u64, refill_left: u64) -> (u64, u64) {
         if refill_left == 0 {
             return (wall, 0);

@@ -216,10 +216,12 @@ impl Cfs {
         }
     }
 
+    #[inline]
     fn group_ent(&self, p: usize, vm: usize) -> EntId {
         self.nv + self.slots.of(p as u32, vm)
     }
 
+    #[inline]
     fn group_rq(&self, p: usize, vm: usize) -> RqId {
         self.np as usize + self.slots.of(p as u32, vm) as usize
     }
