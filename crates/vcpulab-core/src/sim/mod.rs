@@ -2,6 +2,7 @@
 
 pub(crate) mod build;
 pub mod ids;
+pub(crate) mod prefetch;
 pub mod queue;
 pub mod rng;
 pub mod time;

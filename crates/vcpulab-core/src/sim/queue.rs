@@ -104,6 +104,23 @@ impl<E: Copy> EventQueue<E> {
         Some(out)
     }
 
+    /// The event most likely to come after the one `pop` just returned: the smaller of
+    /// the root's children (a later push may still come first). A hint for prefetching,
+    /// never for deciding anything.
+    #[inline]
+    pub fn peek_following(&self) -> Option<E> {
+        if !self.root_popped {
+            return None;
+        }
+        let h = self.heap.as_slice();
+        // The heap is a max-heap of reversed keys: the larger entry is the earlier event.
+        match (h.get(1), h.get(2)) {
+            (Some(a), Some(b)) => Some(if a.key <= b.key { a.ev } else { b.ev }),
+            (Some(a), None) => Some(a.ev),
+            _ => None,
+        }
+    }
+
     pub fn peek_time(&mut self) -> Option<Nanos> {
         self.settle();
         self.heap.peek().map(|e| Nanos(e.time()))

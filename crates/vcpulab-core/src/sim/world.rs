@@ -142,6 +142,9 @@ pub struct World {
     pub stop: Option<StopCause>,
     pub limit: Nanos,
     pub warmup: Nanos,
+    /// Prefetch the next events' records (sim/prefetch.rs): a host large enough that
+    /// they miss the caches. A speed hint only: results do not depend on it.
+    pub(crate) prefetch_records: bool,
     pub(crate) resched_buf: Vec<PcpuId>,
     /// pCPUs the host scheduler asked to reschedule (drained after its decisions).
     pub(crate) sched_resched: Vec<PcpuId>,
@@ -352,6 +355,7 @@ impl World {
             stop: None,
             limit: sc.run.duration.0,
             warmup: sc.run.warmup.0,
+            prefetch_records: nvcpus >= crate::sim::prefetch::PREFETCH_MIN_VCPUS,
             resched_buf: Vec::new(),
             sched_resched: Vec::new(),
             frag: crate::host::frag::FragMeter::new(npcpu as usize),
@@ -533,6 +537,12 @@ impl World {
         self.start();
         while let Some((t, ev)) = self.q.pop() {
             self.now = t;
+            if self.prefetch_records {
+                self.prefetch_reached(ev);
+                if let Some(next) = self.q.peek_following() {
+                    self.prefetch_event(next);
+                }
+            }
             let live = self.dispatch_event(ev);
             if live {
                 self.events += 1;
