@@ -29,6 +29,7 @@
 //! access profile (host/access.rs `AccessProfile::coupling`) where it has one.
 
 use crate::scenario::{CacheConfig, CacheModel};
+use crate::sim::round::round_u64;
 
 /// One context's parameters of the eviction-and-refetch model.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -119,14 +120,14 @@ impl Footprint {
             None => resident,
             Some(e) => {
                 let frac = (e as f64 / self.capacity_kib as f64).min(1.0);
-                missing + ((resident - missing) as f64 * frac).round() as u64
+                missing + round_u64((resident - missing) as f64 * frac)
             }
         }
     }
 
     /// Stall to re-fetch `kib`.
     pub fn refill_ns(&self, prof: &CacheProfile, kib: u64) -> u64 {
-        (kib as f64 * prof.refill_ns_per_kib).round() as u64
+        round_u64(kib as f64 * prof.refill_ns_per_kib)
     }
 
     /// Wall time a running context needs for `progress` ns of work with `refill_left`

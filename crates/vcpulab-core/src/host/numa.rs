@@ -14,6 +14,7 @@
 
 use crate::host::cache::{CacheProfile, Footprint};
 use crate::host::speed::ONE;
+use crate::sim::round::round_u64;
 use crate::sim::PcpuId;
 
 #[derive(Clone, Copy, Debug)]
@@ -37,7 +38,7 @@ impl Numa {
 
     /// A re-fetch of `local_ns` from remote memory.
     pub fn remote_refill(&self, local_ns: u64) -> u64 {
-        (local_ns as f64 * self.ratio).round() as u64
+        round_u64(local_ns as f64 * self.ratio)
     }
 
     /// The speed of a remote vCPU's work: its streamed capacity misses cost

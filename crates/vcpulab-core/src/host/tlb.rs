@@ -7,6 +7,7 @@
 //! left (a run of t µs loads t × rate pages), against the TLB's capacity.
 
 use crate::scenario::{CacheConfig, CacheModel};
+use crate::sim::round::round_u64;
 
 /// Memory references of one page walk natively (4-level table).
 pub const WALK_REFS_NATIVE: u64 = 4;
@@ -61,7 +62,7 @@ impl Tlb {
             Some(e) => (e as f64 / self.entries as f64).min(1.0),
         };
         let misses = self.resume_pages.min(self.entries) as f64 * frac;
-        (misses * self.walk_refs as f64 * self.walk_ref_ns).round() as u64
+        round_u64(misses * self.walk_refs as f64 * self.walk_ref_ns)
     }
 }
 

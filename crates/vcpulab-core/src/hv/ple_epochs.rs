@@ -17,6 +17,7 @@
 use crate::hv::vcpu::{VCat, Vcpu};
 use crate::metrics::series::Thinned;
 use crate::scenario::{PleConfig, PlePolicy};
+use crate::sim::round::round_u64;
 use crate::sim::world::World;
 use crate::sim::{Nanos, VcpuId, VmId};
 use serde::Serialize;
@@ -157,7 +158,7 @@ impl World {
         let windows: Vec<u64> = vcpus.filter_map(|i| self.ple.window(VcpuId(i))).collect();
         let o = std::mem::take(&mut self.ple_epochs.open[vm.idx()]);
         let cpu = cpu_now.saturating_sub(o.start_cpu_ns);
-        let spin = (o.window_sum as f64 / self.clock_ghz).round() as u64;
+        let spin = round_u64(o.window_sum as f64 / self.clock_ghz);
         let inefficiency = if cpu > 0 {
             (spin + o.handling_ns) as f64 / cpu as f64
         } else {

@@ -5,6 +5,7 @@ pub mod ids;
 pub(crate) mod prefetch;
 pub mod queue;
 pub mod rng;
+pub mod round;
 pub mod time;
 pub mod world;
 

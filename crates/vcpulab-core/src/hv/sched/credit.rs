@@ -62,7 +62,8 @@ pub struct Credit {
     credit_balance: i64,
     /// Per VM: its vCPUs, in order (accounting visits each VM's vCPUs).
     vm_vcpus: Vec<Vec<u32>>,
-    /// Per VM: active vCPUs (scratch space of `acct`).
+    /// Per VM: its active vCPUs, kept as vCPUs become active (`catch_up`) and stop
+    /// earning (`acct`), so the accounting pass need not count them.
     active_count: Vec<i64>,
 }
 
@@ -167,7 +168,10 @@ impl Credit {
         if s.pri == Pri::Boost {
             s.pri = Pri::Under;
         }
-        s.active = true;
+        if !s.active {
+            s.active = true;
+            self.active_count[self.setup.vcpu_vm[c.idx()].idx()] += 1;
+        }
     }
 
     /// Marks `v` as `p`'s running vCPU from `now`.
@@ -247,12 +251,11 @@ impl Credit {
         let nvm = self.setup.vm_weight.len();
         let period = self.slice.0 as i64;
         let mut active_count = std::mem::take(&mut self.active_count);
-        for (d, c) in active_count.iter_mut().enumerate() {
-            *c = self.vm_vcpus[d]
+        debug_assert!(active_count.iter().enumerate().all(|(d, &c)| c
+            == self.vm_vcpus[d]
                 .iter()
                 .filter(|&&i| self.svc[i as usize].active)
-                .count() as i64;
-        }
+                .count() as i64));
         let weight_total: i64 = (0..nvm)
             .filter(|&d| active_count[d] > 0)
             .map(|d| self.setup.vm_weight[d] as i64)
@@ -268,7 +271,8 @@ impl Credit {
         }
         let mut weight_left = weight_total;
         let mut balance = 0i64;
-        for (d, &active) in active_count.iter().enumerate() {
+        for d in 0..nvm {
+            let active = active_count[d];
             if active == 0 {
                 continue;
             }
@@ -313,6 +317,7 @@ impl Credit {
                         // Upper bound: stops earning, credit halved.
                         s.active = false;
                         s.credit /= 2;
+                        active_count[d] -= 1;
                     }
                 }
                 balance += s.credit;
@@ -320,11 +325,14 @@ impl Credit {
         }
         self.credit_balance = balance;
         self.active_count = active_count;
-        // csched_runq_sort: stable re-sort of every runqueue by priority.
-        for p in 0..self.pcpus.len() {
-            let mut q = std::mem::take(&mut self.pcpus[p].runq);
-            q.sort_by_key(|v| std::cmp::Reverse(self.svc[v.idx()].pri));
-            self.pcpus[p].runq = q;
+        // csched_runq_sort: stable re-sort of every runqueue by priority. Most are in
+        // order already (a stable sort leaves them as they are): checked first.
+        let svc = &self.svc;
+        let key = |v: &VcpuId| std::cmp::Reverse(svc[v.idx()].pri);
+        for pc in &mut self.pcpus {
+            if !pc.runq.is_sorted_by_key(key) {
+                pc.runq.sort_by_key(key);
+            }
         }
     }
 }
