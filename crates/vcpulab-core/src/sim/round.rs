@@ -14,7 +14,7 @@ const WHOLE_FROM: f64 = 4_503_599_627_370_496.0;
 pub fn round_u64(x: f64) -> u64 {
     // Whole already (or infinite, or NaN): the conversion alone is exact (and
     // saturating, as `as` is).
-    if !(x < WHOLE_FROM) {
+    if x.is_nan() || x >= WHOLE_FROM {
         return x as u64;
     }
     // Below 2^52: `t` is x truncated toward zero (0 for negatives) and `x - t` is its

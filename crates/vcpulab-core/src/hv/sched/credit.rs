@@ -271,8 +271,8 @@ impl Credit {
         }
         let mut weight_left = weight_total;
         let mut balance = 0i64;
-        for d in 0..nvm {
-            let active = active_count[d];
+        for (d, count) in active_count.iter_mut().enumerate() {
+            let active = *count;
             if active == 0 {
                 continue;
             }
@@ -317,7 +317,7 @@ impl Credit {
                         // Upper bound: stops earning, credit halved.
                         s.active = false;
                         s.credit /= 2;
-                        active_count[d] -= 1;
+                        *count -= 1;
                     }
                 }
                 balance += s.credit;
@@ -564,6 +564,61 @@ mod tests {
         c2.pcpus[0].curr = Some(me);
         c2.put_prev(PcpuId(0), me, StopReason::Preempted, Nanos(1_000));
         assert_eq!(c2.pcpus[0].runq, vec![under, me, over1, over2]);
+    }
+
+    fn recount_active(c: &Credit) -> Vec<i64> {
+        c.vm_vcpus
+            .iter()
+            .map(|vs| vs.iter().filter(|&&i| c.svc[i as usize].active).count() as i64)
+            .collect()
+    }
+
+    proptest::proptest! {
+        /// The per-VM active counts kept as vCPUs change match a count from scratch
+        /// after any sequence of wake-ups, stops, picks and accounting periods.
+        #[test]
+        fn active_counts_kept_match_a_recount(
+            ops in proptest::collection::vec((0u8..4, 0usize..6, 0u8..3, 1u64..2_000_000), 1..200)
+        ) {
+            let setup = SchedSetup {
+                pcpus: 2,
+                threads_per_core: 1,
+                numa_nodes: 1,
+                vcpu_vm: (0..6).map(|i| VmId(i / 3)).collect(),
+                vcpu_mask: vec![CpuMask::all(2); 6],
+                vm_weight: vec![256, 512],
+                vm_cap: vec![None, Some(50.0)],
+            };
+            let mut c = Credit::new(&CreditParams::default(), setup);
+            let mut now = Nanos::ZERO;
+            let mut resched = Vec::new();
+            for (op, x, why, dt) in ops {
+                now = Nanos(now.0 + dt);
+                let p = PcpuId((x % 2) as u32);
+                match op {
+                    0 => {
+                        let v = VcpuId(x as u32);
+                        if c.svc[x].blocked {
+                            c.enqueue_wake(v, now);
+                        }
+                    }
+                    1 => {
+                        if let Some(v) = c.pcpus[p.idx()].curr {
+                            let why = [StopReason::Preempted, StopReason::Yielded, StopReason::Blocked]
+                                [why as usize];
+                            c.put_prev(p, v, why, now);
+                        }
+                    }
+                    2 => {
+                        if c.pcpus[p.idx()].curr.is_none() {
+                            c.pick_next(p, now);
+                        }
+                    }
+                    _ => c.global_tick(now, &mut resched),
+                }
+                proptest::prop_assert_eq!(recount_active(&c), c.active_count.clone());
+            }
+        }
     }
 
     #[test]
