@@ -207,8 +207,18 @@ def test_cli_sweep_json_and_results(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
 
 
-def test_reproduce_quick_smoke(tmp_path: Path) -> None:
-    res = cli("reproduce", "all", "--quick", "--out", str(tmp_path / "rep"))
+@pytest.fixture(scope="module")
+def quick_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One results store for the two commands that run every reproduction quick: the
+    second reuses the first's points (what `--store` is for), the reports are still
+    built and checked by each."""
+    return tmp_path_factory.mktemp("quick") / "results.sqlite"
+
+
+def test_reproduce_quick_smoke(tmp_path: Path, quick_store: Path) -> None:
+    res = cli(
+        "reproduce", "all", "--quick", "--out", str(tmp_path / "rep"), "--store", str(quick_store)
+    )
     assert res.returncode == 0, res.stderr
     for exp in ("examples-weights", "examples-xen-slice"):
         assert f"{exp}: " in res.stdout
@@ -231,9 +241,9 @@ def test_reproduce_quick_smoke(tmp_path: Path) -> None:
         assert column in header
 
 
-def test_validate_quick_writes_both_reports(tmp_path: Path) -> None:
+def test_validate_quick_writes_both_reports(tmp_path: Path, quick_store: Path) -> None:
     docs = tmp_path / "docs"
-    res = cli("validate", "--quick", "--docs", str(docs))
+    res = cli("validate", "--quick", "--docs", str(docs), "--store", str(quick_store))
     assert res.returncode == 0, res.stderr
     md = (docs / "validation.md").read_text()
     assert "| figure | published | simulated | verdict |" in md

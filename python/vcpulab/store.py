@@ -302,8 +302,13 @@ class ResultsStore:
         return [_point(r) for r in self._db.execute("SELECT * FROM points ORDER BY created_at")]
 
     def sweeps(self) -> list[dict[str, Any]]:
+        return self._sweeps_where("", ())
+
+    def _sweeps_where(self, where: str, args: tuple[Any, ...]) -> list[dict[str, Any]]:
+        """Sweeps with their point counts; `where` filters the sweeps before the join,
+        so finding one sweep does not count the points of every other."""
         rows = self._db.execute(
-            """
+            f"""
             SELECT s.*,
                    COUNT(sp.idx) AS planned,
                    SUM(CASE WHEN p.status='ok' THEN 1 ELSE 0 END) AS ok,
@@ -312,14 +317,19 @@ class ResultsStore:
             FROM sweeps s
             LEFT JOIN sweep_points sp ON sp.sweep_id = s.id
             LEFT JOIN points p ON p.key = sp.key
+            {where}
             GROUP BY s.id
             ORDER BY s.created_at
-            """
+            """,
+            args,
         ).fetchall()
         return [_sweep(r) for r in rows]
 
     def find_sweep(self, prefix: str) -> dict[str, Any]:
-        matches = [s for s in self.sweeps() if s["id"].startswith(prefix.lower())]
+        # Ids are lowercase hex: a prefix match by range uses the primary key's index
+        # (LIKE would scan, and '%'/'_' in the prefix would be wildcards).
+        lo = prefix.lower()
+        matches = self._sweeps_where("WHERE s.id >= ? AND s.id < ?", (lo, lo + "\U0010ffff"))
         if not matches:
             raise StoreError(f"no sweep with id {prefix!r} in {self.path}")
         if len(matches) > 1:
