@@ -45,3 +45,33 @@ def test_point_key_depends_on_the_core() -> None:
     assert point_key("a", 1, "0.1.0+aaaa") != point_key("a", 1, "0.1.0+bbbb")
     assert point_key("a", 1, "0.1.0+aaaa") != point_key("a", 1)
     assert point_key("a", 1, "0.1.0+aaaa") == point_key("a", 1, "0.1.0+aaaa")
+
+
+def test_find_sweep_by_prefix_counts_only_its_own_points(tmp_path: Path) -> None:
+    import pytest
+
+    from vcpulab.store import StoreError
+
+    with ResultsStore(tmp_path / "r.sqlite") as db:
+        for sid, keys in (("ab12", ["p1", "p2"]), ("ab34", ["p3"]), ("cd56", ["p4"])):
+            db.register_sweep(
+                sid,
+                name=sid,
+                source="f.toml",
+                scenario="text",
+                overrides=[],
+                grid=[("k", [str(i) for i in range(len(keys))])],
+                seeds=[1],
+                table="vms",
+                points=[(i, k, {"k": str(i)}, 1) for i, k in enumerate(keys)],
+            )
+        for k in ("p1", "p2", "p3", "p4"):
+            db.record(k, seed=1, resolved=k, status="ok", report="{}")
+        found = db.find_sweep("AB1")
+        assert (found["id"], found["planned"], found["ok"]) == ("ab12", 2, 2)
+        assert db.find_sweep("cd56")["planned"] == 1
+        with pytest.raises(StoreError, match="ambiguous"):
+            db.find_sweep("ab")
+        for missing in ("ab5", "a%", "a_", "zz", "cd567"):
+            with pytest.raises(StoreError, match="no sweep"):
+                db.find_sweep(missing)
