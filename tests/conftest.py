@@ -33,21 +33,42 @@ def default_sigint() -> None:
 Rows = list[dict[str, str]]
 
 
-def reproduce_quick(ids: tuple[str, ...], out: Path) -> dict[str, tuple[str, Rows]]:
-    """`vcpulab reproduce ID --quick` for each id into `out`: each writes its CSV, text
-    and JSON; returns each one's stdout and CSV rows."""
+@pytest.fixture(scope="session")
+def quick_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One results store for every test that runs reproductions quick: a point any of
+    them ran is reused by the others (what `--store` is for, and a point is the same
+    report whether run or reused: runs are deterministic). Each test still runs its
+    `reproduce`/`validate` command and checks the outputs it writes."""
+    return tmp_path_factory.mktemp("quick") / "results.sqlite"
+
+
+def reproduce_quick(ids: tuple[str, ...], out: Path, store: Path) -> dict[str, tuple[str, Rows]]:
+    """`vcpulab reproduce ID... --quick` for `ids` into `out`, in one command with the
+    shared results store: each writes its CSV, plot, text and JSON; returns each one's
+    lines of the output and CSV rows."""
     import csv
 
     from test_core import cli
 
+    res = cli("reproduce", *ids, "--quick", "--out", str(out), "--store", str(store))
+    assert res.returncode == 0, res.stderr
+    # Each reproduction prints its verdict line ("ID: …") and what it wrote.
+    lines: dict[str, list[str]] = {}
+    current: str | None = None
+    for line in res.stdout.splitlines():
+        head = line.split(": ", 1)[0]
+        if head in ids:
+            current = head
+            lines.setdefault(head, [])
+        if current is not None:
+            lines[current].append(line)
     results: dict[str, tuple[str, Rows]] = {}
     for exp_id in ids:
-        res = cli("reproduce", exp_id, "--quick", "--out", str(out))
-        assert res.returncode == 0, res.stderr
-        for ext in ("csv", "txt", "json"):
+        assert exp_id in lines, (exp_id, res.stdout)
+        for ext in ("csv", "png", "txt", "json"):
             assert (out / f"{exp_id}.{ext}").is_file(), (exp_id, ext)
         with (out / f"{exp_id}.csv").open(newline="") as f:
-            results[exp_id] = (res.stdout, list(csv.DictReader(f)))
+            results[exp_id] = ("\n".join(lines[exp_id]) + "\n", list(csv.DictReader(f)))
     return results
 
 

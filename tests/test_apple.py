@@ -7,13 +7,12 @@ within APPLE's bounds, APPLE's epochs stepping by at most two deltas).
 
 from __future__ import annotations
 
-import csv
 import itertools
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, core_available, needs_core
+from conftest import ROOT, core_available, needs_core, reproduce_quick
 
 IDS = (
     "apple-window-sweep",
@@ -26,22 +25,11 @@ Rows = dict[str, dict[str, str]]
 
 
 @pytest.fixture(scope="module")
-def reproduced(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Rows]:
+def reproduced(tmp_path_factory: pytest.TempPathFactory, quick_store: Path) -> dict[str, Rows]:
     if not core_available():
         pytest.skip("vcpulab._core is not built")
-    from test_core import cli
-
-    out = tmp_path_factory.mktemp("apple")
-    tables: dict[str, Rows] = {}
-    for exp_id in IDS:
-        res = cli("reproduce", exp_id, "--quick", "--out", str(out))
-        assert res.returncode == 0, res.stderr
-        assert f"{exp_id}: " in res.stdout
-        for ext in ("csv", "png", "txt", "json"):
-            assert (out / f"{exp_id}.{ext}").is_file(), (exp_id, ext)
-        with (out / f"{exp_id}.csv").open(newline="") as f:
-            tables[exp_id] = {r["quantity"]: r for r in csv.DictReader(f)}
-    return tables
+    done = reproduce_quick(IDS, tmp_path_factory.mktemp("apple"), quick_store)
+    return {exp_id: {r["quantity"]: r for r in rows} for exp_id, (_, rows) in done.items()}
 
 
 def _f(rows: Rows, key: str) -> float:

@@ -9,14 +9,13 @@ bad configurations are refused with exit 2 naming the key.
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, core_available, needs_core
+from conftest import ROOT, core_available, needs_core, reproduce_quick
 
 IDS = ("cache-pollution-2to1", "cache-policies-2to1", "cache-policies-4to1")
 MIX2 = ROOT / "scenarios" / "cache" / "mix2.toml"
@@ -59,22 +58,12 @@ def test_bad_study_configuration_is_refused(override: str, key: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def reproduced(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Rows]:
+def reproduced(tmp_path_factory: pytest.TempPathFactory, quick_store: Path) -> dict[str, Rows]:
     if not core_available():
         pytest.skip("vcpulab._core is not built")
-    from test_core import cli
-
     out: Path = tmp_path_factory.mktemp("cache")
-    tables: dict[str, Rows] = {}
-    for exp_id in IDS:
-        res = cli("reproduce", exp_id, "--quick", "--out", str(out))
-        assert res.returncode == 0, res.stderr
-        assert f"{exp_id}: " in res.stdout
-        for ext in ("csv", "png", "txt", "json"):
-            assert (out / f"{exp_id}.{ext}").is_file(), (exp_id, ext)
-        with (out / f"{exp_id}.csv").open(newline="") as f:
-            tables[exp_id] = {r["point"]: r for r in csv.DictReader(f)}
-    return tables
+    done = reproduce_quick(IDS, out, quick_store)
+    return {exp_id: {r["point"]: r for r in rows} for exp_id, (_, rows) in done.items()}
 
 
 @needs_core

@@ -52,16 +52,20 @@ def one_error_line(err: str) -> str:
         (["sweep", "{s}", "--grid", "x.y"], "x.y"),
         (["sweep", "{s}", "--grid", "bad.key=1,2"], "bad.key"),
         (["reproduce", "no-such-figure"], "no-such-figure"),
+        # Every id is checked before the first one runs (nothing written below).
+        (["reproduce", "examples-weights", "no-such-figure", "--out", "{out}"], "no-such"),
         (["results", "show", "zzz", "--store", "{missing}"], "missing.toml"),
         (["bogus-command"], "bogus-command"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(argv, needle, scenario, tmp_path, capsys) -> None:
-    argv = [a.format(s=scenario, missing=tmp_path / "missing.toml") for a in argv]
+    out = tmp_path / "out"
+    argv = [a.format(s=scenario, missing=tmp_path / "missing.toml", out=out) for a in argv]
     assert main(argv) == 2
     captured = capsys.readouterr()
     assert needle in one_error_line(captured.err)
     assert "Traceback" not in captured.err
+    assert not out.exists()
 
 
 def test_run_human_and_json(scenario, capsys) -> None:

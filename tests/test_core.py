@@ -207,14 +207,6 @@ def test_cli_sweep_json_and_results(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
 
 
-@pytest.fixture(scope="module")
-def quick_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One results store for the two commands that run every reproduction quick: the
-    second reuses the first's points (what `--store` is for), the reports are still
-    built and checked by each."""
-    return tmp_path_factory.mktemp("quick") / "results.sqlite"
-
-
 def test_reproduce_quick_smoke(tmp_path: Path, quick_store: Path) -> None:
     res = cli(
         "reproduce", "all", "--quick", "--out", str(tmp_path / "rep"), "--store", str(quick_store)

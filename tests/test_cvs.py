@@ -3,13 +3,12 @@ their outputs; the framework side (published ranges, coding of the best algorith
 
 from __future__ import annotations
 
-import csv
 import math
 from pathlib import Path
 
 import pytest
 
-from conftest import core_available, needs_core
+from conftest import core_available, needs_core, reproduce_quick
 
 IDS = ("cvs-vor", "cvs-bomb-oltp", "cvs-bomb-kernbench", "cvs-bomb-npb", "cvs-overhead")
 
@@ -17,21 +16,14 @@ Rows = list[dict[str, str]]
 
 
 @pytest.fixture(scope="module")
-def reproduced(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, Rows, Path]]:
+def reproduced(
+    tmp_path_factory: pytest.TempPathFactory, quick_store: Path
+) -> dict[str, tuple[str, Rows, Path]]:
     if not core_available():
         pytest.skip("vcpulab._core is not built")
-    from test_core import cli
-
     out = tmp_path_factory.mktemp("cvs")
-    results: dict[str, tuple[str, Rows, Path]] = {}
-    for exp_id in IDS:
-        res = cli("reproduce", exp_id, "--quick", "--out", str(out))
-        assert res.returncode == 0, res.stderr
-        for ext in ("csv", "png", "txt", "json"):
-            assert (out / f"{exp_id}.{ext}").is_file(), (exp_id, ext)
-        with (out / f"{exp_id}.csv").open(newline="") as f:
-            results[exp_id] = (res.stdout, list(csv.DictReader(f)), out)
-    return results
+    done = reproduce_quick(IDS, out, quick_store)
+    return {exp_id: (stdout, rows, out) for exp_id, (stdout, rows) in done.items()}
 
 
 def _f(row: dict[str, str], key: str) -> float:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import csv
 import math
 from pathlib import Path
 
 import pytest
 
-from conftest import core_available, needs_core
+from conftest import core_available, needs_core, reproduce_quick
 
 Rows = list[dict[str, str]]
 
@@ -28,18 +27,10 @@ def out_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def reproduced(out_dir: Path) -> dict[str, tuple[str, Rows]]:
+def reproduced(out_dir: Path, quick_store: Path) -> dict[str, tuple[str, Rows]]:
     if not core_available():
         pytest.skip("vcpulab._core is not built")
-    from test_core import cli
-
-    done: dict[str, tuple[str, Rows]] = {}
-    for study in STUDIES:
-        res = cli("reproduce", study, "--quick", "--out", str(out_dir))
-        assert res.returncode == 0, f"{study}: {res.stderr}"
-        with (out_dir / f"{study}.csv").open(newline="") as f:
-            done[study] = (res.stdout, list(csv.DictReader(f)))
-    return done
+    return reproduce_quick(STUDIES, out_dir, quick_store)
 
 
 def _f(row: dict[str, str], key: str) -> float:

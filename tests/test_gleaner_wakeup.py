@@ -26,13 +26,15 @@ TOLERANCE = 0.25
 
 
 @pytest.fixture(scope="module")
-def reproduced(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Rows]:
+def reproduced(tmp_path_factory: pytest.TempPathFactory, quick_store: Path) -> tuple[str, Rows]:
     if not core_available():
         pytest.skip("vcpulab._core is not built")
     from test_core import cli
 
     out = tmp_path_factory.mktemp("rep")
-    res = cli("reproduce", "gleaner-wakeup", "--quick", "--out", str(out))
+    res = cli(
+        "reproduce", "gleaner-wakeup", "--quick", "--out", str(out), "--store", str(quick_store)
+    )
     assert res.returncode == 0, res.stderr
     for ext in ("csv", "png", "txt", "json"):
         assert (out / f"gleaner-wakeup.{ext}").is_file(), ext

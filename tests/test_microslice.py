@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from conftest import Rows, core_available, csv_float, needs_core, reproduce_quick
@@ -17,10 +19,12 @@ IDS = (
 
 
 @pytest.fixture(scope="module")
-def reproduced(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, Rows]]:
+def reproduced(
+    tmp_path_factory: pytest.TempPathFactory, quick_store: Path
+) -> dict[str, tuple[str, Rows]]:
     if not core_available():
         pytest.skip("vcpulab._core is not built")
-    return reproduce_quick(IDS, tmp_path_factory.mktemp("microslice"))
+    return reproduce_quick(IDS, tmp_path_factory.mktemp("microslice"), quick_store)
 
 
 _f = csv_float

@@ -3,6 +3,8 @@ paper's platform against the paper, and report today's platform beside it."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from conftest import Rows, core_available, csv_float, needs_core, reproduce_quick
@@ -11,10 +13,12 @@ IDS = ("modern-gleaner", "modern-apple")
 
 
 @pytest.fixture(scope="module")
-def reproduced(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, Rows]]:
+def reproduced(
+    tmp_path_factory: pytest.TempPathFactory, quick_store: Path
+) -> dict[str, tuple[str, Rows]]:
     if not core_available():
         pytest.skip("vcpulab._core is not built")
-    return reproduce_quick(IDS, tmp_path_factory.mktemp("modern"))
+    return reproduce_quick(IDS, tmp_path_factory.mktemp("modern"), quick_store)
 
 
 _f = csv_float

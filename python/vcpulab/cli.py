@@ -498,7 +498,15 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     from vcpulab.executors import make_executor
     from vcpulab.experiments import get, registry, run_experiment
 
-    exps = list(registry().values()) if args.id == "all" else [get(args.id)]
+    # Every id is checked before anything runs: a typo in the last one does not cost
+    # the runs of the others.
+    exps = list(
+        {
+            exp.id: exp
+            for name in args.id
+            for exp in (registry().values() if name == "all" else [get(name)])
+        }.values()
+    )
     executor = make_executor(args.executor, args.jobs)
     status = 0
     try:
@@ -707,7 +715,11 @@ def build_parser() -> CliParser:
 
     for name, helptext in (("reproduce", "reproduce a published figure (ID or all)"),):
         p = sub.add_parser(name, help=helptext)
-        p.add_argument("id", help="experiment id (see `vcpulab list experiments`) or all")
+        p.add_argument(
+            "id",
+            nargs="+",
+            help="experiment ids (see `vcpulab list experiments`), or all",
+        )
         p.add_argument("--quick", action="store_true", help="fewer seeds, shorter runs")
         p.add_argument("--out", default="out/reproduce", help="output folder")
         p.add_argument("--jobs", "-j", type=int)
