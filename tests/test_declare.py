@@ -180,3 +180,22 @@ def test_published_values_computed_from_the_simulation_and_filtered() -> None:
 def test_unknown_over_reducer_is_refused() -> None:
     with pytest.raises(ValueError, match=r"Over\.how: 'median' \(allowed: mean, max, min"):
         Over([Mean(WORK_Q, at="a")], "median")
+
+
+def test_split_takes_each_subset_once_and_the_same_rows() -> None:
+    from vcpulab.experiments.declare import _Split
+
+    frame = _frame()
+    labels = frame[POINT_COLUMN].astype(str)
+    split = _Split(frame, labels)
+    at_a = split.at("a")
+    # The rows a mask gives, in the same order, and the same object when asked again.
+    pd.testing.assert_frame_equal(at_a, frame[labels == "a"])
+    assert split.at("a") is at_a and split.at(None) is frame
+    seeds = split.seeds("b")
+    assert [s for s, _ in seeds] == [0, 1]
+    for seed, run in seeds:
+        want = frame[(labels == "b") & (frame["seed"] == seed)]
+        pd.testing.assert_frame_equal(run, want)
+    assert split.seeds("b") is seeds
+    assert split.seeds("nowhere") == []

@@ -236,6 +236,34 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not math.isnan(float(value))
 
 
+class _Split:
+    """A frame's rows at each series label, and those rows per seed, each taken once:
+    the cells of a table ask for the same few subsets again and again, and taking rows
+    out of a wide frame is most of a reproduction's analysis time. The subsets are the
+    rows a boolean mask and a sorted groupby give (same rows, same order), so every
+    value computed from them is the same."""
+
+    def __init__(self, rows: pd.DataFrame, series: pd.Series) -> None:
+        self.rows = rows
+        self.series = series
+        self._at: dict[str | None, pd.DataFrame] = {}
+        self._seeds: dict[str | None, list[tuple[int, pd.DataFrame]]] = {}
+
+    def at(self, name: str | None) -> pd.DataFrame:
+        if name not in self._at:
+            rows = self.rows
+            self._at[name] = rows if name is None else rows[self.series[rows.index] == name]
+        return self._at[name]
+
+    def seeds(self, name: str | None) -> list[tuple[int, pd.DataFrame]]:
+        if name not in self._seeds:
+            self._seeds[name] = [
+                (int(cast(int, seed)), run)
+                for seed, run in self.at(name).groupby("seed", sort=True)
+            ]
+        return self._seeds[name]
+
+
 class _Context:
     """One evaluation of a reproduction's frame: its point labels, and the rows so far."""
 
@@ -257,6 +285,7 @@ class _Context:
         self.main: list[dict[str, Any]] = []
         self.cells: dict[Any, tuple[float, float]] = {}
         """Cells already computed: rows and summaries name the same cell many times."""
+        self.split = _Split(frame, self.labels)
 
     def ran(self, ref: Any) -> bool:
         """Whether every point `ref` names (recursively) ran."""
@@ -439,25 +468,29 @@ class Repro:
             order = list(dict.fromkeys(row.tolist()))
         return order, row, series
 
-    def _per_seed(self, rows: pd.DataFrame, q: Quantity) -> dict[int, float]:
-        return {int(cast(int, seed)): q.of(run) for seed, run in rows.groupby("seed", sort=True)}
-
     def _cell(
-        self, cell: Mean | Ratio | CI | Seeds | Pooled, rows: pd.DataFrame, series: pd.Series
+        self,
+        cell: Mean | Ratio | CI | Seeds | Pooled,
+        rows: pd.DataFrame,
+        series: pd.Series,
+        split: _Split | None = None,
     ) -> tuple[float, float]:
-        def at(name: str | None) -> pd.DataFrame:
-            return rows if name is None else rows[series[rows.index] == name]
+        split = split if split is not None else _Split(rows, series)
+        at = split.at
+
+        def per_seed(name: str | None, q: Quantity) -> dict[int, float]:
+            return {seed: q.of(run) for seed, run in split.seeds(name)}
 
         if isinstance(cell, Seeds):
             return float(at(cell.at)["seed"].nunique()), math.nan
         if isinstance(cell, Pooled):
             return float(cell.q.of(at(cell.at))), math.nan
         if isinstance(cell, CI):
-            return mean_ci(list(self._per_seed(at(cell.at), cell.q).values()))[1], math.nan
+            return mean_ci(list(per_seed(cell.at, cell.q).values()))[1], math.nan
         if isinstance(cell, Mean):
-            mean, half, _ = mean_ci(list(self._per_seed(at(cell.at), cell.q).values()))
+            mean, half, _ = mean_ci(list(per_seed(cell.at, cell.q).values()))
             return (float(int(mean)) if cell.as_int and not math.isnan(mean) else mean), half
-        a, b = self._per_seed(at(cell.of), cell.q), self._per_seed(at(cell.to), cell.q)
+        a, b = per_seed(cell.of, cell.q), per_seed(cell.to, cell.q)
         if cell.paired:
             ratios = [a[s] / b[s] for s in sorted(set(a) & set(b)) if b[s] > 0]
             mean, half, _ = mean_ci(ratios)
@@ -483,7 +516,7 @@ class Repro:
         """A reference's value (and CI half-width, NaN if none) over the whole frame."""
         if isinstance(ref, Mean | Ratio | CI | Seeds | Pooled):
             if ref not in ctx.cells:
-                ctx.cells[ref] = self._cell(ref, ctx.frame, ctx.labels)
+                ctx.cells[ref] = self._cell(ref, ctx.frame, ctx.labels, ctx.split)
             return ctx.cells[ref]
         if isinstance(ref, Derived):
             return ref.fn(record), math.nan
@@ -578,6 +611,7 @@ class Repro:
         out = []
         for index, key in enumerate(order):
             rows = frame[row_key == key]
+            split = _Split(rows, series)
             record: dict[str, Any] = {"x": self._x(key, index)}
             for name, cell in cells.items():
                 if cell is SIMULATED_CELL:
@@ -585,7 +619,7 @@ class Repro:
                         record["simulated"] = self.simulated.fn(record)
                         continue
                     assert self.simulated is not None
-                    value, half = self._cell(self.simulated, rows, series)
+                    value, half = self._cell(self.simulated, rows, series, split)
                     record["simulated"] = value
                     if self._gives_ci(self.simulated):
                         record["simulated_ci95"] = half
@@ -597,7 +631,7 @@ class Repro:
                     first = {c: rows[c].iloc[0] for c in rows.columns} if len(rows) else {}
                     record[name] = cell.fmt.format(key=key, **first)
                     continue
-                value, half = self._cell(cell, rows, series)
+                value, half = self._cell(cell, rows, series, split)
                 if isinstance(cell, Seeds) or (isinstance(cell, Mean) and cell.as_int):
                     record[name] = int(value)
                 else:
