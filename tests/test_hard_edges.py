@@ -3,6 +3,7 @@ naming what is wrong and exit status 2 — no traceback, no abort, no hang, no e
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -229,13 +230,24 @@ def test_large_sweeps_ask_first() -> None:
 @pytest.mark.parametrize(
     ("name", "needle"),
     [
-        ("cpuset-200.toml", "128"),
         ("nan-haltpoll.toml", "haltpoll_max_us"),
         ("name-bool.toml", "vm.0.name"),
     ],
 )
 def test_impossible_values_are_refused(name: str, needle: str) -> None:
     one_line_error(vcpulab("run", str(EDGES / name)), needle)
+
+
+@needs_core
+def test_a_cpuset_past_vcpu_128_runs_its_threads_there() -> None:
+    # A 200-vCPU VM with cpuset "150-199" once ran its threads on vCPUs 22-25 (the set
+    # wrapped at 128 bits); then it was refused; now its four threads run on 150-153.
+    p = vcpulab("run", str(EDGES / "cpuset-200.toml"), "--json")
+    assert p.returncode == 0, p.stderr
+    busy = [v["vcpu"] for v in json.loads(p.stdout)["vcpus"] if v["user_ns"] > 0]
+    assert busy and all(150 <= v <= 199 for v in busy), busy
+    p = vcpulab("run", str(EDGES / "cpuset-200.toml"), "--set", 'vm.0.guest.cpuset="150-200"')
+    one_line_error(p, "vm.0.guest.cpuset", "vCPU 200")
 
 
 @needs_core

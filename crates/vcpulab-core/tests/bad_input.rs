@@ -137,3 +137,64 @@ fn a_ple_action_the_scheduler_cannot_do_is_refused() {
         .collect();
     assert!(resolve(OK, &o, None).is_ok());
 }
+
+/// `count = 0` leaves a VM out (a sweep over co-runners can start from none); leaving
+/// every VM out is the empty scenario's error, and a count past 1,024 is refused.
+#[test]
+fn a_vm_of_count_zero_is_left_out() {
+    let two = "[host]\npcpus = 2\n[[vm]]\nname = \"a\"\nvcpus = 2\nworkload = { model = \"matmul\" }\n[[vm]]\nname = \"b\"\nvcpus = 1\nworkload = { model = \"cpu-bomb\" }\n";
+    let names = |overrides: &[&str]| -> Vec<String> {
+        let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+        let sc = resolve(two, &o, None).expect("resolves");
+        sc.vm
+            .iter()
+            .map(|v| v.name.clone().unwrap_or_default())
+            .collect()
+    };
+    assert_eq!(names(&[]), ["a", "b"]);
+    assert_eq!(names(&["vm.1.count=0"]), ["a"]);
+    assert_eq!(names(&["vm.0.count=0"]), ["b"]);
+    assert_eq!(names(&["vm.1.count=2"]), ["a", "b-0", "b-1"]);
+    let e = err(two, &["vm.0.count=0", "vm.1.count=0"]);
+    assert!(e.contains("no VM"), "{e}");
+    let e = err(two, &["vm.1.count=1025"]);
+    assert!(
+        e.starts_with("vm.1.count") && e.contains("0 (leave the VM out) to 1024"),
+        "{e}"
+    );
+}
+
+/// Guest cpusets name vCPUs past 128 on large VMs, in `guest.cpuset` and in the
+/// `cpuset` operation (a 128-bit set once wrapped vCPU 150 onto 22).
+#[test]
+fn cpusets_reach_vcpus_past_128() {
+    use vcpulab_core::metrics::report::{scenario_hash, Report};
+    use vcpulab_core::sim::world::World;
+    let busy = |text: &str| -> Vec<u32> {
+        let sc = resolve(text, &[], None).expect("resolves");
+        let mut w = World::new(&sc).expect("builds");
+        let cause = w.run();
+        let r = Report::build(&sc, &w, cause, scenario_hash(&sc));
+        r.vcpus
+            .iter()
+            .filter(|v| v.time.user_ns > 0)
+            .map(|v| v.vcpu)
+            .collect()
+    };
+    let guest = "[run]\nduration = \"50ms\"\n[host]\npcpus = 4\n[[vm]]\nvcpus = 200\nguest = {cpuset = \"150-199\"}\nworkload = {model = \"cpu-bomb\", threads = 4}\n";
+    assert_eq!(busy(guest), [150, 151, 152, 153]);
+    let op = "[run]\nduration = \"50ms\"\n[host]\npcpus = 8\n[[vm]]\nvcpus = 200\n[vm.workload]\nmodel = \"program\"\n[[vm.workload.group]]\nthreads = 2\nops = [{cpuset = \"130-131\"}, {loop = {n = \"forever\", body = [{compute = \"100us\"}, {count = 1}]}}]\n";
+    let b = busy(op);
+    assert!(
+        !b.is_empty() && b.iter().all(|v| (130..=131).contains(v)),
+        "{b:?}"
+    );
+    let e = err(
+        "[host]\npcpus = 4\n[[vm]]\nvcpus = 200\nguest = {cpuset = \"150-200\"}\nworkload = {model = \"cpu-bomb\"}\n",
+        &[],
+    );
+    assert!(
+        e.starts_with("vm.0.guest.cpuset") && e.contains("vCPU 200"),
+        "{e}"
+    );
+}

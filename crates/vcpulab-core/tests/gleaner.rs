@@ -195,3 +195,16 @@ fn a_run_too_short_for_the_controller_says_so() {
     let retention = run_with(&mutex_vm(4, "retention", ""), &["run.duration=30ms"]);
     assert!(retention.warnings.is_empty(), "{:?}", retention.warnings);
 }
+
+/// A VM past 128 vCPUs: Gleaner's cpuset covers all of them, and consolidation takes the
+/// highest-numbered vCPUs out first (the cpuset was 128 bits wide, and larger VMs were
+/// refused).
+#[test]
+fn consolidation_works_on_a_vm_past_128_vcpus() {
+    let text = mutex_vm(160, "gleaner", "").replace("duration = \"1s\"", "duration = \"300ms\"");
+    let r = run_toml(&text);
+    let vm = &r.vms[0];
+    assert!(vm.gleaner_deactivations > 0, "no deactivation");
+    assert!(vm.active_vcpus_min < 160, "min {}", vm.active_vcpus_min);
+    assert!(r.gleaner.iter().all(|g| g.active_vcpus <= 160));
+}

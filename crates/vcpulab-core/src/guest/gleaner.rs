@@ -17,6 +17,7 @@
 
 use crate::guest::consolidation::{Controller, Decision, Measurement, Thresholds, VcpuSample};
 use crate::guest::thread::{Thread, ThreadState};
+use crate::host::cpumask::CpuMask;
 use crate::hv::vcpu::VCat;
 use crate::metrics::series::Thinned;
 use crate::scenario::{CostTable, GleanerConfig, GleanerMode};
@@ -252,7 +253,7 @@ impl World {
             return false;
         };
         let (mode, timeout, sleep, max_sleep) = (g.mode, g.timeout_ns, g.sleep_ns, g.max_sleep_ns);
-        if mode == GleanerMode::Gleaner && self.vms[vm].cpuset >> i & 1 == 0 {
+        if mode == GleanerMode::Gleaner && !self.vms[vm].cpuset.contains(i as u32) {
             // Deactivated: block until the controller needs this vCPU again.
             if let Some(g) = self.vms[vm].gleaner.as_mut() {
                 g.yielders[i].parked = true;
@@ -347,7 +348,7 @@ impl World {
                 .map(|(c, s)| c.saturating_sub(s))
                 .collect();
             st.snap = cur;
-            if cpuset >> i & 1 == 1 {
+            if cpuset.contains(i) {
                 samples.push(VcpuSample {
                     work_ns: d[0],
                     idle_ns: d[1],
@@ -390,21 +391,25 @@ impl World {
         }
         let interval = g.interval;
         self.vms[m].gleaner = Some(g);
-        let full = if n >= 128 {
-            u128::MAX
-        } else {
-            (1u128 << n) - 1
-        };
-        let active = cpuset & full;
+        let full = CpuMask::all(n);
+        let active = cpuset.and(full);
         match decision {
             Decision::Keep => {}
-            Decision::Deactivate if active.count_ones() > 1 => {
-                let last = 127 - active.leading_zeros();
-                self.gleaner_set_cpuset(m, active & !(1u128 << last));
+            Decision::Deactivate if active.count() > 1 => {
+                // The highest-numbered active vCPU leaves.
+                let mut fewer = active;
+                if let Some(last) = active.last() {
+                    fewer.remove(last);
+                }
+                self.gleaner_set_cpuset(m, fewer);
             }
             Decision::Restore if active != full => {
-                let next = (!active & full).trailing_zeros();
-                self.gleaner_set_cpuset(m, active | 1u128 << next);
+                // The lowest-numbered inactive vCPU comes back.
+                let mut more = active;
+                if let Some(next) = (0..n).find(|&i| !active.contains(i)) {
+                    more.insert(next);
+                }
+                self.gleaner_set_cpuset(m, more);
             }
             Decision::Deactivate | Decision::Restore => {}
             Decision::ReactivateAll => self.gleaner_set_cpuset(m, full),
@@ -416,12 +421,12 @@ impl World {
 
     /// Applies a new workload cpuset: threads leave deactivated vCPUs, those vCPUs'
     /// yielding threads park, newly active vCPUs' yielding threads wake up.
-    fn gleaner_set_cpuset(&mut self, vm: usize, mask: u128) {
+    fn gleaner_set_cpuset(&mut self, vm: usize, mask: CpuMask) {
         let now = self.now;
         self.set_cpuset(vm, mask, NO_VCPU);
         let (first, n) = (self.vms[vm].first_vcpu, self.vms[vm].nvcpus);
         if let Some(g) = self.vms[vm].gleaner.as_mut() {
-            g.set_active(now, mask.count_ones());
+            g.set_active(now, mask.count());
         }
         for i in 0..n {
             let v = VcpuId(first + i);
@@ -432,7 +437,7 @@ impl World {
             else {
                 continue;
             };
-            let allowed = mask >> i & 1 == 1;
+            let allowed = mask.contains(i);
             let running = self.vcpus[v.idx()].is_running();
             let cur_is_yielder = self.vcpus[v.idx()].cur == Some(y);
             if !allowed {

@@ -4,6 +4,7 @@
 
 use crate::guest::sync::Flow;
 use crate::guest::thread::{Micro, ThreadState};
+use crate::host::cpumask::CpuMask;
 use crate::sim::world::{Ev, StopCause, World};
 use crate::sim::{LockId, Nanos, ThreadId, VcpuId};
 use crate::workload::program::Instr;
@@ -163,14 +164,9 @@ impl World {
                     Instr::Cpuset(mask) => {
                         let vm = th.vm.idx();
                         let n = self.vms[vm].nvcpus;
-                        let mask = mask
-                            & if n >= 128 {
-                                u128::MAX
-                            } else {
-                                (1u128 << n) - 1
-                            };
-                        if mask != 0 {
-                            let leaves = mask >> (v.0 - self.vms[vm].first_vcpu) & 1 == 0;
+                        let mask = mask.and(CpuMask::all(n));
+                        if !mask.is_empty() {
+                            let leaves = !mask.contains(v.0 - self.vms[vm].first_vcpu);
                             if leaves {
                                 // This thread's own vCPU is left out: it moves too.
                                 self.guest_preempt(v, t);

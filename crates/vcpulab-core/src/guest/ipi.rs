@@ -75,7 +75,7 @@ impl World {
     fn select_wake_vcpu(&self, t: ThreadId) -> VcpuId {
         let th = &self.threads[t.idx()];
         let vm = &self.vms[th.vm.idx()];
-        let allowed = |v: VcpuId| vm.cpuset >> (v.0 - vm.first_vcpu) & 1 == 1;
+        let allowed = |v: VcpuId| vm.cpuset.contains(v.0 - vm.first_vcpu);
         let prev = th.vcpu;
         let n = vm.nvcpus;
         let at = |i: usize| VcpuId(vm.first_vcpu + i as u32);

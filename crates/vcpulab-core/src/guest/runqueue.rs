@@ -6,6 +6,7 @@
 //! due reschedule takes effect is guest/preempt.rs's.
 
 use crate::guest::thread::{ThreadActivity, ThreadState};
+use crate::host::cpumask::CpuMask;
 use crate::hv::irq::{Delivered, Irq};
 use crate::sim::world::World;
 use crate::sim::{Nanos, ThreadId, VcpuId};
@@ -68,7 +69,7 @@ impl World {
     pub(crate) fn guest_pull(&mut self, v: VcpuId) {
         let vm = self.vcpus[v.idx()].vm.idx();
         let m = &self.vms[vm];
-        if m.queued == 0 || !m.guest.load_balance || m.cpuset >> (v.0 - m.first_vcpu) & 1 == 0 {
+        if m.queued == 0 || !m.guest.load_balance || !m.cpuset.contains(v.0 - m.first_vcpu) {
             return;
         }
         let busiest = (m.first_vcpu..m.first_vcpu + m.nvcpus)
@@ -216,11 +217,11 @@ impl World {
     /// allowed vCPU, and running ones are preempted and moved (as set_cpus_allowed_ptr
     /// migrates them), except inside a kernel spinlock section, which they finish first.
     /// `exec`: the vCPU running the change (its own thread is handled by the caller).
-    pub(crate) fn set_cpuset(&mut self, vm: usize, mask: u128, exec: VcpuId) {
+    pub(crate) fn set_cpuset(&mut self, vm: usize, mask: CpuMask, exec: VcpuId) {
         self.vms[vm].cpuset = mask;
         let (first, n) = (self.vms[vm].first_vcpu, self.vms[vm].nvcpus);
         for i in 0..n {
-            if mask >> i & 1 == 1 {
+            if mask.contains(i) {
                 continue;
             }
             let v = VcpuId(first + i);
@@ -245,7 +246,7 @@ impl World {
                 self.vcpus[v.idx()].rq.remove(pos);
                 self.vms[vm].queued -= 1;
                 let to = (0..n)
-                    .filter(|j| mask >> j & 1 == 1)
+                    .filter(|&j| mask.contains(j))
                     .map(|j| VcpuId(first + j))
                     .min_by_key(|d| {
                         let dv = &self.vcpus[d.idx()];

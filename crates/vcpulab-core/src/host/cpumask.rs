@@ -1,5 +1,6 @@
-//! A set of pCPUs (up to `MAX_PCPUS`), parsed from Linux-style CPU lists ("0-3,6").
-//! A fixed array of words: `Copy`, no allocation, `contains` in O(1).
+//! A set of CPUs (up to `MAX_PCPUS`), parsed from Linux-style CPU lists ("0-3,6"): a
+//! host's pCPUs, or a VM's vCPUs (a guest cpuset; VMs have up to as many vCPUs as hosts
+//! have pCPUs). A fixed array of words: `Copy`, no allocation, `contains` in O(1).
 
 const WORDS: usize = 16;
 
@@ -98,17 +99,25 @@ impl CpuMask {
         None
     }
 
-    /// The mask as 128 bits (guest cpusets are that wide), or None when it names a CPU
-    /// at or above 128.
-    pub fn to_u128(self) -> Option<u128> {
-        if self.0[2..].iter().any(|w| *w != 0) {
-            return None;
-        }
-        Some(self.0[0] as u128 | (self.0[1] as u128) << 64)
+    /// The highest CPU of the mask (None: empty).
+    pub fn last(self) -> Option<u32> {
+        (0..WORDS)
+            .rev()
+            .find(|&i| self.0[i] != 0)
+            .map(|i| i as u32 * 64 + 63 - self.0[i].leading_zeros())
     }
 
     /// Parses "0-3,6" for a host of `n` pCPUs.
     pub fn parse(s: &str, n: u32) -> Result<CpuMask, String> {
+        Self::parse_of(s, n, "pCPU", "the host has pCPUs")
+    }
+
+    /// Parses "0-3,6" as a set of a VM's `n` vCPUs (a guest cpuset).
+    pub fn parse_vcpus(s: &str, n: u32) -> Result<CpuMask, String> {
+        Self::parse_of(s, n, "vCPU", "the VM has vCPUs")
+    }
+
+    fn parse_of(s: &str, n: u32, cpu: &str, has: &str) -> Result<CpuMask, String> {
         let mut m = CpuMask::default();
         for part in s.split(',').map(str::trim) {
             let (a, b) = match part.split_once('-') {
@@ -121,7 +130,7 @@ impl CpuMask {
             };
             if b >= n || b >= MAX_PCPUS {
                 return Err(format!(
-                    "{s:?} names pCPU {b}, but the host has pCPUs 0-{}",
+                    "{s:?} names {cpu} {b}, but {has} 0-{}",
                     n.min(MAX_PCPUS) - 1
                 ));
             }
@@ -154,13 +163,15 @@ mod tests {
         assert_eq!(m.iter().next(), Some(150));
         assert_eq!(m.iter().last(), Some(1000));
         assert!(m.contains(199) && !m.contains(22) && !m.contains(200));
-        assert_eq!(m.to_u128(), None);
+        assert_eq!(m.last(), Some(1000));
+        assert_eq!(CpuMask::default().last(), None);
+        assert_eq!(CpuMask::single(63).last(), Some(63));
+        assert_eq!(CpuMask::single(64).last(), Some(64));
         assert_eq!(CpuMask::all(1024).count(), 1024);
+        assert_eq!(CpuMask::all(1024).last(), Some(1023));
         assert_eq!(CpuMask::all(70).iter().count(), 70);
-        assert_eq!(
-            CpuMask::parse("0,127", 128).unwrap().to_u128(),
-            Some(1 | 1u128 << 127)
-        );
+        let e = CpuMask::parse_vcpus("0-200", 200).unwrap_err();
+        assert!(e.contains("vCPU 200") && e.contains("0-199"), "{e}");
         assert!(CpuMask::parse("1024", 2048).is_err());
     }
 

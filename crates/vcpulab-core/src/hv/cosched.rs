@@ -15,6 +15,7 @@
 //! `cvs_yield_head_below`, else yield-to-tail), the plain co-schedule action to a plain
 //! yield.
 
+use crate::host::cpumask::CpuMask;
 use crate::hv::sched::StopReason;
 use crate::hv::vcpu::HvState;
 use crate::sim::world::World;
@@ -106,14 +107,15 @@ impl World {
         let vm = self.vcpus[v.idx()].vm;
         let (first, n) = (self.vms[vm.idx()].first_vcpu, self.vms[vm.idx()].nvcpus);
         let npc = self.pcpus.len() as u32;
-        let mut taken: u128 = 0;
+        // The pCPUs that run the VM or were given one of its vCPUs (up to 1,024).
+        let mut taken = CpuMask::default();
         for (q, pc) in self.pcpus.iter().enumerate() {
             let runs_vm = pc.cur.is_some_and(|c| self.vcpus[c.idx()].vm == vm);
             if runs_vm {
-                taken |= 1 << q;
+                taken.insert(q as u32);
             }
         }
-        taken |= 1 << p.0;
+        taken.insert(p.0);
         let mut moved = 0u64;
         let ipi = Nanos(self.costs.native_ipi_ns);
         for i in 0..n {
@@ -122,7 +124,7 @@ impl World {
                 continue;
             }
             let mask = self.vcpus[s.idx()].mask;
-            let free = |q: u32| mask.contains(q) && taken >> q & 1 == 0;
+            let free = |q: u32| mask.contains(q) && !taken.contains(q);
             let home = self.sched.home_of(s).0;
             let idle = |q: u32| self.pcpus[q as usize].cur.is_none();
             let target = if free(home) && idle(home) {
@@ -136,7 +138,7 @@ impl World {
             let Some(q) = target else {
                 break; // every pCPU already runs the VM
             };
-            taken |= 1 << q;
+            taken.insert(q);
             if self.sched.run_next(PcpuId(q), s) {
                 moved += 1;
                 // The other pCPU learns of it by a reschedule IPI (Xen's

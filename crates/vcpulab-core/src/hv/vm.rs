@@ -1,5 +1,6 @@
 //! Virtual machines: their vCPUs, guest settings and per-VM measurements.
 
+use crate::host::cpumask::CpuMask;
 use crate::metrics::Hist;
 use crate::sim::Nanos;
 
@@ -90,7 +91,7 @@ pub struct Vm {
     pub finished_threads: u32,
     pub completion: Option<Nanos>,
     /// The workload's cpuset: bit i allows the VM's vCPU i.
-    pub cpuset: u128,
+    pub cpuset: CpuMask,
     /// Gleaner's yielding threads and consolidation controller, when enabled.
     pub gleaner: Option<Box<crate::guest::gleaner::GleanerVm>>,
 }

@@ -207,13 +207,15 @@ fn normalize(t: &mut Table) -> Result<(), ScenarioError> {
         let base = platforms::kernel_table(&kernel_key, guest.get("kernel"))?;
         platforms::merge_under(&mut guest, &base);
         vm.insert("guest".into(), Value::Table(guest));
+        // 0 leaves the VM out: a sweep over the number of co-runners can start from
+        // none (`--grid vm.1.count=0,1,2,3`).
         let count = match vm.remove("count") {
             None => 1,
-            Some(Value::Integer(n)) if (1..=1024).contains(&n) => n as usize,
+            Some(Value::Integer(n)) if (0..=1024).contains(&n) => n as usize,
             Some(v) => {
                 return Err(ScenarioError::new(
                     format!("vm.{i}.count"),
-                    format!("{v} is not allowed; expected a whole number from 1 to 1024"),
+                    format!("{v} is not allowed; expected a whole number from 0 (leave the VM out) to 1024"),
                 ));
             }
         };

@@ -1089,7 +1089,7 @@ pub struct VmConfig {
     pub cap: Option<f64>,
     #[serde(default)]
     pub pin: Option<PinSpec>,
-    /// Instantiate this VM `count` times (names get a suffix).
+    /// Instantiate this VM `count` times (names get a suffix); 0 leaves it out.
     #[serde(default = "default_count")]
     pub count: u32,
     /// This VM's guest kernel settings (the scenario's `guest` table, then the VM's own).

@@ -9,6 +9,7 @@ use crate::guest::kernel::ObjBases;
 use crate::guest::spinlock::{LockClass, SpinLock};
 use crate::guest::sync::{Barrier, Cond, Mutex, Queue, RwSem, Sem};
 use crate::guest::thread::Thread;
+use crate::host::cpumask::CpuMask;
 use crate::hv::vm::GuestParams;
 use crate::scenario::{GuestConfig, GuestScheduler, IdleMode, ScenarioError, SpinlockKind};
 use crate::sim::LockId;
@@ -200,20 +201,12 @@ impl SyncArenas {
 }
 
 /// The cpuset of VM `vi` (`guest.cpuset`) as a mask of its vCPUs (all when absent).
-pub(crate) fn vm_cpuset(vi: usize, g: &GuestConfig, vcpus: u32) -> Result<u128, ScenarioError> {
+pub(crate) fn vm_cpuset(vi: usize, g: &GuestConfig, vcpus: u32) -> Result<CpuMask, ScenarioError> {
     let Some(c) = &g.cpuset else {
-        return Ok(u128::MAX);
+        return Ok(CpuMask::all(vcpus));
     };
-    let key = || format!("vm.{vi}.guest.cpuset");
-    crate::host::cpumask::CpuMask::parse(c, vcpus)
-        .map_err(|m| ScenarioError::new(key(), m))?
-        .to_u128()
-        .ok_or_else(|| {
-            ScenarioError::new(
-                key(),
-                format!("{c:?} names a vCPU at or above 128; guest cpusets cover vCPUs 0-127"),
-            )
-        })
+    CpuMask::parse_vcpus(c, vcpus)
+        .map_err(|m| ScenarioError::new(format!("vm.{vi}.guest.cpuset"), m))
 }
 
 /// A VM's guest-kernel settings, in nanoseconds.

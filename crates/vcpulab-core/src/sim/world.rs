@@ -208,7 +208,7 @@ impl World {
             }
             let g = &vc.guest;
             let cpuset = build::vm_cpuset(vi, g, vc.vcpus)?;
-            let allowed: Vec<u32> = (0..vc.vcpus).filter(|i| cpuset >> i & 1 == 1).collect();
+            let allowed: Vec<u32> = cpuset.iter().collect();
             let bases = sync.add_vm(vm_id, g.spinlock, g.queued_rwlocks, &w);
             let uses_nic = w.groups.iter().any(|g| {
                 g.program

@@ -8,6 +8,7 @@
 //! the next round. Caps are not enforced.
 
 use super::{HostScheduler, SchedSetup, StopReason, WakePlacement};
+use crate::host::cpumask::CpuMask;
 use crate::scenario::GangParams;
 use crate::sim::{Nanos, PcpuId, VcpuId};
 
@@ -93,9 +94,9 @@ impl Gang {
     }
 
     /// A free pCPU for `v` not in `used`: its last one if possible, else the lowest.
-    fn free_for(&self, v: VcpuId, used: u128) -> Option<u32> {
+    fn free_for(&self, v: VcpuId, used: CpuMask) -> Option<u32> {
         let mask = self.setup.vcpu_mask[v.idx()];
-        let ok = |q: u32| mask.contains(q) && used >> q & 1 == 0 && self.is_free(q as usize);
+        let ok = |q: u32| mask.contains(q) && !used.contains(q) && self.is_free(q as usize);
         let last = self.last[v.idx()];
         if ok(last) {
             return Some(last);
@@ -113,17 +114,18 @@ impl Gang {
             .collect();
         // Validation keeps every VM within the host; a guard all the same.
         members.truncate(self.pcpus.len());
-        let mut used: u128 = 0;
+        // The pCPUs taken so far (a host can have up to 1,024).
+        let mut used = CpuMask::default();
         let mut out = Vec::with_capacity(members.len());
         // Members whose last pCPU is free keep it (cache affinity); then the others.
         let mut rest = Vec::new();
         for &v in &members {
             let l = self.last[v.idx()];
             if self.setup.vcpu_mask[v.idx()].contains(l)
-                && used >> l & 1 == 0
+                && !used.contains(l)
                 && self.is_free(l as usize)
             {
-                used |= 1 << l;
+                used.insert(l);
                 out.push((v, l));
             } else {
                 rest.push(v);
@@ -131,7 +133,7 @@ impl Gang {
         }
         for v in rest {
             let q = self.free_for(v, used)?;
-            used |= 1 << q;
+            used.insert(q);
             out.push((v, q));
         }
         Some(out)
@@ -152,7 +154,7 @@ impl Gang {
             for i in 0..self.vms[vm].vcpus.len() {
                 let v = self.vms[vm].vcpus[i];
                 if self.st[v.idx()] == VState::Waiting {
-                    if let Some(q) = self.free_for(v, 0) {
+                    if let Some(q) = self.free_for(v, CpuMask::default()) {
                         self.assign(v, q);
                     }
                 }
@@ -268,7 +270,7 @@ impl HostScheduler for Gang {
         self.st[v.idx()] = VState::Waiting;
         if self.vms[vm].running {
             // Its gang runs: join it on a free pCPU, else wait for the next round.
-            if let Some(q) = self.free_for(v, 0) {
+            if let Some(q) = self.free_for(v, CpuMask::default()) {
                 self.assign(v, q);
                 self.pending.retain(|x| x.0 != q);
                 return WakePlacement {
@@ -384,6 +386,30 @@ mod tests {
         let mut out = Vec::new();
         g.drain_resched(&mut out);
         out.iter().map(|p| p.0).collect()
+    }
+
+    /// On a host past 128 pCPUs the pCPUs a gang has taken are told apart: with pCPUs 5
+    /// and 133 the only free ones, a 2-vCPU gang takes both (a 128-bit set once read
+    /// pCPU 133 as 5 and found no place for the second member).
+    #[test]
+    fn a_gang_fits_on_pcpus_past_128() {
+        let mut g = gang(256, 2, 0);
+        for (q, pc) in g.pcpus.iter_mut().enumerate() {
+            if q != 5 && q != 133 {
+                pc.curr = Some(VcpuId(9_999));
+            }
+        }
+        g.st[0] = VState::Waiting;
+        g.st[1] = VState::Waiting;
+        g.last[0] = 5;
+        g.last[1] = 133;
+        let mut places = g.fit(0).expect("two free pCPUs for two vCPUs");
+        places.sort();
+        assert_eq!(places, vec![(VcpuId(0), 5), (VcpuId(1), 133)]);
+        g.last[1] = 0; // not free: the second member searches
+        let mut places = g.fit(0).expect("two free pCPUs for two vCPUs");
+        places.sort();
+        assert_eq!(places, vec![(VcpuId(0), 5), (VcpuId(1), 133)]);
     }
 
     #[test]
