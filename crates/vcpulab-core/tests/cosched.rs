@@ -237,3 +237,39 @@ fn bad_cosched_input_names_key_value_and_range() {
         assert_eq!(sc.host.ple.window_cycles, 4096, "{preset}");
     }
 }
+
+/// On a host past 128 pCPUs the co-schedule action tells pCPU 133 from pCPU 5: the
+/// spinner's VM runs on pCPU 5, its preempted sibling may only run on pCPU 133, and
+/// co-scheduling moves it there (a 128-bit set of taken pCPUs once read 133 as 5, and
+/// every co-schedule fell back to a yield).
+#[test]
+fn coscheduling_reaches_pcpus_past_128() {
+    let text = r#"
+preset = "xen-default"
+seed = 4
+[run]
+duration = "400ms"
+[host]
+pcpus = 256
+[host.ple]
+action = "coschedule"
+[[vm]]
+name = "a"
+vcpus = 2
+pin = ["5", "133"]
+workload = { model = "npb-suite", params = { forever = true } }
+[[vm]]
+name = "b"
+vcpus = 1
+pin = "133"
+workload = { model = "cpu-bomb" }
+"#;
+    let r = run_toml(text);
+    let a = r.vms.iter().find(|v| v.vm == "a").expect("vm a");
+    assert!(
+        a.ple_coschedules > 0 && a.ple_cosched_vcpus > 0,
+        "co-schedules {} moved {}",
+        a.ple_coschedules,
+        a.ple_cosched_vcpus
+    );
+}
