@@ -54,6 +54,7 @@ def one_error_line(err: str) -> str:
         (["reproduce", "no-such-figure"], "no-such-figure"),
         # Every id is checked before the first one runs (nothing written below).
         (["reproduce", "examples-weights", "no-such-figure", "--out", "{out}"], "no-such"),
+        (["reproduce", "examples-weights", "nosuch-*", "--out", "{out}"], "nosuch-*"),
         (["results", "show", "zzz", "--store", "{missing}"], "missing.toml"),
         (["bogus-command"], "bogus-command"),
     ],
@@ -158,3 +159,17 @@ def test_ray_missing_says_how_to_install(scenario, monkeypatch, capsys) -> None:
     monkeypatch.setattr(builtins, "__import__", no_ray)
     assert main(["sweep", str(scenario), "--executor", "ray", "--no-store"]) == 2
     assert "pip install 'vcpulab[ray]'" in one_error_line(capsys.readouterr().err)
+
+
+def test_reproduce_selects_ids_patterns_and_all_in_order_once() -> None:
+    from vcpulab.experiments import registry, select
+
+    ids = list(registry())
+    dcs = [i for i in ids if i.startswith("dcs-")]
+    assert len(dcs) > 1
+    assert [e.id for e in select(["dcs-*"])] == dcs
+    assert [e.id for e in select(["examples-weights", "dcs-*", "dcs-parsec"])] == [
+        "examples-weights",
+        *dcs,
+    ]
+    assert [e.id for e in select(["all", "examples-weights"])] == ids

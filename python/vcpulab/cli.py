@@ -496,17 +496,11 @@ def cmd_results(args: argparse.Namespace) -> int:
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from vcpulab.executors import make_executor
-    from vcpulab.experiments import get, registry, run_experiment
+    from vcpulab.experiments import run_experiment, select
 
-    # Every id is checked before anything runs: a typo in the last one does not cost
+    # Every name is checked before anything runs: a typo in the last one does not cost
     # the runs of the others.
-    exps = list(
-        {
-            exp.id: exp
-            for name in args.id
-            for exp in (registry().values() if name == "all" else [get(name)])
-        }.values()
-    )
+    exps = select(args.id)
     executor = make_executor(args.executor, args.jobs)
     status = 0
     try:
@@ -718,7 +712,8 @@ def build_parser() -> CliParser:
         p.add_argument(
             "id",
             nargs="+",
-            help="experiment ids (see `vcpulab list experiments`), or all",
+            help="experiment ids (see `vcpulab list experiments`), patterns such as "
+            "'dcs-*', or all",
         )
         p.add_argument("--quick", action="store_true", help="fewer seeds, shorter runs")
         p.add_argument("--out", default="out/reproduce", help="output folder")

@@ -211,6 +211,31 @@ def get(exp_id: str) -> Experiment:
     return reg[exp_id]
 
 
+def select(names: Sequence[str]) -> list[Experiment]:
+    """The experiments `names` name, in order and each once: ids, `all`, or shell-style
+    patterns over the ids (`dcs-*`). A name that matches nothing is an error, raised
+    before anything runs."""
+    import fnmatch
+
+    reg = registry()
+    out: dict[str, Experiment] = {}
+    for name in names:
+        if name == "all":
+            out.update(reg)
+        elif any(c in name for c in "*?["):
+            ids = [i for i in reg if fnmatch.fnmatchcase(i, name)]
+            if not ids:
+                raise UsageError(
+                    f"no experiment matches {name!r}: allowed values are "
+                    f"{', '.join(sorted(reg))}, 'all' or a pattern such as 'dcs-*'"
+                )
+            out.update((i, reg[i]) for i in ids)
+        else:
+            exp = get(name)
+            out[exp.id] = exp
+    return list(out.values())
+
+
 NO_PLOT_HINT = "matplotlib is not installed (pip install 'vcpulab[plot]')"
 
 
