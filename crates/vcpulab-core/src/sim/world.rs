@@ -134,6 +134,17 @@ pub struct World {
     pub events: u64,
     /// Cancelled entries popped and dropped (not counted as events).
     pub stale_events: u64,
+    /// Steps queued in place of the vCPU's earlier, cancelled step (never popped).
+    pub superseded_steps: u64,
+    /// vCPU steps are re-armed in place (`EventQueue::push_slot`) rather than pushed
+    /// anew with the old one left to be dropped: on while cancellations are frequent
+    /// (`World::choose_step_queue`).
+    pub(crate) slotted_steps: bool,
+    /// Whether `choose_step_queue` may turn `slotted_steps` on (tests turn it off to
+    /// compare).
+    pub(crate) allow_slotted_steps: bool,
+    /// Cancellations (stale pops and superseded steps) at the last choice.
+    cancels_seen: u64,
     /// Stop after this many events (live and stale), `run.max_events`.
     pub max_events: u64,
     /// Raised from another thread to stop the run (checked every 4096 events).
@@ -346,6 +357,10 @@ impl World {
             lock_log: None,
             events: 0,
             stale_events: 0,
+            superseded_steps: 0,
+            slotted_steps: false,
+            allow_slotted_steps: true,
+            cancels_seen: 0,
             max_events: sc
                 .run
                 .max_events
@@ -555,6 +570,7 @@ impl World {
             }
             let n = self.events + self.stale_events;
             if n & 0xFFF == 0 {
+                self.choose_step_queue();
                 if self.trace.is_some() {
                     self.trace_drain(false);
                 }
@@ -574,6 +590,26 @@ impl World {
         self.stop = Some(StopCause::Duration);
         self.finish();
         StopCause::Duration
+    }
+
+    /// Every 4,096 pops: steps are re-armed in place while more than one pop in four
+    /// (on) or one in eight (off) would be a cancelled step. In place, a cancelled step
+    /// never reaches the top of the queue, but every step moves in a heap of steps
+    /// only, where a new one sinks deeper than among the far timers of the one heap:
+    /// on the reference (4% of pops cancelled) that costs 6% more instructions, on a
+    /// 288-vCPU VM of spin-then-block barriers (half the pops cancelled: each released
+    /// spinner's spin-end step) it saves 12%. Either way the live events come in the
+    /// same order (same keys), so the choice changes no result.
+    fn choose_step_queue(&mut self) {
+        let cancels = self.stale_events + self.superseded_steps;
+        let recent = cancels - self.cancels_seen;
+        self.cancels_seen = cancels;
+        let threshold = if self.slotted_steps {
+            4096 / 8
+        } else {
+            4096 / 4
+        };
+        self.slotted_steps = self.allow_slotted_steps && recent >= threshold;
     }
 
     /// Dispatches one event; false when it was stale (cancelled).
