@@ -116,6 +116,22 @@ count = 1024
 workload = { model = "compute-sleep", params = { compute = "exp(200us)", sleep = "exp(300us)" } }
 "#,
     ),
+    (
+        // Half of what an event queue holding every step would give here is cancelled
+        // steps (each released spinner's spin-end step): the case for steps re-armed in
+        // place (sim/queue.rs, `push_slot`).
+        "wide VM: 1 VM x 288 vCPUs, spin-then-block barriers (streamcluster), 100 ms",
+        r#"
+preset = "kvm-default"
+[run]
+duration = "100ms"
+[host]
+pcpus = 288
+[[vm]]
+vcpus = 288
+workload = { model = "streamcluster", params = { forever = true } }
+"#,
+    ),
 ];
 
 fn main() {
