@@ -367,7 +367,7 @@ impl World {
         let (pages, process) = (self.tlb.loaded_pages(th.slice_used), th.process as usize);
         let vc = &mut self.vcpus[v.idx()];
         vc.guest_tlb_loaded += pages;
-        vc.process_tlb_mark[process] = vc.guest_tlb_loaded;
+        vc.mark_process_tlb(process);
     }
 
     /// TLB refill of `t` resuming on `v` after other processes' threads ran there: a
@@ -378,7 +378,7 @@ impl World {
             return 0;
         }
         let vc = &self.vcpus[v.idx()];
-        let mark = vc.process_tlb_mark[self.threads[t.idx()].process as usize];
+        let mark = vc.process_tlb_mark(self.threads[t.idx()].process as usize);
         if mark == u64::MAX {
             // The process never ran on this vCPU: its first run finds the TLB cold,
             // which the host-level model already charges when the vCPU itself is new.

@@ -66,6 +66,9 @@ pub struct PleEpochs {
     open: Vec<Open>,
     /// Per vCPU: when its last PLE exit happened, until it re-enters the guest.
     exit_at: Vec<Option<Nanos>>,
+    /// How many of `exit_at` are set: every dispatch asks, and on a host of thousands
+    /// of vCPUs reading a vCPU's entry is a cache miss even when none is pending.
+    exits_pending: usize,
     rows: Vec<Thinned<PleEpochRow>>,
 }
 
@@ -104,6 +107,7 @@ impl PleEpochs {
             policy: policy_name(c.policy),
             open: vec![Open::default(); nvms],
             exit_at: vec![None; nvcpus],
+            exits_pending: 0,
             rows: vec![Thinned::default(); nvms],
         }
     }
@@ -129,7 +133,9 @@ impl World {
     pub(crate) fn ple_epoch_exit(&mut self, v: VcpuId, window: u64) -> Option<VmId> {
         let vm = self.vcpus[v.idx()].vm;
         let e = &mut self.ple_epochs;
-        e.exit_at[v.idx()] = Some(self.now);
+        if e.exit_at[v.idx()].replace(self.now).is_none() {
+            e.exits_pending += 1;
+        }
         let o = &mut e.open[vm.idx()];
         o.exits += 1;
         o.window_sum += window as u128;
@@ -139,7 +145,11 @@ impl World {
     /// `v` enters the guest again at `entry`: if a PLE exit is pending, its handling
     /// time is booked.
     pub(crate) fn ple_reentry(&mut self, v: VcpuId, entry: Nanos) {
+        if self.ple_epochs.exits_pending == 0 {
+            return;
+        }
         if let Some(t) = self.ple_epochs.exit_at[v.idx()].take() {
+            self.ple_epochs.exits_pending -= 1;
             let vm = self.vcpus[v.idx()].vm.idx();
             self.ple_epochs.open[vm].handling_ns += entry.0.saturating_sub(t.0);
         }

@@ -106,6 +106,9 @@ pub struct Vcpu {
     /// another busy thread shares (host/smt.rs); `SLOW_NUMA`, on a pCPU outside the
     /// NUMA node its VM's memory is bound to (host/numa.rs). 0: full speed.
     pub slow: u8,
+    /// Its state segments are buffered for a trace (`trace_states` is Some): a flag in
+    /// this line, so that a state change on an untraced run reads no colder line.
+    pub tracing: bool,
     /// Guest progress resumes here after a dispatch (entry overhead + cache refill).
     pub resume_at: Nanos,
     /// Start of the current progress segment.
@@ -149,12 +152,16 @@ pub struct Vcpu {
     pub refill_at_dispatch_ns: u64,
     pub last_pcpu: Option<PcpuId>,
     /// Guest level: pages brought into this vCPU's TLB by the threads it ran, and per
-    /// process of the VM the count when its last thread left (u64::MAX: never ran here).
+    /// process of the VM the count when its last thread left (u64::MAX: never ran here;
+    /// `process_tlb_mark`). The first process's mark is kept in this line, the others'
+    /// apart: most VMs run one process, and a vector's elements are a line elsewhere.
     pub guest_tlb_loaded: u64,
-    pub process_tlb_mark: Vec<u64>,
+    first_process_tlb_mark: u64,
 
     // Colder: placement mask, counters, tracing.
     pub mask: CpuMask,
+    /// The marks of processes 1 onwards (see `guest_tlb_loaded`).
+    other_process_tlb_marks: Vec<u64>,
     /// The TLB refill stall in front of this run: from when, and how long.
     pub tlb_stall_from: Nanos,
     pub tlb_stall_ns: u64,
@@ -217,7 +224,8 @@ impl Vcpu {
             tlb_stall_from: Nanos::ZERO,
             tlb_stall_ns: 0,
             guest_tlb_loaded: 0,
-            process_tlb_mark: Vec::new(),
+            first_process_tlb_mark: u64::MAX,
+            other_process_tlb_marks: Vec::new(),
             switches: 0,
             migrations: 0,
             halts: 0,
@@ -230,6 +238,7 @@ impl Vcpu {
             mm: NO_MM,
             preempted_in_kernel: false,
             slow: 0,
+            tracing: false,
             in_spin_loop: false,
             dy_eligible: false,
             ple_deadline: Nanos::MAX,
@@ -238,6 +247,33 @@ impl Vcpu {
             halted_at: Nanos::ZERO,
             idle_since: Nanos::ZERO,
             guest_poll_ns: 0,
+        }
+    }
+
+    /// Sizes the per-process TLB marks for a VM of `processes` processes (none has run
+    /// here yet).
+    pub fn set_processes(&mut self, processes: usize) {
+        self.first_process_tlb_mark = u64::MAX;
+        self.other_process_tlb_marks = vec![u64::MAX; processes.saturating_sub(1)];
+    }
+
+    /// `guest_tlb_loaded` when process `process`'s last thread left this vCPU
+    /// (u64::MAX: none has run here).
+    #[inline]
+    pub fn process_tlb_mark(&self, process: usize) -> u64 {
+        match process.checked_sub(1) {
+            None => self.first_process_tlb_mark,
+            Some(i) => self.other_process_tlb_marks[i],
+        }
+    }
+
+    /// A thread of process `process` left this vCPU now.
+    #[inline]
+    pub fn mark_process_tlb(&mut self, process: usize) {
+        let loaded = self.guest_tlb_loaded;
+        match process.checked_sub(1) {
+            None => self.first_process_tlb_mark = loaded,
+            Some(i) => self.other_process_tlb_marks[i] = loaded,
         }
     }
 
@@ -280,7 +316,7 @@ impl Vcpu {
     #[inline]
     pub fn set_cat(&mut self, now: Nanos, cat: VCat) {
         self.charge(now);
-        if cat != self.cat {
+        if cat != self.cat && self.tracing {
             if let Some(buf) = self.trace_states.as_mut() {
                 if now > self.state_since {
                     buf.push((self.state_since, now, self.cat));

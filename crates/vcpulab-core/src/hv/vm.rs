@@ -62,7 +62,10 @@ pub struct Vm {
     pub yields_failed: u64,
     pub halt_poll_hits: u64,
     pub halt_poll_misses: u64,
-    pub tlb_shootdowns: u64,
+    /// Gleaner's yielding threads and consolidation controller, when enabled: in this
+    /// line because every guest context switch asks whether there are any, beside the
+    /// switch counter it increments.
+    pub gleaner: Option<Box<crate::guest::gleaner::GleanerVm>>,
     /// Exits of the wake path (hv/wake_path.rs): ICR writes, interrupt deliveries to
     /// running vCPUs, EOI writes, timer (TSC-deadline) writes.
     pub exits: crate::hv::wake_path::ApicExits,
@@ -92,8 +95,7 @@ pub struct Vm {
     pub completion: Option<Nanos>,
     /// The workload's cpuset: bit i allows the VM's vCPU i.
     pub cpuset: CpuMask,
-    /// Gleaner's yielding threads and consolidation controller, when enabled.
-    pub gleaner: Option<Box<crate::guest::gleaner::GleanerVm>>,
+    pub tlb_shootdowns: u64,
 }
 
 impl Vm {

@@ -214,7 +214,7 @@ impl World {
             let processes = w.groups.iter().map(|g| g.processes_end()).max();
             for (i, m) in masks.into_iter().enumerate() {
                 let mut v = Vcpu::new(vm_id, i as u32, m);
-                v.process_tlb_mark = vec![u64::MAX; processes.unwrap_or(1)];
+                v.set_processes(processes.unwrap_or(1));
                 vcpus.push(v);
             }
             let g = &vc.guest;
@@ -411,6 +411,7 @@ impl World {
         // run-queue lengths) and written every 4096 events: no trace hook in those paths.
         for v in &mut self.vcpus {
             v.trace_states = Some(Vec::new());
+            v.tracing = true;
             v.state_since = v.cat_since;
         }
         self.runq.trace_changes = Some(Vec::new());
