@@ -132,7 +132,7 @@ pub struct Vcpu {
     /// Guest idle: when the idle period began.
     pub idle_since: Nanos,
 
-    // Wake-ups, interrupts, cache and TLB footprint.
+    // Line 4: the footprint a dispatch and a departure read and write.
     pub last_thread: Option<ThreadId>,
     /// A step armed past the slice end of the pCPU it runs on, not yet queued (it
     /// would be cancelled at the slice end): queued only if the vCPU runs on past it
@@ -143,8 +143,11 @@ pub struct Vcpu {
     /// KiB of its resident working set not in its pCPU's cache (kept across
     /// preemptions: a partial refill survives).
     pub cache_missing_kib: u64,
-    /// Interrupts (IPIs) waiting for it to run: (kind, sent, TLB sender and generation).
-    pub pending: Vec<PendingIpi>,
+    /// The pCPU's `tlb_loaded` when this vCPU left it.
+    pub tlb_mark_out: u64,
+    pub cache_mark_out: u64,
+
+    // Line 5: wake-up and dispatch bookkeeping.
     pub thread_seg_start: Nanos,
     /// When it last became runnable (for the scheduling-latency histogram).
     pub runnable_since: Nanos,
@@ -157,35 +160,38 @@ pub struct Vcpu {
     /// apart: most VMs run one process, and a vector's elements are a line elsewhere.
     pub guest_tlb_loaded: u64,
     first_process_tlb_mark: u64,
+    pub wakes: u64,
+    pub switches: u64,
 
-    // Colder: placement mask, counters, tracing.
-    pub mask: CpuMask,
-    /// The marks of processes 1 onwards (see `guest_tlb_loaded`).
-    other_process_tlb_marks: Vec<u64>,
+    // Line 6: interrupts waiting for it to run, the TLB refill in front of a run.
+    /// Interrupts (IPIs) waiting for it to run: (kind, sent, TLB sender and generation).
+    pub pending: Vec<PendingIpi>,
+    /// Device completions waiting for it to run: (thread to wake, raised at).
+    pub pending_irq: Vec<(ThreadId, Nanos)>,
     /// The TLB refill stall in front of this run: from when, and how long.
     pub tlb_stall_from: Nanos,
     pub tlb_stall_ns: u64,
-    /// The pCPU's `tlb_loaded` when this vCPU left it.
-    pub tlb_mark_out: u64,
-    /// Re-fetch stall (cache and TLB) actually paid, ns: part of its running time.
-    pub refill_ns: u64,
-    pub cache_mark_out: u64,
+
+    // Line 7: halts, and what a run paid.
     /// A guest timer interrupt raised while the vCPU was preempted (its first raise:
     /// later expiries coalesce into the same pending vector), taken at its next entry.
     pub pending_timer: Option<Nanos>,
-    /// Device completions waiting for it to run: (thread to wake, raised at).
-    pub pending_irq: Vec<(ThreadId, Nanos)>,
-    pub switches: u64,
+    /// Re-fetch stall (cache and TLB) actually paid, ns: part of its running time.
+    pub refill_ns: u64,
     pub migrations: u64,
     pub halts: u64,
-    pub wakes: u64,
-    pub ple_exits: u64,
     pub halted_at: Nanos,
     pub halt_poll_ns: u64,
+    pub ple_exits: u64,
+
+    // Colder: tracing, other processes' TLB marks, the placement mask.
     /// When tracing: the state segments (start, end, state) not yet written, and the
     /// start of the current one. None when not tracing (the common case).
     pub trace_states: Option<Vec<(Nanos, Nanos, VCat)>>,
     pub state_since: Nanos,
+    /// The marks of processes 1 onwards (see `guest_tlb_loaded`).
+    other_process_tlb_marks: Vec<u64>,
+    pub mask: CpuMask,
 }
 
 impl Vcpu {

@@ -53,22 +53,26 @@ pub struct Vm {
     pub queued: u32,
     pub weight: u32,
     pub units: u64,
+    // Line 3: what a guest context switch and an idle entry or exit touch.
     /// Guest context switches (guest/kernel.rs become_current).
     pub thread_switches: u64,
     /// futex system calls of the VM's threads (waits and wakes; guest/sync.rs).
     pub futex_calls: u64,
     pub ple_exits: u64,
-    pub yields_ok: u64,
-    pub yields_failed: u64,
-    pub halt_poll_hits: u64,
-    pub halt_poll_misses: u64,
     /// Gleaner's yielding threads and consolidation controller, when enabled: in this
     /// line because every guest context switch asks whether there are any, beside the
     /// switch counter it increments.
     pub gleaner: Option<Box<crate::guest::gleaner::GleanerVm>>,
     /// Exits of the wake path (hv/wake_path.rs): ICR writes, interrupt deliveries to
-    /// running vCPUs, EOI writes, timer (TSC-deadline) writes.
+    /// running vCPUs, EOI writes, timer (TSC-deadline) writes (at every idle entry and
+    /// exit, hence this line).
     pub exits: crate::hv::wake_path::ApicExits,
+    // Line 4: counters of rarer events.
+    pub yields_ok: u64,
+    pub yields_failed: u64,
+    pub halt_poll_hits: u64,
+    pub halt_poll_misses: u64,
+    pub tlb_shootdowns: u64,
     /// Scheduling latency: from runnable to dispatched, per dispatch.
     pub dispatch_wait: Hist,
     /// Wake-up latency by path (guest::ipi::PATH_*); the VM's wake-up latency is their
@@ -95,7 +99,6 @@ pub struct Vm {
     pub completion: Option<Nanos>,
     /// The workload's cpuset: bit i allows the VM's vCPU i.
     pub cpuset: CpuMask,
-    pub tlb_shootdowns: u64,
 }
 
 impl Vm {
