@@ -79,13 +79,13 @@ impl World {
                     Instr::LoopStart { slot, count, end } => {
                         match count {
                             Some(0) => th.pc = *end,
-                            Some(c) => th.loops[*slot as usize] = *c,
-                            None => th.loops[*slot as usize] = u64::MAX,
+                            Some(c) => *th.loop_counter(*slot as usize) = *c,
+                            None => *th.loop_counter(*slot as usize) = u64::MAX,
                         }
                         continue 'step;
                     }
                     Instr::LoopEnd { slot, start } => {
-                        let c = &mut th.loops[*slot as usize];
+                        let c = th.loop_counter(*slot as usize);
                         if *c != u64::MAX {
                             *c -= 1;
                         }

@@ -178,8 +178,12 @@ pub struct Thread {
     pub finite: bool,
     /// A wake-up arrived before the thread got to block.
     pub wake_pending: bool,
-    pub name: String,
-    pub loops: Vec<u64>,
+    /// Iterations left of the program's loops (`Instr::LoopStart` slots; u64::MAX:
+    /// for ever): the first two here, in the line the interpreter reads with the
+    /// wake-up fields — most programs have one or two loops, and a loop's end reads its
+    /// counter at every iteration — the others apart (`loop_counter`).
+    inline_loops: [u64; INLINE_LOOPS],
+    other_loops: Vec<u64>,
     /// The spin budget of the spinning read-write lock being taken: spent again after
     /// each wake-up (InnoDB spins, then waits, in a loop).
     pub rw_spin: u64,
@@ -193,14 +197,28 @@ pub struct Thread {
     pub deadline: u64,
     pub vlag: i64,
     pub protect: bool,
+    pub name: String,
 }
 
+/// Loop counters kept in a thread's record (`Thread::loop_counter`).
+const INLINE_LOOPS: usize = 2;
+
 impl Thread {
+    /// The iterations left of the loop in `slot`.
+    #[inline]
+    pub fn loop_counter(&mut self, slot: usize) -> &mut u64 {
+        match slot.checked_sub(INLINE_LOOPS) {
+            None => &mut self.inline_loops[slot],
+            Some(i) => &mut self.other_loops[i],
+        }
+    }
+
     pub fn new(vm: VmId, name: String, program: Rc<Program>, vcpu: VcpuId, rng: Rng) -> Thread {
         Thread {
             vm,
             name,
-            loops: vec![0; program.loop_slots as usize],
+            inline_loops: [0; INLINE_LOOPS],
+            other_loops: vec![0; (program.loop_slots as usize).saturating_sub(INLINE_LOOPS)],
             finite: !program.forever,
             program,
             pc: 0,

@@ -154,12 +154,9 @@ pub struct Vcpu {
     /// `refill_left_ns` at dispatch (their difference is what this run re-fetched).
     pub refill_at_dispatch_ns: u64,
     pub last_pcpu: Option<PcpuId>,
-    /// Guest level: pages brought into this vCPU's TLB by the threads it ran, and per
-    /// process of the VM the count when its last thread left (u64::MAX: never ran here;
-    /// `process_tlb_mark`). The first process's mark is kept in this line, the others'
-    /// apart: most VMs run one process, and a vector's elements are a line elsewhere.
-    pub guest_tlb_loaded: u64,
-    first_process_tlb_mark: u64,
+    pub migrations: u64,
+    /// Re-fetch stall (cache and TLB) actually paid, ns: part of its running time.
+    pub refill_ns: u64,
     pub wakes: u64,
     pub switches: u64,
 
@@ -172,13 +169,16 @@ pub struct Vcpu {
     pub tlb_stall_from: Nanos,
     pub tlb_stall_ns: u64,
 
-    // Line 7: halts, and what a run paid.
+    // Line 7: a thread's departure (its TLB mark) and halts.
     /// A guest timer interrupt raised while the vCPU was preempted (its first raise:
     /// later expiries coalesce into the same pending vector), taken at its next entry.
     pub pending_timer: Option<Nanos>,
-    /// Re-fetch stall (cache and TLB) actually paid, ns: part of its running time.
-    pub refill_ns: u64,
-    pub migrations: u64,
+    /// Guest level: pages brought into this vCPU's TLB by the threads it ran, and per
+    /// process of the VM the count when its last thread left (u64::MAX: never ran here;
+    /// `process_tlb_mark`). The first process's mark is kept in this line, the others'
+    /// apart: most VMs run one process, and a vector's elements are a line elsewhere.
+    pub guest_tlb_loaded: u64,
+    first_process_tlb_mark: u64,
     pub halts: u64,
     pub halted_at: Nanos,
     pub halt_poll_ns: u64,
