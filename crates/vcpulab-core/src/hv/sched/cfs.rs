@@ -257,10 +257,13 @@ impl Cfs {
         let e = &mut self.ent[c.idx()];
         e.vruntime += delta * NICE_0_LOAD / e.load;
         let vm = self.vm_of(c);
-        self.used[vm] += delta;
-        if let Some(q) = self.quota[vm] {
-            if self.used[vm] >= q {
-                self.throttled[vm] = true;
+        // Bandwidth use matters only on a host with caps (without, it is never read).
+        if self.capped {
+            self.used[vm] += delta;
+            if let Some(q) = self.quota[vm] {
+                if self.used[vm] >= q {
+                    self.throttled[vm] = true;
+                }
             }
         }
         if self.groups {
@@ -824,7 +827,9 @@ impl HostScheduler for Cfs {
         let leaf = self.leaf_rq(v, pi);
         self.rqs[leaf].curr = None;
         let vm = self.vm_of(v);
-        self.running_per_vm[vm] = self.running_per_vm[vm].saturating_sub(1);
+        if self.capped {
+            self.running_per_vm[vm] = self.running_per_vm[vm].saturating_sub(1);
+        }
         let ge = self.group_ent(pi, vm);
         if self.groups {
             // put_prev_entity on the root level: the group entity goes back to the
@@ -923,11 +928,15 @@ impl HostScheduler for Cfs {
         let e = &mut self.ent[v.idx()];
         e.ran = true;
         e.rq = pi as u32;
+        self.update_min_vr(rq);
+        if !self.capped {
+            // Preemption is decided at ticks.
+            return Some((v, None));
+        }
         let vm = self.vm_of(v);
         self.running_per_vm[vm] += 1;
-        self.update_min_vr(rq);
         // With a cap, stop exactly when the VM's remaining quota (shared among its
-        // running vCPUs) runs out; otherwise preemption is decided at ticks.
+        // running vCPUs) runs out.
         let limit = self.quota[vm].map(|q| {
             let left = q.saturating_sub(self.used[vm]);
             Nanos((left / self.running_per_vm[vm].max(1) as u64).max(1_000))

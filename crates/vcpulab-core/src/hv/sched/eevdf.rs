@@ -152,6 +152,8 @@ pub struct Eevdf {
     balanced: Vec<[Nanos; MAX_LEVELS]>,
     /// Per VM: task-group shares (weight 256 = 1024 shares).
     shares: Vec<u64>,
+    /// Per VM: quota per bandwidth period (ns), runtime used, throttled, running vCPUs
+    /// (kept only when `capped`: some VM has a cap).
     quota: Vec<Option<u64>>,
     used: Vec<u64>,
     throttled: Vec<bool>,
@@ -560,11 +562,15 @@ impl Eevdf {
         };
         let delta = now.0.saturating_sub(cpu.exec_start.0);
         cpu.exec_start = now;
-        let vm = self.vm_of(v);
-        self.used[vm] += delta;
-        if let Some(q) = self.quota[vm] {
-            if self.used[vm] >= q {
-                self.throttled[vm] = true;
+        // Bandwidth use matters only on a host with caps (without, it is never read):
+        // on a large host each per-VM array read is a miss.
+        if self.capped {
+            let vm = self.vm_of(v);
+            self.used[vm] += delta;
+            if let Some(q) = self.quota[vm] {
+                if self.used[vm] >= q {
+                    self.throttled[vm] = true;
+                }
             }
         }
         let mut resched = self.advance(self.leaf_rq(v, p), delta);
@@ -1004,8 +1010,10 @@ impl HostScheduler for Eevdf {
         let pi = p.0;
         self.update_curr(pi, now);
         self.se[v.idx()].last_ran = now;
-        let vm = self.vm_of(v);
-        self.running_per_vm[vm] = self.running_per_vm[vm].saturating_sub(1);
+        if self.capped {
+            let vm = self.vm_of(v);
+            self.running_per_vm[vm] = self.running_per_vm[vm].saturating_sub(1);
+        }
         if why == StopReason::Yielded {
             // yield_task_fair: the yielder's deadline moves one slice on.
             let s = &mut self.se[v.idx()];
@@ -1088,6 +1096,9 @@ impl HostScheduler for Eevdf {
             s.home_slot = NO_SLOT;
         }
         s.home = pi;
+        if !self.capped {
+            return Some((v, None));
+        }
         let vm = self.vm_of(v);
         self.running_per_vm[vm] += 1;
         let limit = self.quota[vm].map(|q| {
