@@ -84,3 +84,88 @@ fn a_vms_step_settings_come_first() {
         ],
     );
 }
+
+/// The cache line (index) each offset falls in; all the same, or the message names them.
+fn one_line(what: &str, offsets: &[(&str, usize, usize)]) {
+    let lines: Vec<(&str, usize)> = offsets
+        .iter()
+        .map(|&(name, off, size)| {
+            let (first, last) = (off / 64, (off + size - 1) / 64);
+            assert_eq!(first, last, "{what}: {name} straddles two lines");
+            (name, first)
+        })
+        .collect();
+    assert!(
+        lines.iter().all(|&(_, l)| l == lines[0].1),
+        "{what}: not in one line: {lines:?}"
+    );
+}
+
+macro_rules! field {
+    ($t:ty, $f:ident) => {{
+        fn size<T>(_: fn(&$t) -> &T) -> usize {
+            std::mem::size_of::<T>()
+        }
+        (stringify!($f), offset_of!($t, $f), size(|r: &$t| &r.$f))
+    }};
+}
+
+#[test]
+fn a_vcpus_tracing_flag_is_in_its_first_line() {
+    // Every state change asks it; the trace buffer itself is far down the record.
+    one_line(
+        "vCPU first line",
+        &[field!(Vcpu, hv), field!(Vcpu, tracing)],
+    );
+}
+
+#[test]
+fn a_vcpus_paths_each_read_one_line() {
+    one_line(
+        "vCPU footprint",
+        &[
+            field!(Vcpu, cache_missing_kib),
+            field!(Vcpu, tlb_mark_out),
+            field!(Vcpu, cache_mark_out),
+        ],
+    );
+    one_line(
+        "vCPU wake-up and dispatch bookkeeping",
+        &[
+            field!(Vcpu, runnable_since),
+            field!(Vcpu, last_pcpu),
+            field!(Vcpu, refill_at_dispatch_ns),
+            field!(Vcpu, wakes),
+            field!(Vcpu, switches),
+            field!(Vcpu, migrations),
+        ],
+    );
+    one_line(
+        "vCPU pending interrupts",
+        &[
+            field!(Vcpu, pending),
+            field!(Vcpu, pending_irq),
+            field!(Vcpu, tlb_stall_from),
+        ],
+    );
+    one_line(
+        "vCPU departure and halt",
+        &[
+            field!(Vcpu, guest_tlb_loaded),
+            field!(Vcpu, halts),
+            field!(Vcpu, halted_at),
+        ],
+    );
+}
+
+#[test]
+fn a_vms_switch_counter_exits_and_gleaner_share_a_line() {
+    one_line(
+        "VM switch line",
+        &[
+            field!(Vm, thread_switches),
+            field!(Vm, gleaner),
+            field!(Vm, exits),
+        ],
+    );
+}
