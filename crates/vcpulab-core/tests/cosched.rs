@@ -120,6 +120,8 @@ duration = "400ms"
 pcpus = 4
 [host.ple]
 action = "{action}"
+# NPB's spin barriers spin in user mode: a pause filter that counts them (AMD's).
+user_mode_exits = true
 {extra}
 [[vm]]
 vcpus = 4
@@ -253,6 +255,7 @@ duration = "400ms"
 pcpus = 256
 [host.ple]
 action = "coschedule"
+user_mode_exits = true
 [[vm]]
 name = "a"
 vcpus = 2

@@ -143,12 +143,56 @@ fn the_kvm_modern_preset_is_the_modern_platform() {
     assert_eq!(sc.host.scheduler.name(), "eevdf");
     assert!(sc.host.ipi_virtualization && sc.host.posted_interrupts);
     assert_eq!(sc.vm[0].guest.kernel.as_deref(), Some("linux-6.6"));
-    // The scenario's own platform still wins over the preset's.
-    let sc = ok(
+    // A scenario that pins another platform contradicts the preset: refused, naming
+    // both (it once ran the scenario's platform and dropped the preset's silently).
+    let e = err(
         &scenario("preset = \"kvm-modern\"", ""),
         &["host.platform=kvm-3.19-hsw"],
     );
-    assert_eq!(sc.host.costs.vmexit_ns, 618);
+    assert_eq!(e.key, "preset");
+    assert!(
+        e.message.contains("kvm-6.6-spr") && e.message.contains("kvm-3.19-hsw"),
+        "{}",
+        e.message
+    );
+    // The same platform named twice is no contradiction.
+    let sc = ok(
+        &scenario("preset = \"kvm-modern\"", ""),
+        &["host.platform=kvm-6.6-spr"],
+    );
+    assert_eq!(sc.host.platform.as_deref(), Some("kvm-6.6-spr"));
+}
+
+/// KVM's PLE window grows and shrinks from Linux 3.18 ("KVM: VMX: dynamise PLE
+/// window"); the 3.2 and 3.9 hosts have the fixed 4096-cycle window, also under the
+/// presets built on kvm-default.
+#[test]
+fn the_ple_window_grows_from_linux_3_18() {
+    use vcpulab_core::scenario::PlePolicy;
+    for (platform, policy) in [
+        ("kvm-3.2-wsm", PlePolicy::Fixed),
+        ("kvm-3.9-snb", PlePolicy::Fixed),
+        ("kvm-3.19-hsw", PlePolicy::Kvm),
+        ("kvm-6.6-spr", PlePolicy::Kvm),
+    ] {
+        for preset in ["kvm-default", "dcs", "gleaner"] {
+            let sc = ok(
+                &scenario(&format!("preset = \"{preset}\""), ""),
+                &[&format!("host.platform={platform}")],
+            );
+            assert_eq!(sc.host.ple.policy, policy, "{platform} {preset}");
+            assert_eq!(sc.host.ple.window_cycles, 4096, "{platform} {preset}");
+        }
+    }
+    // Without a platform kvm-default keeps KVM's grow/shrink window; a scenario's own
+    // policy wins over the platform's.
+    let sc = ok(&scenario("preset = \"kvm-default\"", ""), &[]);
+    assert_eq!(sc.host.ple.policy, PlePolicy::Kvm);
+    let sc = ok(
+        &scenario("preset = \"kvm-default\"", ""),
+        &["host.platform=kvm-3.9-snb", "host.ple.policy=\"kvm\""],
+    );
+    assert_eq!(sc.host.ple.policy, PlePolicy::Kvm);
 }
 
 #[test]

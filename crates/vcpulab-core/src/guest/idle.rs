@@ -56,22 +56,28 @@ impl World {
         self.push_step(v, t0 + Nanos(exit));
     }
 
-    /// The vCPU leaves idle for a thread: haltpoll adapts its window to the idle period
-    /// (grows it after an idle shorter than the maximum, halves it after a longer one,
-    /// as cpuidle-haltpoll's adjust_poll_limit does).
+    /// The vCPU leaves idle for a thread: haltpoll adapts its window to the halt's
+    /// residency, as drivers/cpuidle/governors/haltpoll.c does — `haltpoll_reflect`
+    /// calls `adjust_poll_limit` only when the HLT state was entered (index != 0), with
+    /// the time spent in HLT (not the poll before it): grow after a halt longer than the
+    /// window and no longer than the maximum, halve after a longer one (0 below
+    /// grow_start). An idle period that a poll ended changes nothing.
     pub(crate) fn idle_leave(&mut self, v: VcpuId) {
         let now = self.now;
         let vm = self.vcpus[v.idx()].vm.idx();
         let g = &self.vms[vm].guest;
         let vc = &mut self.vcpus[v.idx()];
-        let block = now.0.saturating_sub(vc.idle_since.0);
+        let idle_since = vc.idle_since;
         vc.idle_since = Nanos::MAX;
-        if g.haltpoll_max > 0 {
+        // Halted during this idle period (`halted_at` is set when the HLT exit ends).
+        if g.haltpoll_max > 0 && vc.halted_at >= idle_since {
+            let block = now.0.saturating_sub(vc.halted_at.0);
             let cur = vc.guest_poll_ns;
-            if cur < block && block < g.haltpoll_max {
+            if cur < block && block <= g.haltpoll_max {
                 vc.guest_poll_ns = (cur * 2).max(g.haltpoll_start).min(g.haltpoll_max);
             } else if block > g.haltpoll_max {
-                vc.guest_poll_ns = cur / 2;
+                let shrunk = cur / 2;
+                vc.guest_poll_ns = if shrunk < g.haltpoll_start { 0 } else { shrunk };
             }
         }
     }

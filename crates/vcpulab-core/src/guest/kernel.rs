@@ -296,7 +296,13 @@ impl World {
         } else {
             Nanos::MAX
         };
-        let ple_dl = self.ple_deadline(v, t0).unwrap_or(Nanos::MAX);
+        // PAUSE-loop exiting sees kernel-mode spins only, unless the CPU's pause filter
+        // counts user mode too (`host.ple.user_mode_exits`).
+        let ple_dl = if th.act.is_user_spin() && !self.ple_user_mode_exits {
+            Nanos::MAX
+        } else {
+            self.ple_deadline(v, t0).unwrap_or(Nanos::MAX)
+        };
         // A user-space spin is time-sliced like work (guest/preempt.rs).
         let th = &self.threads[t.idx()];
         let tick_dl =

@@ -485,15 +485,24 @@ impl World {
         }
     }
 
-    /// The unlocker `t` kicks the halted waiter `n` (KVM_HC_KICK_CPU: a hypercall).
+    /// The unlocker `t` kicks the halted waiter `n` (KVM_HC_KICK_CPU: a hypercall, an
+    /// exit even with IPI virtualization). The host then does what an emulated ICR
+    /// write does (arch/x86/kvm/x86.c `kvm_pv_kick_cpu_op` → kvm_irq_delivery_to_apic
+    /// with APIC_DM_REMRD → `__apic_accept_irq` → kvm_vcpu_kick): the delivery, and the
+    /// wake of a halted waiter's thread.
     fn pv_kick(&mut self, t: ThreadId, n: ThreadId, class: usize) {
-        let kick = self.costs.vmexit_ns;
+        let nv = self.threads[n.idx()].vcpu;
+        let wake = if self.vcpus[nv.idx()].hv == crate::hv::vcpu::HvState::Halted {
+            self.costs.kick_wake_ns
+        } else {
+            0
+        };
+        let kick = self.costs.vmexit_ns + self.costs.ipi_send_ns + wake;
         self.threads[t.idx()].micro.push_front(Micro::Work {
             ns: kick,
             kernel: true,
         });
         self.lock_classes[class].kicks += 1;
-        let nv = self.threads[n.idx()].vcpu;
         self.kick_vcpu(nv);
     }
 

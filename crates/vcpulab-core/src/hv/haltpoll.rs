@@ -96,7 +96,10 @@ impl World {
         if halt_ns <= cur {
             // A successful poll: keep the window.
         } else if cur > 0 && halt_ns > max {
-            vc.halt_poll_ns = cur.checked_div(shrink).unwrap_or(0);
+            // shrink_halt_poll_ns: below grow_start the window drops to 0 (Linux 5.15+,
+            // "KVM: halt polling: reset halt_poll_ns below grow_start", 2021).
+            let shrunk = cur.checked_div(shrink).unwrap_or(0);
+            vc.halt_poll_ns = if shrunk < start { 0 } else { shrunk };
         } else if cur < max && halt_ns < max {
             vc.halt_poll_ns = (cur * grow).max(start).min(max);
         }

@@ -77,6 +77,7 @@ pub fn resolve(
         None => table,
         Some(Value::String(name)) => {
             let mut base = presets::resolve(name).map_err(|e| ScenarioError::new("preset", e))?;
+            refuse_platform_conflict(name, &base, &table)?;
             deep_merge(&mut base, table);
             base
         }
@@ -99,6 +100,36 @@ pub fn resolve(
     })?;
     super::validate::validate(&sc)?;
     Ok(sc)
+}
+
+/// A preset that names a host platform on a scenario that pins another: the scenario's
+/// key would win and the preset's platform be silently dropped (a study scenario run
+/// with `--set preset=kvm-modern` would still run its paper's host), so it is refused.
+fn refuse_platform_conflict(
+    name: &str,
+    preset: &Table,
+    scenario: &Table,
+) -> Result<(), ScenarioError> {
+    let platform = |t: &Table| {
+        t.get("host")
+            .and_then(Value::as_table)
+            .and_then(|h| h.get("platform"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    if let (Some(ours), Some(theirs)) = (platform(preset), platform(scenario)) {
+        if ours != theirs {
+            return Err(ScenarioError::new(
+                "preset",
+                format!(
+                    "preset {name} runs on platform {ours}, but the scenario pins \
+                     host.platform = {theirs}; set host.platform = {ours} too (e.g. --set \
+                     host.platform={ours}), or choose a preset without a platform"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A scenario that names neither a preset nor a host platform runs on today's platform:

@@ -335,6 +335,13 @@ pub struct PleConfig {
     /// boosted, and the spinner keeps its pCPU. Off (Linux 3.16+): -ESRCH uses one of
     /// three tries and the scan goes on.
     pub esrch_ends_scan: bool,
+    /// Spins in user mode (a library's mutex, barrier or read-write lock spin) exit too.
+    /// Off: Intel VT-x's PAUSE-loop exiting watches only CPL 0 (Intel SDM vol. 3,
+    /// 25.1.3, "PAUSE-loop exiting" is ignored if CPL > 0; arch/x86/kvm/vmx/vmx.c
+    /// `handle_pause` calls kvm_vcpu_on_spin(vcpu, true) for that reason), which every
+    /// modelled CPU is. On: AMD's pause filter, which counts PAUSE at any CPL
+    /// (arch/x86/kvm/svm/svm.c `pause_interception`: in_kernel = CPL == 0).
+    pub user_mode_exits: bool,
 }
 
 /// The candidates of KVM's directed yield, as each kernel's kvm_vcpu_on_spin chooses them.
@@ -383,6 +390,7 @@ impl Default for PleConfig {
             yield_to_kernel_mode: true,
             dy_eligible: true,
             esrch_ends_scan: false,
+            user_mode_exits: false,
         }
     }
 }

@@ -95,6 +95,11 @@ pub struct HostPlatform {
     /// KVM: yield_to's single-task answer ends the scan as a success
     /// (`host.ple.esrch_ends_scan`, Linux before 3.16).
     pub ple_esrch_ends_scan: bool,
+    /// KVM (unused on Xen, whose pause filter is fixed): the PLE window grows on every
+    /// exit and shrinks on every schedule-in
+    /// (`host.ple.policy = "kvm"`; "KVM: VMX: dynamise PLE window", Linux 3.18); before
+    /// that it is fixed at `ple_window` (4096 cycles, `host.ple.policy = "fixed"`).
+    pub ple_window_grows: bool,
     /// Xen's scheduler rate limit (`sched_ratelimit_us`, Xen 4.2 and later; none in
     /// 4.1). `None` on KVM.
     pub xen_ratelimit_us: Option<f64>,
@@ -160,6 +165,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_yield_to_kernel_mode: false,
         ple_dy_eligible: true,
         ple_esrch_ends_scan: true,
+        ple_window_grows: false,
         xen_ratelimit_us: None,
         scheduler: "cfs",
         per_vm_groups: Some(false),
@@ -182,6 +188,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_yield_to_kernel_mode: false,
         ple_dy_eligible: true,
         ple_esrch_ends_scan: false,
+        ple_window_grows: false,
         xen_ratelimit_us: Some(0.0),
         scheduler: "credit",
         per_vm_groups: None,
@@ -204,6 +211,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_yield_to_kernel_mode: false,
         ple_dy_eligible: true,
         ple_esrch_ends_scan: false,
+        ple_window_grows: false,
         xen_ratelimit_us: Some(1000.0),
         scheduler: "credit",
         per_vm_groups: None,
@@ -226,6 +234,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_yield_to_kernel_mode: false,
         ple_dy_eligible: false,
         ple_esrch_ends_scan: true,
+        ple_window_grows: false,
         xen_ratelimit_us: None,
         scheduler: "cfs",
         per_vm_groups: Some(false),
@@ -248,6 +257,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_yield_to_kernel_mode: false,
         ple_dy_eligible: true,
         ple_esrch_ends_scan: false,
+        ple_window_grows: true,
         xen_ratelimit_us: None,
         scheduler: "cfs",
         per_vm_groups: Some(false),
@@ -270,6 +280,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_yield_to_kernel_mode: true,
         ple_dy_eligible: true,
         ple_esrch_ends_scan: false,
+        ple_window_grows: true,
         xen_ratelimit_us: None,
         scheduler: "eevdf",
         per_vm_groups: Some(true),
@@ -292,6 +303,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_yield_to_kernel_mode: false,
         ple_dy_eligible: true,
         ple_esrch_ends_scan: false,
+        ple_window_grows: false,
         xen_ratelimit_us: Some(1000.0),
         scheduler: "credit2",
         per_vm_groups: None,
@@ -506,6 +518,17 @@ impl HostPlatform {
                 ),
                 ("dy_eligible", Value::Boolean(self.ple_dy_eligible)),
                 ("esrch_ends_scan", Value::Boolean(self.ple_esrch_ends_scan)),
+                (
+                    "policy",
+                    Value::String(
+                        if self.ple_window_grows {
+                            "kvm"
+                        } else {
+                            "fixed"
+                        }
+                        .into(),
+                    ),
+                ),
             ];
             for (key, value) in ple {
                 set(&mut t, &["host", "ple", key], value);

@@ -22,12 +22,11 @@ pub const PRESETS: &[Preset] = &[
     Preset {
         name: "kvm-default",
         base: None,
-        description: "KVM on Linux CFS (pre-6.6 tunables for 8+ CPUs), PLE with KVM's grow/shrink window and directed yield, no halt polling (the Linux 3.x hosts of the studies)",
+        description: "KVM on Linux CFS (pre-6.6 tunables for 8+ CPUs), PLE with directed yield and KVM's grow/shrink window (the platform decides: fixed before Linux 3.18), no halt polling (the Linux 3.x hosts of the studies)",
         toml: r#"
 [host.scheduler]
 kind = "cfs"
 [host.ple]
-policy = "kvm"
 window_cycles = 4096
 grow = 2
 shrink = 0

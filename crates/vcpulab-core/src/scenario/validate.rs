@@ -680,6 +680,19 @@ fn validate_ple_action(
     if ple.policy == crate::scenario::PlePolicy::Off {
         return Ok(());
     }
+    if ple.window_cycles == 0
+        && matches!(
+            ple.policy,
+            crate::scenario::PlePolicy::Fixed | crate::scenario::PlePolicy::Kvm
+        )
+    {
+        // A window of 0 would exit at every PAUSE, the opposite of what is usually meant.
+        return Err(ScenarioError::new(
+            "host.ple.window_cycles",
+            "0 is not allowed; expected at least 1 cycle (to turn pause-loop exiting off, \
+             set host.ple.policy = \"off\")",
+        ));
+    }
     let allowed = ple_actions_allowed(sched);
     if allowed.contains(&ple.action) {
         return Ok(());

@@ -209,6 +209,15 @@ pub(crate) fn vm_cpuset(vi: usize, g: &GuestConfig, vcpus: u32) -> Result<CpuMas
         .map_err(|m| ScenarioError::new(format!("vm.{vi}.guest.cpuset"), m))
 }
 
+/// A guest CFS tunable in ns: the scenario gives the kernel's normalized value (one
+/// CPU: latency 6 ms, minimum granularity 0.75 ms, wake-up granularity 1 ms), which the
+/// guest kernel scales by 1 + ilog2(min(vCPUs, 8)) for its CPUs (kernel/sched/fair.c
+/// `update_sysctl`, SCHED_TUNABLESCALING_LOG, the default), as it does EEVDF's base
+/// slice.
+pub(crate) fn guest_cfs_tunable(ms: f64, vcpus: u32) -> u64 {
+    ns(ms) * crate::hv::sched::eevdf::slice_factor(vcpus)
+}
+
 /// A VM's guest-kernel settings, in nanoseconds.
 pub(crate) fn guest_params(g: &GuestConfig, vcpus: u32) -> GuestParams {
     GuestParams {
@@ -217,9 +226,9 @@ pub(crate) fn guest_params(g: &GuestConfig, vcpus: u32) -> GuestParams {
         base_slice: crate::guest::eevdf::scaled_base_slice(ns(g.base_slice_ms), vcpus),
         tick: (1e9 / g.tick_hz.max(1) as f64).round() as u64,
         preemption: g.preemption,
-        latency: ns(g.latency_ms),
-        min_gran: ns(g.min_granularity_ms),
-        wakeup_gran: ns(g.wakeup_granularity_ms),
+        latency: guest_cfs_tunable(g.latency_ms, vcpus),
+        min_gran: guest_cfs_tunable(g.min_granularity_ms, vcpus),
+        wakeup_gran: guest_cfs_tunable(g.wakeup_granularity_ms, vcpus),
         timer_slack: us(g.timer_slack_us),
         pv_spin: if g.spinlock.is_pv() {
             us(g.pv_spin_us)
@@ -277,4 +286,22 @@ pub(crate) fn vm_threads(
 /// The next thread's id.
 pub(crate) fn next_thread(threads: &[Thread]) -> ThreadId {
     ThreadId(threads.len() as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A guest's CFS tunables scale with its vCPUs as update_sysctl scales them: 1, 2,
+    /// 3 and 4 times the one-CPU values for 1, 2, 4 and 8+ CPUs.
+    #[test]
+    fn guest_cfs_tunables_scale_with_the_vcpus() {
+        let g = GuestConfig::default();
+        for (vcpus, factor) in [(1, 1), (2, 2), (3, 2), (4, 3), (8, 4), (16, 4), (288, 4)] {
+            let p = guest_params(&g, vcpus);
+            assert_eq!(p.latency, 6_000_000 * factor, "{vcpus} vCPUs");
+            assert_eq!(p.min_gran, 750_000 * factor, "{vcpus} vCPUs");
+            assert_eq!(p.wakeup_gran, 1_000_000 * factor, "{vcpus} vCPUs");
+        }
+    }
 }

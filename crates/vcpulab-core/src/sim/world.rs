@@ -116,6 +116,8 @@ pub struct World {
     pub ple_yield_to_kernel_mode: bool,
     pub ple_dy_eligible: bool,
     pub ple_esrch_ends_scan: bool,
+    /// `host.ple.user_mode_exits`: user-mode spins exit too (AMD's pause filter).
+    pub ple_user_mode_exits: bool,
     /// PLE exits counted in epochs, per VM (APPLE's input, the report's series).
     pub ple_epochs: crate::hv::ple_epochs::PleEpochs,
     pub clock_ghz: f64,
@@ -177,10 +179,6 @@ pub struct World {
     pub cvs_yield_head_below: f64,
 }
 
-fn ns(ms: f64) -> u64 {
-    (ms * 1e6).round() as u64
-}
-
 impl World {
     /// Builds the world of a resolved scenario.
     pub fn new(sc: &Scenario) -> Result<World, ScenarioError> {
@@ -237,7 +235,7 @@ impl World {
                 &g.gleaner,
                 &sc.host.costs,
                 vc.vcpus,
-                ns(g.min_granularity_ms),
+                build::guest_cfs_tunable(g.min_granularity_ms, vc.vcpus),
             )
             .map(|mut gv| {
                 // One yielding thread per vCPU, after the workload's threads.
@@ -338,6 +336,7 @@ impl World {
             ple_yield_to_kernel_mode: sc.host.ple.yield_to_kernel_mode,
             ple_dy_eligible: sc.host.ple.dy_eligible,
             ple_esrch_ends_scan: sc.host.ple.esrch_ends_scan,
+            ple_user_mode_exits: sc.host.ple.user_mode_exits,
             ple_epochs: crate::hv::ple_epochs::PleEpochs::new(&sc.host.ple, sc.vm.len(), nvcpus),
             clock_ghz: sc.host.clock_ghz,
             halt_poll: sc.host.halt_poll.clone(),
