@@ -198,3 +198,47 @@ fn cpusets_reach_vcpus_past_128() {
         "{e}"
     );
 }
+
+/// A scheduler parameter of the wrong type names its own key (the `kind` tag hid it:
+/// the error said only `host.scheduler`).
+#[test]
+fn a_scheduler_parameter_of_the_wrong_type_names_its_key() {
+    let xen = "[host]\npcpus = 2\n[host.scheduler]\nkind = \"credit\"\n[[vm]]\nvcpus = 1\nworkload = { model = \"matmul\" }\n";
+    let e = err(xen, &["host.scheduler.slice_ms=\"10ms\""]);
+    assert!(e.starts_with("host.scheduler.slice_ms"), "{e}");
+    let e = err(
+        OK,
+        &[
+            "host.scheduler.kind=\"cfs\"",
+            "host.scheduler.latency_ms=\"24ms\"",
+        ],
+    );
+    assert!(e.starts_with("host.scheduler.latency_ms"), "{e}");
+    let e = err(
+        OK,
+        &[
+            "host.scheduler.kind=\"eevdf\"",
+            "host.scheduler.per_vm_groups=\"yes\"",
+        ],
+    );
+    assert!(e.starts_with("host.scheduler.per_vm_groups"), "{e}");
+}
+
+/// A pCPU number pins as the one-CPU list it is; a negative one is still refused.
+#[test]
+fn pins_may_be_numbers() {
+    let o = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let one = resolve(OK, &o(&["vm.0.pin=1"]), None).expect("pin = 1");
+    let listed = resolve(OK, &o(&["vm.0.pin=\"1\""]), None).expect("pin = \"1\"");
+    assert_eq!(one.vm[0].pin, listed.vm[0].pin);
+    let each = resolve(OK, &o(&["vm.0.pin=[0, 1]"]), None).expect("pin = [0, 1]");
+    assert_eq!(
+        each.vm[0].pin,
+        Some(vcpulab_core::scenario::PinSpec::PerVcpu(vec![
+            "0".into(),
+            "1".into()
+        ]))
+    );
+    let e = err(OK, &["vm.0.pin=-1"]);
+    assert!(e.contains("pin"), "{e}");
+}

@@ -226,6 +226,14 @@ fn trace(
         )));
     }
     let sc = resolve_inner(scenario_toml, overrides, seed)?;
+    let end = sc.run.duration.0;
+    if from >= end.0 {
+        // A window after the run's end would write a trace of metadata only.
+        return Err(PyValueError::new_err(format!(
+            "--from {} is not before the run's end ({end}); the trace would hold nothing",
+            window_from.unwrap_or("0")
+        )));
+    }
     let out = std::path::Path::new(out_path);
     if out.is_dir() {
         return Err(PyValueError::new_err(format!(

@@ -93,8 +93,19 @@ pub fn resolve(
     };
     platforms::apply_host(&mut merged)?;
     normalize(&mut merged)?;
+    let scheduler = merged
+        .get("host")
+        .and_then(Value::as_table)
+        .and_then(|h| h.get("scheduler"))
+        .and_then(Value::as_table)
+        .cloned();
     let sc: Scenario = serde_path_to_error::deserialize(Value::Table(merged)).map_err(|e| {
         let path = e.path().to_string();
+        if path == "host.scheduler" {
+            if let Some(named) = scheduler.as_ref().and_then(scheduler_field_error) {
+                return named;
+            }
+        }
         let key = if path == "." { String::new() } else { path };
         ScenarioError::new(key, e.into_inner().to_string())
     })?;
@@ -153,6 +164,56 @@ pub fn default_preset(table: &Table) -> Option<&'static str> {
         Some("credit" | "credit2" | "gang" | "relaxed_co") => "xen-modern",
         _ => "kvm-modern",
     })
+}
+
+/// `pin = 2` and `pin = [0, 1]` mean what `pin = "2"` and `pin = ["0", "1"]` do: a
+/// pCPU number is a one-CPU list.
+fn pin_numbers_as_lists(vm: &mut Table) {
+    let as_list = |v: &mut Value| {
+        if let Value::Integer(n) = v {
+            if *n >= 0 {
+                *v = Value::String(n.to_string());
+            }
+        }
+    };
+    match vm.get_mut("pin") {
+        Some(Value::Array(a)) => a.iter_mut().for_each(as_list),
+        Some(v) => as_list(v),
+        None => {}
+    }
+}
+
+/// The field of `host.scheduler` a type error is in: the scheduler's parameters are
+/// read through its `kind` tag, which hides the field from the error's path, so they
+/// are read again on their own to name it.
+fn scheduler_field_error(scheduler: &Table) -> Option<ScenarioError> {
+    use super::{CfsParams, Credit2Params, CreditParams, EevdfParams, GangParams, RelaxedCoParams};
+    fn field<T: serde::de::DeserializeOwned>(t: Table, kind: &str) -> Option<ScenarioError> {
+        let e = serde_path_to_error::deserialize::<_, T>(Value::Table(t)).err()?;
+        let path = e.path().to_string();
+        let key = if path == "." {
+            "host.scheduler".to_string()
+        } else {
+            format!("host.scheduler.{path}")
+        };
+        // The kind may come from a preset or platform the user did not look at.
+        Some(ScenarioError::new(
+            key,
+            format!("{} (host.scheduler.kind = {kind})", e.into_inner()),
+        ))
+    }
+    let mut t = scheduler.clone();
+    let kind = t.remove("kind")?;
+    let kind = kind.as_str()?;
+    match kind {
+        "cfs" => field::<CfsParams>(t, kind),
+        "eevdf" => field::<EevdfParams>(t, kind),
+        "credit" => field::<CreditParams>(t, kind),
+        "credit2" => field::<Credit2Params>(t, kind),
+        "gang" => field::<GangParams>(t, kind),
+        "relaxed_co" => field::<RelaxedCoParams>(t, kind),
+        _ => None,
+    }
 }
 
 /// Fills what serde cannot default (the scheduler kind), copies the scenario-wide guest
@@ -218,6 +279,7 @@ fn normalize(t: &mut Table) -> Result<(), ScenarioError> {
         let Value::Table(mut vm) = vm else {
             return Err(ScenarioError::new(format!("vm.{i}"), "is not a table"));
         };
+        pin_numbers_as_lists(&mut vm);
         let mut guest = global_guest.clone();
         let mut kernel_key = "guest.kernel".to_string();
         match vm.remove("guest") {
