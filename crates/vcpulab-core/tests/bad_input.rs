@@ -242,3 +242,21 @@ fn pins_may_be_numbers() {
     let e = err(OK, &["vm.0.pin=-1"]);
     assert!(e.contains("pin"), "{e}");
 }
+
+/// `run.focus` names a VM written with `count` copies by its first copy, so a sweep of
+/// the count keeps its focus; an unknown name still lists the VMs.
+#[test]
+fn the_focus_may_name_a_vm_of_several_copies() {
+    let text = "[run]\nfocus = \"app\"\n[host]\npcpus = 2\n[[vm]]\nname = \"hog\"\nvcpus = 1\nworkload = { model = \"matmul\" }\n[[vm]]\nname = \"app\"\nvcpus = 1\nworkload = { model = \"matmul\" }\n";
+    let o = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    for (count, at) in [(1, 1), (3, 1)] {
+        let sc = resolve(text, &o(&[&format!("vm.1.count={count}")]), None).expect("resolves");
+        assert_eq!(
+            vcpulab_core::scenario::modes::focus_index(&sc).ok(),
+            Some(at),
+            "count {count}"
+        );
+    }
+    let e = err(text, &["run.focus=\"apq\""]);
+    assert!(e.contains("apq") && e.contains("app"), "{e}");
+}

@@ -7,21 +7,22 @@
 
 use super::{Mode, PinSpec, PlePolicy, Scenario, ScenarioError};
 
-/// Index of the focus VM.
+/// Index of the focus VM. A VM written with `count` copies is named by its first copy
+/// (`NAME-0`), so that sweeping the count keeps the focus where it was.
 pub fn focus_index(sc: &Scenario) -> Result<usize, ScenarioError> {
     match &sc.run.focus {
         None => Ok(0),
-        Some(name) => sc
-            .vm
-            .iter()
-            .position(|v| v.name.as_deref() == Some(name))
-            .ok_or_else(|| {
+        Some(name) => {
+            let first_copy = format!("{name}-0");
+            let named = |n: &str| sc.vm.iter().position(|v| v.name.as_deref() == Some(n));
+            named(name).or_else(|| named(&first_copy)).ok_or_else(|| {
                 let names: Vec<String> = sc.vm.iter().filter_map(|v| v.name.clone()).collect();
                 ScenarioError::new(
                     "run.focus",
                     format!("no VM is named {name:?}; the VMs are: {}", names.join(", ")),
                 )
-            }),
+            })
+        }
     }
 }
 
