@@ -226,3 +226,38 @@ fn equal_capped_solo_gets_the_consolidated_share() {
         );
     }
 }
+
+/// Entitlement follows demand: a VM that sleeps most of the time beside a CPU hog, each
+/// with a pCPU to itself, got what it asked for (ratio 1), and so did the hog; with one
+/// pCPU shared the sleeper waits for it and its ratio drops below 1.
+#[test]
+fn entitlement_is_limited_by_demand() {
+    let text = |pcpus: u32| {
+        format!(
+            "preset = \"xen-default\"\nseed = 1\n[run]\nduration = \"2s\"\n[host]\npcpus = {pcpus}\n\
+             [[vm]]\nname = \"hog\"\nvcpus = 1\nworkload = {{ model = \"cpu-bomb\" }}\n\
+             [[vm]]\nname = \"web\"\nvcpus = 1\nworkload = {{ model = \"compute-sleep\", params = {{ compute = \"exp(2ms)\", sleep = \"exp(20ms)\" }} }}\n"
+        )
+    };
+    let r = run_toml(&text(2));
+    for vm in &r.vms {
+        assert!(
+            (vm.share_ratio - 1.0).abs() < 0.02,
+            "{}: {}",
+            vm.vm,
+            vm.share_ratio
+        );
+    }
+    assert!(
+        r.vms[1].entitlement < 0.1,
+        "web asked for little: {}",
+        r.vms[1].entitlement
+    );
+    let r = run_toml(&text(1));
+    let web = &r.vms[1];
+    assert!(
+        web.share_ratio < 0.99,
+        "web waited for the pCPU: {}",
+        web.share_ratio
+    );
+}

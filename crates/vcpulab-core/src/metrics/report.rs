@@ -531,14 +531,35 @@ impl Report {
         let end = w.now.0;
         let npc = w.pcpus.len() as f64;
         let total_cpu = npc * end as f64;
-        let claims: Vec<(f64, f64)> = w
+        let times: Vec<TimeBreakdown> = w
             .vms
             .iter()
             .map(|m| {
+                let mut t = TimeBreakdown::default();
+                for v in &w.vcpus[m.first_vcpu as usize..(m.first_vcpu + m.nvcpus) as usize] {
+                    t.add(&TimeBreakdown::of(v));
+                }
+                t
+            })
+            .collect();
+        // A VM is entitled to its weighted max-min fair share of the pCPUs, up to what
+        // it can use (its vCPUs, its cap) and what it asked for: the time its vCPUs
+        // were on a pCPU or waiting for one. A VM that sleeps most of the time is
+        // entitled to what it wanted, not to a share it never asked for.
+        let claims: Vec<(f64, f64)> = w
+            .vms
+            .iter()
+            .zip(&times)
+            .map(|(m, t)| {
                 let max = m
                     .cap
                     .map_or(m.nvcpus as f64, |c| (c / 100.0).min(m.nvcpus as f64));
-                (m.weight as f64, max)
+                let demand = if end > 0 {
+                    (t.cpu_ns + t.runnable_ns) as f64 / end as f64
+                } else {
+                    max
+                };
+                (m.weight as f64, max.min(demand))
             })
             .collect();
         let ent = water_fill(npc, &claims);
@@ -558,10 +579,7 @@ impl Report {
         let vm_wake: Vec<Hist> = w.vms.iter().map(|m| m.wake_latency()).collect();
         for (i, m) in w.vms.iter().enumerate() {
             let vs = &w.vcpus[m.first_vcpu as usize..(m.first_vcpu + m.nvcpus) as usize];
-            let mut t = TimeBreakdown::default();
-            for v in vs {
-                t.add(&TimeBreakdown::of(v));
-            }
+            let t = times[i].clone();
             let share = if total_cpu > 0.0 {
                 t.cpu_ns as f64 / total_cpu
             } else {
