@@ -110,6 +110,11 @@ def test_points_registry_and_bounds() -> None:
     verdict, detail = compare(merged, (0.25, 0.25))
     assert verdict == "partly" and "published > 96" in detail
     assert point_checks(merged, 0.25)[1][1] == "not above 96"
+    # Exactly at the bound is not past it ("> 96" is not met by 96).
+    merged.loc[1, "simulated"] = 96.0
+    verdict, detail = compare(merged, (0.25, 0.25))
+    assert verdict != "agrees" and "b not above 96" in detail, detail
+    assert point_checks(merged, 0.25)[1][1] == "not above 96"
 
 
 def test_json_lists_one_sweep_per_point(

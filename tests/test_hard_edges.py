@@ -422,3 +422,106 @@ def test_package_metadata() -> None:
     assert meta["readme"] == "README.md" and meta["classifiers"]
     assert "plot" in meta["optional-dependencies"]
     assert (ROOT / "python" / "vcpulab" / "py.typed").exists()
+
+
+# --- found by trying the tool as a new user would ---------------------------------------
+
+TINY = """
+[run]
+duration = "10ms"
+[host]
+pcpus = 2
+[[vm]]
+vcpus = 2
+workload = { model = "cpu-bomb" }
+"""
+
+
+def test_grid_values_may_hold_commas() -> None:
+    from vcpulab.sweeps import parse_grid_arg
+
+    key, values = parse_grid_arg("vm.0.workload.params.compute=uniform(1ms, 2ms),exp(1ms)")
+    assert key == "vm.0.workload.params.compute"
+    assert values == ["uniform(1ms, 2ms)", "exp(1ms)"]
+    assert parse_grid_arg('vm.0.pin=["0", "1"],"0,1"')[1] == ['["0", "1"]', '"0,1"']
+
+
+def test_grid_mistakes_are_named(tmp_path: Path) -> None:
+    f = tmp_path / "tiny.toml"
+    f.write_text(TINY)
+    one_line_error(vcpulab("sweep", str(f), "--grid", "vm.0.vcpus", "--no-store"), "--grid")
+    # A grid over the seed would collapse into one point: --seeds is the way.
+    one_line_error(vcpulab("sweep", str(f), "--grid", "seed=1,2", "--no-store"), "seed", "--seeds")
+    one_line_error(vcpulab("sweep", str(f), "-j", "0", "--no-store"), "jobs", "at least 1")
+
+
+@needs_core
+def test_unknown_metric_and_table_list_the_allowed_ones(tmp_path: Path) -> None:
+    f = tmp_path / "tiny.toml"
+    f.write_text(TINY)
+    p = vcpulab("sweep", str(f), "--no-store", "--no-progress", "-j", "1", "--metric", "wake")
+    one_line_error(p, "wake", "allowed:", "cpu_share")
+    p = vcpulab("sweep", str(f), "--no-store", "--no-progress", "-j", "1", "--table", "vmz")
+    one_line_error(p, "vmz", "allowed:", "vcpus")
+
+
+@needs_core
+def test_a_closed_pipe_is_not_an_error(tmp_path: Path) -> None:
+    f = tmp_path / "tiny.toml"
+    f.write_text(TINY)
+    p = subprocess.run(
+        f"{sys.executable} -m vcpulab run {f} | head -1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        executable="/bin/bash",
+        env={**os.environ, "PYTHONUNBUFFERED": "0"},
+    )
+    assert "error" not in p.stderr.lower(), p.stderr
+    assert "Traceback" not in p.stderr, p.stderr
+
+
+@needs_core
+def test_api_seed_out_of_range_is_a_scenario_error() -> None:
+    import vcpulab
+
+    with pytest.raises(vcpulab.ScenarioError, match="seed"):
+        vcpulab.run(TINY, seed=-3)
+
+
+@needs_core
+def test_a_trace_window_after_the_end_is_refused(tmp_path: Path) -> None:
+    f = tmp_path / "tiny.toml"
+    f.write_text(TINY)
+    p = vcpulab("trace", str(f), "--from", "20ms", "-o", str(tmp_path / "t.json"))
+    one_line_error(p, "--from", "end")
+
+
+@needs_core
+def test_sweeps_print_the_runs_warnings(tmp_path: Path) -> None:
+    # APPLE given too little time to close an epoch says so in each report.
+    pair = Path(__file__).resolve().parents[1] / "scenarios" / "apple" / "pair.toml"
+    p = vcpulab(
+        "sweep",
+        str(pair),
+        "--set",
+        "preset=apple",
+        "--set",
+        "run.duration=5ms",
+        "--no-store",
+        "--no-progress",
+        "-j",
+        "1",
+    )
+    assert p.returncode == 0, p.stderr
+    assert "warning" in p.stderr and "APPLE" in p.stderr, p.stderr
+
+
+@needs_core
+def test_run_compare_prints_the_modes(tmp_path: Path) -> None:
+    f = tmp_path / "cmp.toml"
+    f.write_text(TINY.replace('duration = "10ms"', 'duration = "10ms"\ncompare = ["native"]'))
+    p = vcpulab("run", str(f))
+    assert p.returncode == 0, p.stderr
+    assert "run.compare" in p.stdout and "native" in p.stdout, p.stdout

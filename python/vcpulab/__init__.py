@@ -62,6 +62,15 @@ def characterize(
     return _characterize(model, threads, **kw)
 
 
+def _check_seed(seed: int | None) -> int | None:
+    """A seed the core takes: None or a whole number from 0 to 2^63-1 (as `--seed`)."""
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= 2**63 - 1:
+        raise ScenarioError(f"seed: {seed!r} is not allowed; expected 0 to {2**63 - 1}")
+    return seed
+
+
 def run(scenario: ScenarioInput, *, seed: int | None = None, overrides: Overrides = None) -> Report:
     """Run one simulation and return its report.
 
@@ -69,7 +78,9 @@ def run(scenario: ScenarioInput, *, seed: int | None = None, overrides: Override
     strings (as the CLI's `--set`) or a dict of them. Raises `ScenarioError` on bad input.
     """
     text = load_scenario(scenario)
-    raw, scalars, hists, tables = _native.core_run_arrow(text, normalize_overrides(overrides), seed)
+    raw, scalars, hists, tables = _native.core_run_arrow(
+        text, normalize_overrides(overrides), _check_seed(seed)
+    )
     return Report.from_arrow(scalars, tables, raw_json=raw, histograms_json=hists)
 
 
@@ -87,7 +98,9 @@ def trace(
     text = load_scenario(scenario)
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    raw = _native.core_trace(text, str(out), normalize_overrides(overrides), seed, window)
+    raw = _native.core_trace(
+        text, str(out), normalize_overrides(overrides), _check_seed(seed), window
+    )
     scalars, hists, tables = _native.core_report_arrow(raw)
     return Report.from_arrow(scalars, tables, raw_json=raw, histograms_json=hists)
 
@@ -97,7 +110,7 @@ def resolve(
 ) -> str:
     """The fully resolved scenario (preset applied, defaults filled) as TOML text."""
     text = load_scenario(scenario)
-    return _native.core_resolve(text, normalize_overrides(overrides), seed)
+    return _native.core_resolve(text, normalize_overrides(overrides), _check_seed(seed))
 
 
 def sweep(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -143,7 +144,14 @@ def add_parser(sub: Any) -> None:
     """Register `characterize` on the CLI's subparsers."""
     p = sub.add_parser("characterize", help="run a model natively at several thread counts")
     p.add_argument("model", help="catalog model name (vcpulab list workloads)")
-    p.add_argument("--threads", type=_threads, default=list(DEFAULT_THREADS))
+    p.add_argument(
+        "--threads",
+        type=_threads,
+        action="append",
+        default=None,
+        help="thread counts, comma-separated or repeated: 1,4,16 or --threads 1 --threads 4 "
+        f"(default {','.join(str(t) for t in DEFAULT_THREADS)})",
+    )
     p.add_argument("--pcpus", type=int, default=None, help="CPUs (default: = threads)")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--seed", type=int, default=1)
@@ -171,16 +179,19 @@ def cmd_characterize(args: argparse.Namespace) -> int:
 
     try:
         params = dict(_param(x) for x in args.param)
+        threads = (
+            [t for group in args.threads for t in group] if args.threads else list(DEFAULT_THREADS)
+        )
         rows = characterize(
             args.model,
-            args.threads,
+            threads,
             pcpus=args.pcpus,
             params=params,
             seed=args.seed,
             duration=args.duration,
         )
     except (ScenarioError, ValueError) as e:
-        print(f"error: {e}")
+        print(f"vcpulab: error: {e}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(rows, indent=2))

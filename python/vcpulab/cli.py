@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import datetime as dt
 import json
+import os
 import sqlite3
 import sys
 from collections.abc import Sequence
@@ -296,6 +297,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.out:
         _write_frame(frame, Path(args.out))
     plotted = _plot_sweep(args, outcome) if args.plot and not frame.empty else []
+    attrs = outcome.frame.attrs if outcome.frame is not None else {}
+    warned_runs = int(attrs.get("warned_runs", 0))
+    run_warnings = [str(w) for w in attrs.get("warnings", [])]
     if args.json:
         _print_json(
             {
@@ -305,6 +309,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 "computed": outcome.computed,
                 "from_store": outcome.skipped,
                 "failed": outcome.failed,
+                "warned_runs": warned_runs,
+                "warnings": run_warnings,
                 "summary": [] if summary is None else json.loads(summary.to_json(orient="records")),
             }
         )
@@ -321,6 +327,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             print(f"results written to {args.out}")
         if plotted:
             print(f"plot written to {', '.join(str(p) for p in plotted)}")
+    if warned_runs and not args.json:
+        # The runs' own warnings (a mechanism with no time to act, ...), once each.
+        print(f"{PROG}: warning: {warned_runs} run(s) warned:", file=sys.stderr)
+        for w in run_warnings[:5]:
+            print(f"  {_one_line(w)}", file=sys.stderr)
+        if len(run_warnings) > 5:
+            print(f"  ... and {len(run_warnings) - 5} more", file=sys.stderr)
     if outcome.failed:
         for f in outcome.failed[:5]:
             print(
@@ -767,6 +780,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail("out of memory: the input asks for more than this machine has")
     except ValueError as exc:  # e.g. a NUL byte in a path
         return _fail(str(exc))
+    except BrokenPipeError:
+        # The reader went away (`| head`): not an error. Point stdout at /dev/null so
+        # that the interpreter's final flush does not fail again.
+        with contextlib.suppress(OSError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except OSError as exc:  # full disk, permission, read-only file system
         if exc.strerror:
             where = f": {exc.filename}" if exc.filename else ""
@@ -781,10 +801,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 130
-    except BrokenPipeError:
-        with contextlib.suppress(OSError):
-            sys.stdout.close()
-        return 0
 
 
 def entry() -> None:

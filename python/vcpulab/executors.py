@@ -193,6 +193,8 @@ class RayExecutor(Executor):
 
 
 def make_executor(name: str = "local", jobs: int | None = None) -> Executor:
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise UsageError(f"jobs: {jobs!r} is not allowed; expected a whole number of at least 1")
     if name == "local":
         if jobs == 1:
             return SerialExecutor()

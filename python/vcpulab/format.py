@@ -209,7 +209,24 @@ def format_report(data: Mapping[str, Any]) -> str:
     fairness = data.get("fairness") or {}
     if fairness.get("jain_index") is not None:
         out.append(f"Jain's fairness index: {fairness['jain_index']:.4f}")
-    known = {"vms", "pcpus", "llc"}
+    modes = data.get("modes") or []
+    if _is_rows(modes):
+        # run.compare: the focus VM alone in each mode, and how much slower the run as
+        # written is than that.
+        out.append("")
+        out.append(f"run.compare: VM {modes[0].get('vm', '?')} in each mode")
+        headers = ["mode", "completion", "throughput/s", "run as written is slower by"]
+        rows = [
+            [
+                m.get("mode", "?"),
+                fmt_ns(m.get("completion_ns")) if m.get("finished") else "-",
+                fmt_num(m.get("throughput_per_s"), 1),
+                fmt_num(m.get("slowdown"), 3) + "x" if m.get("slowdown") is not None else "-",
+            ]
+            for m in modes
+        ]
+        out.append(render_table(headers, rows))
+    known = {"vms", "pcpus", "llc", "modes"}
     extra = [k for k, v in data.items() if k not in known and _is_rows(v)]
     if extra:
         out.append(f"more tables (--json or Report.table()): {', '.join(extra)}")

@@ -64,6 +64,18 @@ def plot_sweep(
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 
+    # Durations in ns are drawn in the unit that reads best (the summary table's).
+    scale, unit = 1.0, ""
+    if metric.endswith("_ns"):
+        peak = summary[mean].astype(float).abs().max()
+        for factor, name in ((1e9, "s"), (1e6, "ms"), (1e3, "µs")):
+            if math.isfinite(peak) and peak >= factor:
+                scale, unit = factor, name
+                break
+        else:
+            unit = "ns"
+    low = f"{metric}_min"
+    non_negative = low in summary.columns and bool((summary[low].astype(float) >= 0).all())
     x_key = grid_columns[0] if grid_columns else None
     series_keys = [*grid_columns[1:], *id_columns]
     fig, ax = plt.subplots(figsize=(7.2, 4.4), dpi=100)
@@ -75,9 +87,11 @@ def plot_sweep(
     for key, group in groups:
         key_t = key if isinstance(key, tuple) else (key,)
         label = ", ".join(f"{k}={v}" for k, v in zip(series_keys, key_t, strict=True)) or metric
-        ys = group[mean].astype(float).tolist()
+        ys = [y / scale for y in group[mean].astype(float).tolist()]
+        if not any(math.isfinite(y) for y in ys):
+            continue  # a series without this metric (e.g. a VM that never woke)
         errs = (
-            [0.0 if not math.isfinite(e) else e for e in group[ci_column].astype(float)]
+            [0.0 if not math.isfinite(e) else e / scale for e in group[ci_column].astype(float)]
             if ci_column in group.columns
             else [0.0] * len(ys)
         )
@@ -88,10 +102,12 @@ def plot_sweep(
         else:
             xs = [float(categories.index(v)) for v in group[x_key]]
         order = sorted(range(len(xs)), key=lambda i: xs[i])
+        # A quantity no seed saw negative (a latency, a count) gets no bar below 0.
+        lower = [min(errs[i], ys[i]) if non_negative else errs[i] for i in order]
         ax.errorbar(
             [xs[i] for i in order],
             [ys[i] for i in order],
-            yerr=[errs[i] for i in order],
+            yerr=[lower, [errs[i] for i in order]],
             fmt="o-",
             capsize=3,
             label=label,
@@ -106,7 +122,10 @@ def plot_sweep(
         ax.set_yscale("log")
     ax.set_xlabel(x_key or "")
     level = ci_column.rsplit("_ci", 1)[-1] if "_ci" in ci_column else ""
-    ax.set_ylabel(f"{metric}\n(mean over seeds" + (f" ± {level}% CI)" if level else ")"))
+    shown = f"{metric} [{unit}]" if unit else metric
+    ax.set_ylabel(f"{shown}\n(mean over seeds" + (f" ± {level}% CI)" if level else ")"))
+    if ax.get_yscale() == "linear":
+        ax.ticklabel_format(axis="y", style="plain", useOffset=False)
     ax.set_title("\n".join(textwrap.wrap(title, 70)), fontsize=10)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8, loc="best")

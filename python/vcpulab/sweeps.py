@@ -114,11 +114,39 @@ MAX_POINTS = 1_000_000
 CHUNK_POINTS = 2_000
 
 
+def split_top_level(values: str) -> list[str]:
+    """Splits `v1,v2,...` at the commas outside brackets and quotes, so that a value may
+    itself hold commas: `uniform(1ms, 2ms),exp(1ms)` is two values, `["0", "2"],"1-3"`
+    two, `"0,2"` one."""
+    items: list[str] = []
+    depth = 0
+    quote = ""
+    start = 0
+    for i, ch in enumerate(values):
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(depth - 1, 0)
+        elif ch == "," and depth == 0:
+            items.append(values[start:i])
+            start = i + 1
+    items.append(values[start:])
+    return [v.strip() for v in items]
+
+
 def parse_grid_arg(text: str) -> tuple[str, list[str]]:
-    """`key=v1,v2,...` -> (key, [v1, v2, ...])."""
+    """`key=v1,v2,...` -> (key, [v1, v2, ...]); commas inside brackets or quotes belong
+    to their value."""
+    if "=" not in text:
+        raise UsageError(f"bad --grid {text!r}: expected dotted.key=v1,v2,...")
     check_override(text)
     key, values = text.split("=", 1)
-    items = [v.strip() for v in values.split(",")]
+    items = split_top_level(values)
     if any(v == "" for v in items):
         raise UsageError(f"bad --grid {text!r}: empty value in the list")
     return key.strip(), items
@@ -145,6 +173,13 @@ def normalize_grid(grid: GridInput) -> list[tuple[str, list[str]]]:
             grid = [grid]
         out = [parse_grid_arg(g) for g in grid]
     keys = [k for k, _ in out]
+    if "seed" in keys:
+        # Every point already runs its seeds (`seeds`, `--seeds`), which would set the
+        # same key: the grid's seeds were silently collapsed into one point.
+        raise UsageError(
+            "grid key 'seed' is not allowed: a sweep runs each point for its seeds; "
+            "use --seeds N (or seeds=[...] in the API) instead"
+        )
     dupes = sorted({k for k in keys if keys.count(k) > 1})
     if dupes:
         raise UsageError(f"grid key given twice: {', '.join(dupes)}")
@@ -464,7 +499,10 @@ def collect(
             else report.get(table)
         )
         if not is_table(rows):
-            raise UsageError(f"reports have no table {table!r}")
+            tables = sorted(k for k, v in report.items() if is_table(v))
+            raise UsageError(
+                f"reports have no table {table!r}; allowed: {', '.join([*tables, 'histograms'])}"
+            )
         # Histogram summaries are rows of their own table (long format), not one
         # column per VM and statistic beside every row.
         extra = {
@@ -529,7 +567,16 @@ def summarize(
     else:
         missing = [m for m in metrics if m not in frame.columns]
         if missing:
-            raise UsageError(f"unknown metric(s): {', '.join(missing)}")
+            numeric = [
+                c
+                for c in frame.columns
+                if c not in {*keys, "seed", "point"}
+                and pd.api.types.is_numeric_dtype(frame[c])
+                and not pd.api.types.is_bool_dtype(frame[c])
+            ]
+            raise UsageError(
+                f"unknown metric(s): {', '.join(missing)}; allowed: {', '.join(numeric)}"
+            )
     out: list[dict[str, Any]] = []
     groups = frame.groupby(keys, sort=False, dropna=False) if keys else [((), frame)]
     for key, group in groups:

@@ -281,8 +281,9 @@ def compare(merged: pd.DataFrame, tolerance: tuple[float, float]) -> tuple[str, 
     if rows.empty:
         return "disagrees", "no simulated values to compare"
     errs = [_relative_error(r) for _, r in rows.iterrows()]
-    # A bound the simulation does not reach is missed however close it comes.
-    missed = [bool(_bound(r)) and e > 0 for (_, r), e in zip(rows.iterrows(), errs, strict=True)]
+    # A bound the simulation does not pass is missed however close it comes — equal to
+    # it too ("> 1" is not met by exactly 1: no effect is not an improvement).
+    missed = [bool(_bound(r)) and not _beyond(r) for _, r in rows.iterrows()]
     worst = max(range(len(errs)), key=lambda i: (errs[i], missed[i]))
     w = rows.iloc[worst]
     if "label" in rows.columns and isinstance(w["label"], str):
@@ -322,6 +323,13 @@ def _bound(row: Any) -> str:
     return b if isinstance(b, str) and b in ("above", "below") else ""
 
 
+def _beyond(row: Any) -> bool:
+    """The simulated value is strictly past the row's bound."""
+    pub, sim = float(row["published"]), float(row["simulated"])
+    bound = _bound(row)
+    return (bound == "above" and sim > pub) or (bound == "below" and sim < pub)
+
+
 def _relative_error(row: Any) -> float:
     """|simulated - published| / |published|; for a bound, the shortfall (0 when beyond it)."""
     pub, sim = float(row["published"]), float(row["simulated"])
@@ -354,7 +362,7 @@ def point_checks(merged: pd.DataFrame, tolerance: float) -> tuple[list[float], l
         errors.append(err)
         bound = _bound(r)
         if bound:
-            ok = err == 0.0
+            ok = _beyond(r)
             checks.append(f"{bound} {_g(pub)}" if ok else f"not {bound} {_g(pub)}")
         elif err <= tolerance:
             checks.append(f"within {100 * tolerance:.0f}%")
