@@ -346,12 +346,6 @@ impl World {
         // (set_cat after the charge above books nothing more; it keeps a trace's state
         // track in step).
         vc.set_cat(now, VCat::Overhead);
-        if let Some(t) = vc.cur {
-            // The lock holder runs again: a new preemption is a new LHP episode.
-            for &l in &self.threads[t.idx()].held {
-                self.locks[l.idx()].lhp_counted = false;
-            }
-        }
         // The entry occupies the core; what the vCPU then runs decides further.
         self.smt_set_busy(p, true);
         self.smt_update_core(p);
@@ -407,14 +401,20 @@ impl World {
     }
 
     /// `v` lost its pCPU to another vCPU: each contended lock its thread holds is a
-    /// lock-holder preemption (once per episode).
+    /// lock-holder preemption (once per episode). An episode ends when the holder runs
+    /// guest code again: a vCPU preempted again before its entry completed (a directed
+    /// yield that takes the pCPU straight back) is still in the episode it was in.
     fn count_lhp(&mut self, v: VcpuId) {
         let Some(t) = self.vcpus[v.idx()].cur else {
             return;
         };
+        let ran_guest = self.now > self.vcpus[v.idx()].resume_at;
         for i in 0..self.threads[t.idx()].held.len() {
             let l = self.threads[t.idx()].held[i];
             let lk = &mut self.locks[l.idx()];
+            if ran_guest {
+                lk.lhp_counted = false;
+            }
             if lk.contended() && !lk.lhp_counted {
                 lk.lhp_counted = true;
                 let c = lk.class as usize;
