@@ -453,6 +453,9 @@ def test_grid_mistakes_are_named(tmp_path: Path) -> None:
     # A grid over the seed would collapse into one point: --seeds is the way.
     one_line_error(vcpulab("sweep", str(f), "--grid", "seed=1,2", "--no-store"), "seed", "--seeds")
     one_line_error(vcpulab("sweep", str(f), "-j", "0", "--no-store"), "jobs", "at least 1")
+    one_line_error(
+        vcpulab("sweep", str(f), "--grid", "vm.0.vcpus=1,1", "--no-store"), "more than once"
+    )
 
 
 @needs_core
@@ -525,3 +528,18 @@ def test_run_compare_prints_the_modes(tmp_path: Path) -> None:
     p = vcpulab("run", str(f))
     assert p.returncode == 0, p.stderr
     assert "run.compare" in p.stdout and "native" in p.stdout, p.stdout
+
+
+@needs_core
+def test_trace_files_are_read_from_toml_text_and_dicts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import vcpulab
+
+    (tmp_path / "w.trace").write_text((EDGES / "pipeline.trace").read_text())
+    monkeypatch.chdir(tmp_path)
+    wl = {"model": "trace", "params": {"file": "w.trace"}}
+    sc = {"run": {"duration": "5ms"}, "host": {"pcpus": 2}, "vm": [{"vcpus": 2, "workload": wl}]}
+    assert vcpulab.run(sc).end_ns > 0
+    text = vcpulab.scenario.dumps_toml(sc)
+    assert vcpulab.run(text).end_ns > 0

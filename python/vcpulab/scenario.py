@@ -32,10 +32,12 @@ def load_scenario(scenario: ScenarioInput, *, allow_paths: bool = False) -> str:
 
     A `Path` (or a string naming an existing file, or a one-line string ending in
     `.toml`) is read from disk; a mapping is serialised to TOML; any other string is
-    taken as TOML text.
+    taken as TOML text. A trace workload's `params.file` is read relative to the
+    scenario file's folder, or to the working directory for TOML text and mappings.
     """
     if isinstance(scenario, Mapping):
-        return dumps_toml(scenario)
+        # A trace workload's `params.file` is relative to the working directory here.
+        return inline_trace_files(dumps_toml(scenario), Path.cwd(), allow_paths=allow_paths)
     if isinstance(scenario, os.PathLike):
         return _read(Path(scenario), allow_paths)
     if not isinstance(scenario, str):
@@ -49,7 +51,7 @@ def load_scenario(scenario: ScenarioInput, *, allow_paths: bool = False) -> str:
         return _read(Path(scenario), allow_paths)
     if "\n" not in scenario and scenario.endswith(".toml") and Path(scenario).exists():
         return _read(Path(scenario), allow_paths)
-    return scenario
+    return inline_trace_files(scenario, Path.cwd(), allow_paths=allow_paths)
 
 
 def _read(path: Path, allow_paths: bool = False) -> str:
@@ -106,7 +108,8 @@ def _read_trace(key: str, name: str, base: Path, allow_paths: bool) -> str:
     if not allow_paths and (rel.is_absolute() or ".." in rel.parts):
         raise ScenarioError(
             f"{key}: {name!r} is not allowed; expected a path inside the scenario's folder "
-            "(absolute and '..' paths need --allow-paths)"
+            "(the working directory for TOML text or a dict; absolute and '..' paths need "
+            "--allow-paths)"
         )
     path = rel if rel.is_absolute() else base / rel
     try:

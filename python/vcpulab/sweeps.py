@@ -183,6 +183,11 @@ def normalize_grid(grid: GridInput) -> list[tuple[str, list[str]]]:
     dupes = sorted({k for k in keys if keys.count(k) > 1})
     if dupes:
         raise UsageError(f"grid key given twice: {', '.join(dupes)}")
+    for key, values in out:
+        twice = sorted({v for v in values if values.count(v) > 1})
+        if twice:
+            # The same point twice would be one point with a CI of 0 over "n=1".
+            raise UsageError(f"grid key {key!r} lists {', '.join(twice)} more than once")
     return out
 
 
