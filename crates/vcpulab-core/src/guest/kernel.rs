@@ -175,6 +175,7 @@ impl World {
                             }
                             self.guest_tlb_leave(v, t);
                             self.vcpus[v.idx()].cur = None;
+                            self.rwsem_owner_left(t);
                         }
                         continue;
                     }
@@ -293,6 +294,15 @@ impl World {
         };
         let budget_dl = if budgeted {
             t0 + Nanos(th.spin_left.max(1))
+        } else if let ThreadActivity::SpinRwsem(s) = th.act {
+            // A writer spinning on readers gives up at the semaphore's deadline
+            // (`reader-bounded`; set by rwsem_spin_step, MAX otherwise).
+            let rw = &self.rwsems[s as usize];
+            if rw.writer.is_none() {
+                rw.rspin_deadline.max(t0)
+            } else {
+                Nanos::MAX
+            }
         } else {
             Nanos::MAX
         };
@@ -303,10 +313,11 @@ impl World {
         } else {
             self.ple_deadline(v, t0).unwrap_or(Nanos::MAX)
         };
-        // A user-space spin is time-sliced like work (guest/preempt.rs).
+        // A user-space spin is time-sliced like work (guest/preempt.rs); a read-write
+        // semaphore's spinner stops at the tick that sets need_resched.
         let th = &self.threads[t.idx()];
         let tick_dl =
-            if th.act.is_user_spin() && th.held.is_empty() && !self.vcpus[v.idx()].rq.is_empty() {
+            if th.act.sees_tick() && th.held.is_empty() && !self.vcpus[v.idx()].rq.is_empty() {
                 self.next_tick_check(v, t, t0).max(t0 + Nanos(1_000))
             } else {
                 Nanos::MAX
@@ -352,8 +363,7 @@ impl World {
                         }
                         if self.threads[t.idx()].spin_left == 0 {
                             self.spin_exhausted(t);
-                        } else if self.threads[t.idx()].act.is_user_spin() && self.guest_tick(v, t)
-                        {
+                        } else if self.threads[t.idx()].act.sees_tick() && self.guest_tick(v, t) {
                             self.guest_preempt(v, t);
                         }
                     }

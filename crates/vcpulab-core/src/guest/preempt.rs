@@ -127,7 +127,7 @@ impl World {
         };
         let th = &self.threads[t.idx()];
         let busy = th.debt.0 > 0 || th.remaining.0 > 0;
-        let slices = (th.act == ThreadActivity::Work && busy) || th.act.is_user_spin();
+        let slices = (th.act == ThreadActivity::Work && busy) || th.act.sees_tick();
         if slices && self.guest_tick(v, t) {
             self.guest_preempt(v, t);
         }

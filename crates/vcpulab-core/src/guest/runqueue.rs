@@ -211,6 +211,7 @@ impl World {
         vc.cur = None;
         self.rq_push(v, t);
         self.threads[t.idx()].state = ThreadState::Runnable;
+        self.rwsem_owner_left(t);
     }
 
     /// Changes a VM's cpuset: queued threads on vCPUs left out move to the least loaded

@@ -296,11 +296,18 @@ impl World {
     }
 
     /// The vCPU of `v` was preempted: a pv-qspinlock waiter's successor notices it
-    /// through vcpu_is_preempted.
+    /// through vcpu_is_preempted, and so do writers spinning on a read-write semaphore
+    /// its thread owns (owner_on_cpu, `reader-bounded` kernels).
     pub(crate) fn spin_waiter_preempted(&mut self, v: VcpuId) {
         let Some(t) = self.vcpus[v.idx()].cur else {
             return;
         };
+        if self.rwsem_spinning > 0 {
+            let g = &self.vms[self.threads[t.idx()].vm.idx()].guest;
+            if g.vcpu_is_preempted && g.rwsem_spin == crate::scenario::RwsemSpin::ReaderBounded {
+                self.rwsem_owner_left(t);
+            }
+        }
         if let ThreadActivity::SpinLock(l) = self.threads[t.idx()].act {
             if self.locks[l.idx()].kind == SpinlockKind::PvQspinlock
                 && self.vms[self.threads[t.idx()].vm.idx()]

@@ -48,7 +48,9 @@ pub struct Sem {
 /// A kernel read-write semaphore (kernel/locking/rwsem.c in Linux 3.x terms): readers
 /// share it, a writer excludes everyone; a newcomer queues behind any waiter (so
 /// writers are not starved); a release that frees it wakes the writer at the front of
-/// the queue, or all readers before the first queued writer (__rwsem_do_wake).
+/// the queue, or all readers before the first queued writer (__rwsem_do_wake). From
+/// Linux 3.16 a writer that finds it taken may first spin for it (`guest.rwsem_spin`,
+/// `World::rwsem_spin_step`).
 #[derive(Clone, Debug)]
 pub struct RwSem {
     pub readers: u32,
@@ -56,8 +58,15 @@ pub struct RwSem {
     pub waiters: VecDeque<(ThreadId, bool)>,
     /// The semaphore's wait_lock (a kernel spinlock).
     pub wait_lock: LockId,
-    /// Threads spinning for it (`ThreadActivity::SpinRw`).
+    /// Threads spinning for it (`ThreadActivity::SpinRw`, `ThreadActivity::SpinRwsem`).
     pub spinners: u32,
+    /// `reader-bounded`: when a writer spinning while readers hold it gives up
+    /// (rwsem_rspin_threshold, set when a spinner first sees the readers' phase);
+    /// `Nanos::MAX` outside such a phase.
+    pub rspin_deadline: Nanos,
+    /// A writer's spin on readers timed out (RWSEM_NONSPINNABLE): writers do not spin
+    /// until the readers are gone or a writer takes it.
+    pub nonspinnable: bool,
 }
 
 impl RwSem {
@@ -68,6 +77,9 @@ impl RwSem {
     fn take(&mut self, t: ThreadId, write: bool) {
         if write {
             self.writer = Some(t);
+            // rwsem_set_owner overwrites the owner word and its flags.
+            self.rspin_deadline = Nanos::MAX;
+            self.nonspinnable = false;
         } else {
             self.readers += 1;
         }
@@ -81,6 +93,17 @@ pub struct Queue {
     pub mutex: u32,
     pub not_full: u32,
     pub not_empty: u32,
+}
+
+/// What a writer spinning optimistically on a read-write semaphore does next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RwsemSpinStep {
+    /// It is free: take it (rwsem_try_write_lock_unqueued, ahead of any queued waiter).
+    Take,
+    /// Spin on.
+    Spin,
+    /// Stop spinning (or do not start): queue and sleep.
+    Stop,
 }
 
 /// Outcome of one kernel step.
@@ -149,6 +172,22 @@ impl World {
                     false
                 }
             }
+            ThreadActivity::SpinRwsem(s) => match self.rwsem_spin_step(t, s, false) {
+                RwsemSpinStep::Spin => false,
+                RwsemSpinStep::Take => {
+                    self.rwsems[s as usize].take(t, true);
+                    self.rwsem_spin_end(t, s);
+                    true
+                }
+                RwsemSpinStep::Stop => {
+                    self.rwsem_spin_end(t, s);
+                    let wait_lock = self.rwsems[s as usize].wait_lock;
+                    let th = &mut self.threads[t.idx()];
+                    th.micro.push_front(Micro::RwSleep { s, write: true });
+                    th.micro.push_front(Micro::KLock(wait_lock));
+                    true
+                }
+            },
             ThreadActivity::TlbWait => {
                 if self.threads[t.idx()].acks_left == 0 {
                     self.threads[t.idx()].act = ThreadActivity::Work;
@@ -202,6 +241,82 @@ impl World {
             }
             ThreadActivity::SpinLock(l) => self.spin_lock_exhausted(t, l),
             _ => {}
+        }
+    }
+
+    /// Writer `t`'s optimistic spin on read-write semaphore `s` (`starting`: it has just
+    /// found it taken): rwsem_can_spin_on_owner and one round of rwsem_optimistic_spin's
+    /// loop, as `guest.rwsem_spin` says (scenario::RwsemSpin). The spinners of a
+    /// semaphore queue on its OSQ, the head spinning on the owner; here each spinner
+    /// checks the owner itself, and the first to see it free takes it while the others
+    /// spin on the new owner, as the queue's next head does.
+    pub(crate) fn rwsem_spin_step(&mut self, t: ThreadId, s: u32, starting: bool) -> RwsemSpinStep {
+        use crate::scenario::RwsemSpin;
+        let th = &self.threads[t.idx()];
+        let g = &self.vms[th.vm.idx()].guest;
+        let (policy, preempted_check) = (g.rwsem_spin, g.vcpu_is_preempted);
+        let vc = &self.vcpus[th.vcpu.idx()];
+        // need_resched() ends the spin (a reschedule the tick or a wake-up asked for).
+        if vc.need_resched && !vc.rq.is_empty() {
+            return RwsemSpinStep::Stop;
+        }
+        let now = self.now;
+        let rw = &self.rwsems[s as usize];
+        if let Some(o) = rw.writer {
+            // owner_on_cpu(): the owner is its CPU's current task; from Linux 4.10 also
+            // !vcpu_is_preempted(task_cpu(owner)) (reader-bounded kernels only).
+            let ov = &self.vcpus[self.threads[o.idx()].vcpu.idx()];
+            let on_cpu = ov.cur == Some(o)
+                && !(policy == RwsemSpin::ReaderBounded
+                    && preempted_check
+                    && ov.hv == crate::hv::vcpu::HvState::Runnable);
+            return if on_cpu {
+                RwsemSpinStep::Spin
+            } else {
+                RwsemSpinStep::Stop
+            };
+        }
+        let readers = rw.readers;
+        match policy {
+            RwsemSpin::Off => RwsemSpinStep::Stop,
+            // 3.16: no owner recorded (free, or readers) is no reason to start; once
+            // spinning it takes a free semaphore and spins on while readers hold it.
+            RwsemSpin::WriterOwner if starting => RwsemSpinStep::Stop,
+            RwsemSpin::WriterOwner if readers == 0 => RwsemSpinStep::Take,
+            RwsemSpin::WriterOwner => RwsemSpinStep::Spin,
+            RwsemSpin::ReaderBounded => {
+                if readers == 0 {
+                    return RwsemSpinStep::Take;
+                }
+                let rw = &mut self.rwsems[s as usize];
+                if rw.nonspinnable {
+                    return RwsemSpinStep::Stop;
+                }
+                if rw.rspin_deadline == Nanos::MAX {
+                    // rwsem_rspin_threshold: (20 + readers) / 2 us, readers capped at 30.
+                    rw.rspin_deadline = now + Nanos((20 + u64::from(readers.min(30))) * 500);
+                } else if now >= rw.rspin_deadline {
+                    rw.nonspinnable = true;
+                    return RwsemSpinStep::Stop;
+                }
+                RwsemSpinStep::Spin
+            }
+        }
+    }
+
+    /// `t` stops spinning on read-write semaphore `s` (it took it, or goes to sleep).
+    fn rwsem_spin_end(&mut self, t: ThreadId, s: u32) {
+        self.rwsems[s as usize].spinners -= 1;
+        self.rwsem_spinning -= 1;
+        self.threads[t.idx()].act = ThreadActivity::Work;
+    }
+
+    /// `t` left its CPU (it blocked, was preempted in the guest, or — where the guest
+    /// asks vcpu_is_preempted — its vCPU was preempted): writers spinning on a
+    /// semaphore it owns look again (owner_on_cpu).
+    pub(crate) fn rwsem_owner_left(&mut self, t: ThreadId) {
+        if self.rwsem_spinning > 0 {
+            self.poke_spinners(t, |a| matches!(a, ThreadActivity::SpinRwsem(_)), false);
         }
     }
 
@@ -452,9 +567,33 @@ impl World {
                     rw.take(t, write);
                     return Flow::Next;
                 }
-                let wait_lock = rw.wait_lock;
+                self.threads[t.idx()].wait_start = self.now;
+                // rwsem_down_write_failed: optimistic spinning first (Linux 3.16+).
+                let vm = self.threads[t.idx()].vm.idx();
+                if write
+                    && !retry
+                    && self.vms[vm].guest.rwsem_spin != crate::scenario::RwsemSpin::Off
+                {
+                    match self.rwsem_spin_step(t, s, true) {
+                        RwsemSpinStep::Take => {
+                            self.rwsems[s as usize].take(t, true);
+                            return Flow::Next;
+                        }
+                        RwsemSpinStep::Spin => {
+                            self.rwsems[s as usize].spinners += 1;
+                            self.rwsem_spinning += 1;
+                            let th = &mut self.threads[t.idx()];
+                            th.act = ThreadActivity::SpinRwsem(s);
+                            // Bounded by the owner, need_resched and (on readers) the
+                            // semaphore's deadline, not by a budget of its own.
+                            th.spin_left = u64::MAX;
+                            return Flow::Wait;
+                        }
+                        RwsemSpinStep::Stop => {}
+                    }
+                }
+                let wait_lock = self.rwsems[s as usize].wait_lock;
                 let th = &mut self.threads[t.idx()];
-                th.wait_start = self.now;
                 th.micro.push_front(Micro::RwSleep { s, write });
                 th.micro.push_front(Micro::KLock(wait_lock));
                 Flow::Next
@@ -522,6 +661,14 @@ impl World {
                     rw.writer = None;
                 } else {
                     rw.readers = rw.readers.saturating_sub(1);
+                    if rw.readers == 0 {
+                        // The readers' phase is over; __up_read clears the non-spinnable
+                        // mark when the last reader leaves with waiters queued.
+                        rw.rspin_deadline = Nanos::MAX;
+                        if !rw.waiters.is_empty() {
+                            rw.nonspinnable = false;
+                        }
+                    }
                 }
                 // Spinners on running vCPUs see the release at once: every reader can
                 // take it, the first writer only (the others find it taken).
@@ -529,7 +676,10 @@ impl World {
                 {
                     self.poke_spinners(
                         t,
-                        |a| matches!(a, ThreadActivity::SpinRw(x, _) if x == s),
+                        |a| {
+                            matches!(a, ThreadActivity::SpinRw(x, _) | ThreadActivity::SpinRwsem(x)
+                            if x == s)
+                        },
                         false,
                     );
                 }

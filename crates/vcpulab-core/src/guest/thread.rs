@@ -29,6 +29,9 @@ pub enum ThreadActivity {
     SpinBarrier(u32, u64),
     /// Spinning on a user read-write lock (global index), for writing if `true`.
     SpinRw(u32, bool),
+    /// A writer spinning optimistically, in kernel mode, on a kernel read-write
+    /// semaphore (global index; guest/sync.rs `rwsem_spin_step`).
+    SpinRwsem(u32),
     /// Waiting for TLB-shootdown acknowledgements.
     TlbWait,
     /// pv spinlock: the vCPU halted waiting for the unlocker's kick.
@@ -50,6 +53,13 @@ impl ThreadActivity {
                 | ThreadActivity::SpinBarrier(..)
                 | ThreadActivity::SpinRw(..)
         )
+    }
+
+    /// Runs the scheduler tick's check while it spins: a user-space spin (which the tick
+    /// can preempt) and a read-write semaphore's optimistic spin, which stops when the
+    /// tick sets need_resched.
+    pub fn sees_tick(self) -> bool {
+        self.is_user_spin() || matches!(self, ThreadActivity::SpinRwsem(_))
     }
 }
 

@@ -875,6 +875,28 @@ pub enum PreemptionModel {
     Lazy,
 }
 
+/// Optimistic spinning of a writer on a kernel read-write semaphore (guest/sync.rs;
+/// docs/model.md, "Read-write semaphores").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RwsemSpin {
+    /// A writer that finds the semaphore taken queues and sleeps at once (Linux before
+    /// 3.16).
+    Off,
+    /// Linux 3.16 to 3.19 (kernel/locking/rwsem-xadd.c rwsem_optimistic_spin): a writer
+    /// spins only if a writer holds the semaphore and is on a CPU (`owner->on_cpu`, a
+    /// preempted vCPU's current thread included); it stops when that owner leaves its
+    /// CPU or need_resched is set, takes the semaphore when it is free (ahead of the
+    /// queue), and spins on while readers hold it (the owner field is NULL) until
+    /// need_resched.
+    WriterOwner,
+    /// Linux 5.x and 6.x (kernel/locking/rwsem.c): also spins when the semaphore is free
+    /// or readers hold it; on readers for (20 + readers) / 2 us at most
+    /// (rwsem_rspin_threshold), then marks it non-spinnable until the readers are gone;
+    /// owner_on_cpu() also asks vcpu_is_preempted() where the guest has it.
+    ReaderBounded,
+}
+
 /// The guest kernel's spinlock implementation (guest/spinlock.rs; docs/model.md has a
 /// section per kind with its kernel source). The old names are aliases: `pv` reads as
 /// `pv-ticket` (what it always modelled) and `queued` as `qspinlock`; the resolved
@@ -964,6 +986,9 @@ pub struct GuestConfig {
     /// vcpu_is_preempted() (KVM steal time, Linux 4.10+): wake-up placement does not
     /// count a preempted idle vCPU as idle (available_idle_cpu).
     pub vcpu_is_preempted: bool,
+    /// Optimistic spinning of writers on kernel read-write semaphores (mmap_sem): `off`
+    /// before Linux 3.16, `writer-owner` in 3.16 to 3.19, `reader-bounded` from 5.x.
+    pub rwsem_spin: RwsemSpin,
     /// The guest kernel has the cpuidle-haltpoll driver (Linux 5.4+): `idle =
     /// "haltpoll"` is refused without it (the `guest-haltpoll` preset sets it, as a
     /// backport).
@@ -999,6 +1024,7 @@ impl Default for GuestConfig {
             queued_rwlocks: false,
             pv_eoi: false,
             vcpu_is_preempted: false,
+            rwsem_spin: RwsemSpin::Off,
             haltpoll_available: true,
             load_balance: true,
             cpuset: None,

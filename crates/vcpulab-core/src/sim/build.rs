@@ -186,6 +186,8 @@ impl SyncArenas {
                 waiters: Default::default(),
                 wait_lock,
                 spinners: 0,
+                rspin_deadline: Nanos::MAX,
+                nonspinnable: false,
             });
         }
         ObjBases {
@@ -241,6 +243,7 @@ pub(crate) fn guest_params(g: &GuestConfig, vcpus: u32) -> GuestParams {
         tlb_skip_lazy: g.tlb_skip_lazy,
         pv_eoi: g.pv_eoi,
         vcpu_is_preempted: g.vcpu_is_preempted,
+        rwsem_spin: g.rwsem_spin,
         haltpoll_max: if g.idle == IdleMode::Haltpoll {
             us(g.haltpoll_max_us)
         } else {

@@ -106,6 +106,9 @@ pub struct World {
     pub queues: Vec<Queue>,
     pub sems: Vec<Sem>,
     pub rwsems: Vec<RwSem>,
+    /// Writers spinning optimistically on read-write semaphores now (any VM): when
+    /// none, a thread leaving its vCPU has no spinner to tell.
+    pub rwsem_spinning: u32,
     pub ple: Box<dyn PleWindow>,
     pub ple_action: PleAction,
     /// `host.ple.pending_irq_counts_as_kernel` (Linux 5.3+ directed-yield rule).
@@ -353,6 +356,7 @@ impl World {
             queues: sync.queues,
             sems: sync.sems,
             rwsems: sync.rwsems,
+            rwsem_spinning: 0,
             lock_log: None,
             events: 0,
             stale_events: 0,
