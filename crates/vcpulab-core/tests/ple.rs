@@ -61,3 +61,64 @@ fn a_zero_window_is_refused_with_the_way_to_turn_ple_off() {
     ];
     assert!(vcpulab_core::resolve(USER_SPINS, &o, None).is_ok());
 }
+
+/// One thread that sleeps exp(300 us) between short bursts, on a guest whose idle loop
+/// polls (cpuidle-haltpoll, 200 us at most) before it halts.
+const HALTPOLL: &str = r#"
+preset = "kvm-default"
+seed = 3
+[run]
+duration = "200ms"
+[host]
+pcpus = 1
+platform = "kvm-3.19-hsw"
+[host.ple]
+policy = "fixed"
+window_cycles = 4096
+[[vm]]
+name = "a"
+vcpus = 1
+[vm.guest]
+idle = "haltpoll"
+haltpoll_available = true
+haltpoll_start_us = 200
+[vm.workload]
+model = "program"
+[[vm.workload.group]]
+name = "w"
+threads = 1
+ops = [{ loop = { n = "forever", body = [{ compute = "10us" }, { sleep = "exp(300us)" }, { count = 1 }] } }]
+"#;
+
+/// The idle loop's poll is PAUSE at CPL 0 (poll_idle): PLE sees it. A PLE exit does not
+/// restart the poll: it ends when its window does (measured from its start), then the
+/// vCPU halts.
+#[test]
+fn the_idle_loop_s_poll_takes_pause_loop_exits_and_keeps_its_end() {
+    let ple = run_with(HALTPOLL, &[]);
+    let off = run_with(HALTPOLL, &["host.ple.policy=\"off\""]);
+    let (p, o) = (&ple.vms[0], &off.vms[0]);
+    assert_eq!(o.ple_exits, 0);
+    // ≈ 190 idle periods, each polled ≈ 200 us in windows of 4096 cycles (≈ 1.2 us at
+    // 3.4 GHz) plus the exit: tens of exits each.
+    // ≈ 600 idle periods, polled up to 200 us each in windows of 4096 cycles (≈ 1.2 us
+    // at 3.4 GHz) plus the exit.
+    assert!(p.ple_exits > 5_000, "{} exits", p.ple_exits);
+    // A poll that restarted at every exit would never reach its end: as many polls end
+    // in a halt with PLE as without.
+    assert!(o.halts > 100, "{}", o.halts);
+    assert!(
+        p.halts * 20 > o.halts * 19 && p.halts * 19 < o.halts * 20,
+        "halts: PLE {} off {}",
+        p.halts,
+        o.halts
+    );
+    // The polls still end after their window.
+    let poll_share = |r: &vcpulab_core::Report| r.vms[0].time.idle_poll_ns as f64 / 200e6;
+    assert!(
+        poll_share(&ple) < 0.25 && poll_share(&off) < 0.25,
+        "poll share: PLE {} off {}",
+        poll_share(&ple),
+        poll_share(&off)
+    );
+}

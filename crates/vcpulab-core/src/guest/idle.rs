@@ -23,18 +23,42 @@ impl World {
             vc.act = VcpuActivity::IdlePoll;
             // A polling loop's PAUSE leaves the core to its sibling.
             self.smt_vcpu_busy(v, false);
+            self.arm_idle_poll(v, t0, Nanos::MAX);
             return;
         }
-        if haltpoll && vc.guest_poll_ns > 0 {
-            vc.set_cat(now, VCat::IdlePoll);
-            vc.act = VcpuActivity::IdlePoll;
-            self.smt_vcpu_busy(v, false);
-            let vc = &self.vcpus[v.idx()];
-            let end = t0 + Nanos(vc.guest_poll_ns);
-            self.push_step(v, end);
-            return;
+        if haltpoll {
+            // A poll that a PLE exit or a preemption interrupted goes on to the end it
+            // had (poll_idle measures its limit from its own start); a new one lasts
+            // the current window.
+            let until = if vc.poll_until != Nanos::MAX {
+                vc.poll_until
+            } else if vc.guest_poll_ns > 0 {
+                t0 + Nanos(vc.guest_poll_ns)
+            } else {
+                Nanos::MAX
+            };
+            if until != Nanos::MAX && until > t0 {
+                vc.poll_until = until;
+                vc.set_cat(now, VCat::IdlePoll);
+                vc.act = VcpuActivity::IdlePoll;
+                self.smt_vcpu_busy(v, false);
+                self.arm_idle_poll(v, t0, until);
+                return;
+            }
         }
         self.start_halt(v, t0, true);
+    }
+
+    /// Arms an idle poll of `v` from `t0` to `end` (MAX: idle=poll, no end). The poll
+    /// loop (poll_idle, drivers/cpuidle/poll_state.c) runs PAUSE (cpu_relax) in kernel
+    /// mode, so PAUSE-loop exiting sees it as any kernel spin (hv/ple.rs).
+    fn arm_idle_poll(&mut self, v: VcpuId, t0: Nanos, end: Nanos) {
+        let ple_dl = self.ple_deadline(v, t0).unwrap_or(Nanos::MAX);
+        self.vcpus[v.idx()].ple_deadline = ple_dl;
+        let dl = end.min(ple_dl);
+        if dl != Nanos::MAX {
+            self.push_step(v, dl);
+        }
     }
 
     /// HLT: the exit takes `vmexit_ns`, then the vCPU blocks (or the host polls). An
@@ -50,6 +74,9 @@ impl World {
         };
         let exit = tick + self.costs.vmexit_ns;
         let vc = &mut self.vcpus[v.idx()];
+        if idle {
+            vc.poll_until = Nanos::MAX;
+        }
         vc.set_cat(now, VCat::Overhead);
         vc.act = VcpuActivity::Halting;
         self.smt_vcpu_busy(v, true);
@@ -69,6 +96,7 @@ impl World {
         let vc = &mut self.vcpus[v.idx()];
         let idle_since = vc.idle_since;
         vc.idle_since = Nanos::MAX;
+        vc.poll_until = Nanos::MAX;
         // Halted during this idle period (`halted_at` is set when the HLT exit ends).
         if g.haltpoll_max > 0 && vc.halted_at >= idle_since {
             let block = now.0.saturating_sub(vc.halted_at.0);

@@ -339,8 +339,11 @@ impl World {
             VcpuActivity::Halting => self.vcpu_halt(v),
             VcpuActivity::HostPoll => self.end_host_poll(v, false),
             VcpuActivity::IdlePoll => {
-                // haltpoll's window ran out: HLT.
                 let now = self.now;
+                if now >= self.vcpus[v.idx()].ple_deadline {
+                    return self.ple_exit(v);
+                }
+                // haltpoll's window ran out: HLT.
                 self.start_halt(v, now, true);
             }
             VcpuActivity::Thread => {

@@ -384,7 +384,10 @@ impl World {
     /// vCPU takes the pCPU (`count_lhp`).
     fn note_preempted_holder(&mut self, v: VcpuId) {
         let Some(t) = self.vcpus[v.idx()].cur else {
-            self.vcpus[v.idx()].preempted_in_kernel = false;
+            // The idle loop runs at CPL 0: a vCPU preempted while it polls is in kernel
+            // mode (KVM reads the CPL, vmx_get_cpl, in kvm_arch_vcpu_put).
+            let polling = self.vcpus[v.idx()].act == VcpuActivity::IdlePoll;
+            self.vcpus[v.idx()].preempted_in_kernel = polling;
             return;
         };
         let th = &self.threads[t.idx()];

@@ -198,7 +198,9 @@ impl World {
             .map(|t| {
                 matches!(
                     self.threads[t.idx()].act,
-                    ThreadActivity::SpinLock(_) | ThreadActivity::TlbWait
+                    ThreadActivity::SpinLock(_)
+                        | ThreadActivity::TlbWait
+                        | ThreadActivity::SpinRwsem(_)
                 )
             })
             .unwrap_or(true);

@@ -181,6 +181,9 @@ pub struct Vcpu {
     first_process_tlb_mark: u64,
     pub halts: u64,
     pub halted_at: Nanos,
+    /// Guest idle: when the haltpoll poll under way ends (poll_idle measures its limit
+    /// from its start, across PLE exits and preemptions); MAX when none is.
+    pub poll_until: Nanos,
     pub halt_poll_ns: u64,
     pub ple_exits: u64,
 
@@ -253,6 +256,7 @@ impl Vcpu {
             halted_at: Nanos::ZERO,
             idle_since: Nanos::ZERO,
             guest_poll_ns: 0,
+            poll_until: Nanos::MAX,
         }
     }
 
