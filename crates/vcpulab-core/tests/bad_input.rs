@@ -260,3 +260,21 @@ fn the_focus_may_name_a_vm_of_several_copies() {
     let e = err(text, &["run.focus=\"apq\""]);
     assert!(e.contains("apq") && e.contains("app"), "{e}");
 }
+
+/// A number where a name is wanted says the allowed names, not the deserializer's
+/// "invalid type: unit variant".
+#[test]
+fn a_number_for_a_named_choice_lists_the_names() {
+    for (key, names) in [
+        ("guest.spinlock", "`ticket`"),
+        ("guest.rwsem_spin", "`writer-owner`"),
+        ("host.ple.policy", "`fixed`"),
+        ("vm.0.guest.idle", "`haltpoll`"),
+    ] {
+        let e = err(OK, &[&format!("{key}=3")]);
+        assert!(e.contains(&key.replace(".0.", "[0].")), "{e}");
+        assert!(e.contains("3 is not allowed"), "{e}");
+        assert!(e.contains(names) && !e.contains("unit variant"), "{e}");
+        assert!(!e.contains(" in `"), "{e}");
+    }
+}

@@ -48,6 +48,42 @@ pub fn resolve(
     overrides: &[String],
     seed: Option<u64>,
 ) -> Result<Scenario, ScenarioError> {
+    let merged = merged_table(text, overrides, seed)?;
+    let scheduler = merged
+        .get("host")
+        .and_then(Value::as_table)
+        .and_then(|h| h.get("scheduler"))
+        .and_then(Value::as_table)
+        .cloned();
+    let sc: Scenario = serde_path_to_error::deserialize(Value::Table(merged)).map_err(|e| {
+        let path = e.path().to_string();
+        if path == "host.scheduler" {
+            if let Some(named) = scheduler.as_ref().and_then(scheduler_field_error) {
+                return named;
+            }
+        }
+        let message = e.into_inner().to_string();
+        // (The table was consumed: built again, on this error path only.)
+        if let Some(named) = merged_table(text, overrides, seed)
+            .ok()
+            .and_then(|m| enum_type_error(m, &path, &message))
+        {
+            return named;
+        }
+        let key = if path == "." { String::new() } else { path };
+        ScenarioError::new(key, message)
+    })?;
+    super::validate::validate(&sc)?;
+    Ok(sc)
+}
+
+/// The scenario's table with its overrides, seed, preset and platform profiles applied
+/// and normalized, ready to deserialize.
+fn merged_table(
+    text: &str,
+    overrides: &[String],
+    seed: Option<u64>,
+) -> Result<Table, ScenarioError> {
     let mut table: Table = text.parse().map_err(|e: toml::de::Error| {
         let where_ = e
             .span()
@@ -93,24 +129,56 @@ pub fn resolve(
     };
     platforms::apply_host(&mut merged)?;
     normalize(&mut merged)?;
-    let scheduler = merged
-        .get("host")
-        .and_then(Value::as_table)
-        .and_then(|h| h.get("scheduler"))
-        .and_then(Value::as_table)
-        .cloned();
-    let sc: Scenario = serde_path_to_error::deserialize(Value::Table(merged)).map_err(|e| {
-        let path = e.path().to_string();
-        if path == "host.scheduler" {
-            if let Some(named) = scheduler.as_ref().and_then(scheduler_field_error) {
-                return named;
+    Ok(merged)
+}
+
+/// A key whose allowed values are names given something else (`guest.spinlock = 3`):
+/// the deserializer says only "invalid type: unit variant, expected string only". Asks
+/// it again with a string in that place to learn the allowed names, and says those.
+fn enum_type_error(mut probe: Table, path: &str, message: &str) -> Option<ScenarioError> {
+    if !message.contains("variant") || path.is_empty() || path == "." {
+        return None;
+    }
+    // serde_path_to_error writes `vm[0].guest.idle`: table keys and array indices.
+    let segs: Vec<&str> = path
+        .split(['.', '[', ']'])
+        .filter(|s| !s.is_empty())
+        .collect();
+    let given = {
+        let mut cur: Option<&mut Value> = None;
+        for (i, seg) in segs.iter().enumerate() {
+            let next = match cur {
+                None => probe.get_mut(*seg),
+                Some(Value::Table(t)) => t.get_mut(*seg),
+                Some(Value::Array(a)) => seg.parse::<usize>().ok().and_then(|k| a.get_mut(k)),
+                Some(_) => None,
+            };
+            cur = next;
+            if cur.is_none() || i + 1 == segs.len() {
+                break;
             }
         }
-        let key = if path == "." { String::new() } else { path };
-        ScenarioError::new(key, e.into_inner().to_string())
-    })?;
-    super::validate::validate(&sc)?;
-    Ok(sc)
+        let slot = cur?;
+        if slot.is_str() {
+            return None;
+        }
+        std::mem::replace(slot, Value::String("\u{1}".into()))
+    };
+    let e = serde_path_to_error::deserialize::<_, Scenario>(Value::Table(probe)).err()?;
+    let again = e.into_inner().to_string();
+    let at = again.find("expected one of")?;
+    let allowed = again[at..]
+        .split(['\n', '\r'])
+        .next()
+        .unwrap_or(&again[at..])
+        .split(" in `")
+        .next()
+        .unwrap_or(&again[at..])
+        .trim();
+    Some(ScenarioError::new(
+        path,
+        format!("{given} is not allowed; {allowed} (a name, in quotes)"),
+    ))
 }
 
 /// A preset that names a host platform on a scenario that pins another: the scenario's
