@@ -278,3 +278,15 @@ fn a_number_for_a_named_choice_lists_the_names() {
         assert!(!e.contains(" in `"), "{e}");
     }
 }
+
+/// A duration given as a bare number is refused with the unit it lacks.
+#[test]
+fn a_duration_without_a_unit_says_so() {
+    let e = err(OK, &["run.duration=5"]);
+    assert!(e.contains("run.duration") && e.contains("no unit"), "{e}");
+    assert!(e.contains("\"5ms\""), "{e}");
+    let e = err(OK, &["run.duration=0.5"]);
+    assert!(e.contains("no unit") && e.contains("\"0.5ms\""), "{e}");
+    let e = err(OK, &["run.duration=\"5 parsecs\""]);
+    assert!(e.contains("is not a duration"), "{e}");
+}

@@ -28,12 +28,36 @@ impl Serialize for Dur {
 }
 impl<'de> Deserialize<'de> for Dur {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Dur, D::Error> {
-        let s = String::deserialize(d)?;
-        crate::sim::time::parse_duration(&s).map(Dur).ok_or_else(|| {
-            serde::de::Error::custom(format!(
-                "{s:?} is not a duration; expected a number with a unit ns, us, ms or s (e.g. \"10ms\")"
-            ))
-        })
+        struct DurVisitor;
+        const UNITS: &str = "a number with a unit ns, us, ms or s";
+        impl serde::de::Visitor<'_> for DurVisitor {
+            type Value = Dur;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                write!(f, "a duration: {UNITS}, in quotes (e.g. \"10ms\")")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Dur, E> {
+                crate::sim::time::parse_duration(s).map(Dur).ok_or_else(|| {
+                    E::custom(format!(
+                        "{s:?} is not a duration; expected {UNITS} (e.g. \"10ms\")"
+                    ))
+                })
+            }
+            // A bare number has no unit: say so, with the number written as one.
+            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Dur, E> {
+                Err(E::custom(format!(
+                    "{n} is not a duration (no unit); expected {UNITS}, in quotes (e.g. \"{n}ms\")"
+                )))
+            }
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Dur, E> {
+                self.visit_i64(i64::try_from(n).unwrap_or(i64::MAX))
+            }
+            fn visit_f64<E: serde::de::Error>(self, n: f64) -> Result<Dur, E> {
+                Err(E::custom(format!(
+                    "{n} is not a duration (no unit); expected {UNITS}, in quotes (e.g. \"{n}ms\")"
+                )))
+            }
+        }
+        d.deserialize_any(DurVisitor)
     }
 }
 
