@@ -149,3 +149,44 @@ fn native_mode_counts_no_exits() {
         (0, 0, 0, 0)
     );
 }
+
+/// Eight threads on two vCPUs (two pCPUs): four producers and four consumers of a
+/// bounded queue, each computing 300 us per item, so most wake-ups land on a vCPU busy
+/// with a thread about as far along as the wakee. A wake-up that preempts nothing needs
+/// no IPI from Linux 3.3 on (the waker enqueues the wakee; the target's tick runs it in
+/// turn); Linux 3.2 queues every remote wake-up behind an IPI.
+#[test]
+fn a_wake_up_that_preempts_nothing_sends_no_ipi_from_linux_3_3() {
+    let text = r#"
+preset = "kvm-default"
+seed = 2
+[run]
+duration = "200ms"
+[host]
+pcpus = 2
+[[vm]]
+name = "a"
+vcpus = 2
+[vm.workload]
+model = "program"
+[[vm.workload.group]]
+name = "producer"
+threads = 4
+ops = [{ loop = { n = "forever", body = [{ compute = "exp(300us)" }, { push = "q" }] } }]
+[[vm.workload.group]]
+name = "consumer"
+threads = 4
+ops = [{ loop = { n = "forever", body = [{ pop = "q" }, { compute = "exp(300us)" }, { count = 1 }] } }]
+"#;
+    let always = run_with(text, &["guest.wake_ipi=\"always\""]);
+    let on_preempt = run_with(text, &["guest.wake_ipi=\"on-preempt\""]);
+    let (a, p) = (&always.vms[0], &on_preempt.vms[0]);
+    assert!(a.ipis_resched > 50, "always: {}", a.ipis_resched);
+    assert!(
+        p.ipis_resched * 3 < a.ipis_resched * 2,
+        "IPIs: always {} on-preempt {}",
+        a.ipis_resched,
+        p.ipis_resched
+    );
+    assert!(p.work_units > 0 && a.work_units > 0);
+}

@@ -7,6 +7,7 @@
 use crate::guest::thread::{Micro, ThreadActivity, ThreadState};
 use crate::hv::irq::{Delivered, Irq};
 use crate::hv::vcpu::{HvState, VcpuActivity};
+use crate::scenario::WakeIpi;
 use crate::sim::world::{Ev, World};
 use crate::sim::{Nanos, ThreadId, VcpuId};
 
@@ -152,6 +153,9 @@ impl World {
                 .push(self.now + Nanos(remote), Ev::IpiArrive(target, msg));
             return;
         }
+        if self.wake_without_ipi(target, w) {
+            return;
+        }
         // The waker's ICR write exits (and kicks a halted target's thread) on its own
         // vCPU, inside the futex bucket lock when the kernel sends the IPI under it.
         let vm = self.vcpus[from.idx()].vm.idx();
@@ -171,6 +175,37 @@ impl World {
         let flight = remote + self.icr_flight_ns();
         self.q
             .push(self.now + Nanos(flight), Ev::IpiArrive(target, msg));
+    }
+
+    /// `guest.wake_ipi = "on-preempt"` (Linux 3.3+, vCPUs sharing a last-level cache):
+    /// the waker enqueued `w` on `target` itself (ttwu_do_activate under the target's
+    /// runqueue lock) and sends no IPI unless the target must reschedule — it idles, or
+    /// check_preempt_curr finds that `w` preempts its current thread (after
+    /// update_curr). True when no IPI is sent: `w` waits in the runqueue, and a running
+    /// target computing work re-arms its step so that its tick sees `w` (a spinning
+    /// target's next step does).
+    fn wake_without_ipi(&mut self, target: VcpuId, w: ThreadId) -> bool {
+        let vm = self.vcpus[target.idx()].vm.idx();
+        if self.vms[vm].guest.wake_ipi != WakeIpi::OnPreempt {
+            return false;
+        }
+        let Some(c) = self.vcpus[target.idx()].cur else {
+            return false;
+        };
+        self.sync_progress(target);
+        if self.wakeup_preempts(target, c, Some(w)) {
+            return false;
+        }
+        let vc = &self.vcpus[target.idx()];
+        let running = vc.is_running();
+        if !running {
+            self.threads[w.idx()].wake_path = PATH_PREEMPTED;
+        } else if vc.act == VcpuActivity::Thread
+            && self.threads[c.idx()].act == ThreadActivity::Work
+        {
+            self.vcpu_continue(target);
+        }
+        true
     }
 
     /// An IPI reaches `target`: handled now (running), at its next dispatch

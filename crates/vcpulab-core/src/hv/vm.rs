@@ -28,6 +28,8 @@ pub struct GuestParams {
     pub pv_eoi: bool,
     /// vcpu_is_preempted(): a preempted vCPU is not an idle wake-up target.
     pub vcpu_is_preempted: bool,
+    /// When a cross-vCPU wake-up sends an IPI (guest/ipi.rs `send_wake`).
+    pub wake_ipi: crate::scenario::WakeIpi,
     /// Writers' optimistic spinning on read-write semaphores (guest/sync.rs).
     pub rwsem_spin: crate::scenario::RwsemSpin,
     /// Guest haltpoll: maximum and starting poll (0: not used).

@@ -899,6 +899,23 @@ pub enum PreemptionModel {
     Lazy,
 }
 
+/// When a cross-vCPU wake-up sends the target a reschedule IPI (guest/ipi.rs
+/// `send_wake`; kernel/sched/core.c ttwu_queue).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WakeIpi {
+    /// Linux 3.0 to 3.2 (TTWU_QUEUE for every remote CPU): the wakee is queued on the
+    /// target's wake list and an IPI always tells it.
+    Always,
+    /// Linux 3.3 onwards on vCPUs that share a last-level cache, as the model's
+    /// wake-up placement assumes ("sched: Only queue remote wakeups when crossing cache
+    /// boundaries"): the waker enqueues the wakee itself and sends an IPI only when the
+    /// target must reschedule — it idles (the idle task is always preempted; a polling
+    /// idle loop needs none) or the wakee preempts its current thread
+    /// (check_preempt_curr → resched_curr).
+    OnPreempt,
+}
+
 /// Optimistic spinning of a writer on a kernel read-write semaphore (guest/sync.rs;
 /// docs/model.md, "Read-write semaphores").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -1010,6 +1027,9 @@ pub struct GuestConfig {
     /// vcpu_is_preempted() (KVM steal time, Linux 4.10+): wake-up placement does not
     /// count a preempted idle vCPU as idle (available_idle_cpu).
     pub vcpu_is_preempted: bool,
+    /// When a cross-vCPU wake-up sends an IPI: `always` (Linux 3.2) or `on-preempt`
+    /// (3.3+, vCPUs sharing a last-level cache).
+    pub wake_ipi: WakeIpi,
     /// Optimistic spinning of writers on kernel read-write semaphores (mmap_sem): `off`
     /// before Linux 3.16, `writer-owner` in 3.16 to 3.19, `reader-bounded` from 5.x.
     pub rwsem_spin: RwsemSpin,
@@ -1049,6 +1069,7 @@ impl Default for GuestConfig {
             pv_eoi: false,
             vcpu_is_preempted: false,
             rwsem_spin: RwsemSpin::Off,
+            wake_ipi: WakeIpi::Always,
             haltpoll_available: true,
             load_balance: true,
             cpuset: None,

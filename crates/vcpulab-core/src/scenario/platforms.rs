@@ -143,6 +143,8 @@ pub struct GuestKernel {
     /// vcpu_is_preempted() from KVM's steal-time record (guest Linux 4.10+), used by
     /// the scheduler's idle-CPU test (available_idle_cpu, 4.17+).
     pub vcpu_is_preempted: bool,
+    /// `guest.wake_ipi`: when a cross-vCPU wake-up sends an IPI.
+    pub wake_ipi: &'static str,
     /// `guest.rwsem_spin`: writers' optimistic spinning on read-write semaphores.
     pub rwsem_spin: &'static str,
     /// The cpuidle-haltpoll driver (guest Linux 5.4+).
@@ -329,6 +331,7 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         queued_rwlocks: false,
         pv_eoi: false,
         vcpu_is_preempted: false,
+        wake_ipi: "always",
         rwsem_spin: "off",
         haltpoll_available: false,
         notes: "ticket spinlocks (PV ticket locks came in 3.12)",
@@ -347,6 +350,7 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         queued_rwlocks: false,
         pv_eoi: false,
         vcpu_is_preempted: false,
+        wake_ipi: "on-preempt",
         rwsem_spin: "off",
         haltpoll_available: false,
         notes: "ticket spinlocks",
@@ -365,6 +369,7 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         queued_rwlocks: false,
         pv_eoi: true,
         vcpu_is_preempted: false,
+        wake_ipi: "on-preempt",
         rwsem_spin: "off",
         haltpoll_available: false,
         notes: "ticket spinlocks",
@@ -383,6 +388,7 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         queued_rwlocks: true,
         pv_eoi: true,
         vcpu_is_preempted: false,
+        wake_ipi: "on-preempt",
         rwsem_spin: "writer-owner",
         haltpoll_available: false,
         notes: "rwsem writers spin on a running writer owner (3.16); ticket spinlocks: the PV ticket lock of 3.12-4.1 needs KVM_FEATURE_PV_UNHALT, which QEMU leaves off unless asked (kvm-pv-unhalt)",
@@ -401,6 +407,7 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         queued_rwlocks: true,
         pv_eoi: true,
         vcpu_is_preempted: true,
+        wake_ipi: "on-preempt",
         rwsem_spin: "reader-bounded",
         haltpoll_available: true,
         notes: "PV queued spinlocks, wake_q (4.2), PV TLB flush (4.16), vcpu_is_preempted (4.10), rwsem writers spin on readers for a bounded time (5.x), cpuidle-haltpoll (5.4)",
@@ -609,6 +616,7 @@ impl GuestKernel {
             "vcpu_is_preempted".into(),
             Value::Boolean(self.vcpu_is_preempted),
         );
+        t.insert("wake_ipi".into(), Value::String(self.wake_ipi.into()));
         t.insert("rwsem_spin".into(), Value::String(self.rwsem_spin.into()));
         t.insert(
             "haltpoll_available".into(),

@@ -244,6 +244,7 @@ pub(crate) fn guest_params(g: &GuestConfig, vcpus: u32) -> GuestParams {
         pv_eoi: g.pv_eoi,
         vcpu_is_preempted: g.vcpu_is_preempted,
         rwsem_spin: g.rwsem_spin,
+        wake_ipi: g.wake_ipi,
         haltpoll_max: if g.idle == IdleMode::Haltpoll {
             us(g.haltpoll_max_us)
         } else {
