@@ -182,8 +182,8 @@ impl World {
     /// runqueue lock) and sends no IPI unless the target must reschedule — it idles, or
     /// check_preempt_curr finds that `w` preempts its current thread (after
     /// update_curr). True when no IPI is sent: `w` waits in the runqueue, and a running
-    /// target computing work re-arms its step so that its tick sees `w` (a spinning
-    /// target's next step does).
+    /// target computing work takes a step now, which re-arms it so that its tick sees
+    /// `w` (a spinning target's next step does).
     fn wake_without_ipi(&mut self, target: VcpuId, w: ThreadId) -> bool {
         let vm = self.vcpus[target.idx()].vm.idx();
         if self.vms[vm].guest.wake_ipi != WakeIpi::OnPreempt {
@@ -197,13 +197,18 @@ impl World {
             return false;
         }
         let vc = &self.vcpus[target.idx()];
-        let running = vc.is_running();
-        if !running {
+        if !vc.is_running() {
             self.threads[w.idx()].wake_path = PATH_PREEMPTED;
         } else if vc.act == VcpuActivity::Thread
             && self.threads[c.idx()].act == ThreadActivity::Work
         {
-            self.vcpu_continue(target);
+            // Re-armed by a step now, through the event loop: the target may be in the
+            // middle of its own step further up this call stack (a waker that a poke from
+            // the target let go on), and must not be continued inside it.
+            let vc = &mut self.vcpus[target.idx()];
+            vc.gen = vc.gen.wrapping_add(1);
+            let at = self.now.max(vc.resume_at);
+            self.push_step(target, at);
         }
         true
     }
