@@ -18,35 +18,29 @@ impl World {
         if vc.idle_since == Nanos::MAX {
             vc.idle_since = now;
         }
-        if poll {
-            vc.set_cat(now, VCat::IdlePoll);
-            vc.act = VcpuActivity::IdlePoll;
-            // A polling loop's PAUSE leaves the core to its sibling.
-            self.smt_vcpu_busy(v, false);
-            self.arm_idle_poll(v, t0, Nanos::MAX);
-            return;
+        // How long to poll: idle=poll for ever; haltpoll to the end of a poll that a PLE
+        // exit or a preemption interrupted (poll_idle measures its limit from its own
+        // start), else for the current window.
+        let poll_end = if poll {
+            Some(Nanos::MAX)
+        } else if !haltpoll {
+            None
+        } else if vc.poll_until != Nanos::MAX {
+            Some(vc.poll_until).filter(|&end| end > t0)
+        } else {
+            (vc.guest_poll_ns > 0).then(|| t0 + Nanos(vc.guest_poll_ns))
+        };
+        let Some(end) = poll_end else {
+            return self.start_halt(v, t0, true);
+        };
+        if !poll {
+            vc.poll_until = end;
         }
-        if haltpoll {
-            // A poll that a PLE exit or a preemption interrupted goes on to the end it
-            // had (poll_idle measures its limit from its own start); a new one lasts
-            // the current window.
-            let until = if vc.poll_until != Nanos::MAX {
-                vc.poll_until
-            } else if vc.guest_poll_ns > 0 {
-                t0 + Nanos(vc.guest_poll_ns)
-            } else {
-                Nanos::MAX
-            };
-            if until != Nanos::MAX && until > t0 {
-                vc.poll_until = until;
-                vc.set_cat(now, VCat::IdlePoll);
-                vc.act = VcpuActivity::IdlePoll;
-                self.smt_vcpu_busy(v, false);
-                self.arm_idle_poll(v, t0, until);
-                return;
-            }
-        }
-        self.start_halt(v, t0, true);
+        vc.set_cat(now, VCat::IdlePoll);
+        vc.act = VcpuActivity::IdlePoll;
+        // A polling loop's PAUSE leaves the core to its sibling.
+        self.smt_vcpu_busy(v, false);
+        self.arm_idle_poll(v, t0, end);
     }
 
     /// Arms an idle poll of `v` from `t0` to `end` (MAX: idle=poll, no end). The poll

@@ -140,30 +140,19 @@ fn enum_type_error(mut probe: Table, path: &str, message: &str) -> Option<Scenar
         return None;
     }
     // serde_path_to_error writes `vm[0].guest.idle`: table keys and array indices.
-    let segs: Vec<&str> = path
-        .split(['.', '[', ']'])
-        .filter(|s| !s.is_empty())
-        .collect();
-    let given = {
-        let mut cur: Option<&mut Value> = None;
-        for (i, seg) in segs.iter().enumerate() {
-            let next = match cur {
-                None => probe.get_mut(*seg),
-                Some(Value::Table(t)) => t.get_mut(*seg),
-                Some(Value::Array(a)) => seg.parse::<usize>().ok().and_then(|k| a.get_mut(k)),
-                Some(_) => None,
-            };
-            cur = next;
-            if cur.is_none() || i + 1 == segs.len() {
-                break;
-            }
-        }
-        let slot = cur?;
-        if slot.is_str() {
-            return None;
-        }
-        std::mem::replace(slot, Value::String("\u{1}".into()))
-    };
+    let mut segs = path.split(['.', '[', ']']).filter(|s| !s.is_empty());
+    let mut slot = probe.get_mut(segs.next()?)?;
+    for seg in segs {
+        slot = match slot {
+            Value::Table(t) => t.get_mut(seg)?,
+            Value::Array(a) => a.get_mut(seg.parse::<usize>().ok()?)?,
+            _ => return None,
+        };
+    }
+    if slot.is_str() {
+        return None;
+    }
+    let given = std::mem::replace(slot, Value::String("\u{1}".into()));
     let e = serde_path_to_error::deserialize::<_, Scenario>(Value::Table(probe)).err()?;
     let again = e.into_inner().to_string();
     let at = again.find("expected one of")?;
