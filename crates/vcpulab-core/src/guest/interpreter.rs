@@ -115,6 +115,15 @@ impl World {
                         th.spin_left = spin.sample(&mut th.rng).0.max(1);
                         Micro::BarrierArrive(bases.barrier + barrier)
                     }
+                    Instr::ParsecBarrier { barrier, spin } => {
+                        let b = bases.barrier + barrier;
+                        let spin = spin.sample(&mut th.rng).0.max(1);
+                        let (m, _) = self.barriers[b as usize]
+                            .parsec
+                            .expect("a PARSEC barrier has a mutex (sim/build.rs)");
+                        th.micro.push_back(Micro::PbArrive { b, spin });
+                        Micro::MutexLock(m)
+                    }
                     Instr::CondWait { cond, mutex } => {
                         self.push_cond_wait(t, bases.cond + cond, bases.mutex + mutex, None);
                         continue 'step;

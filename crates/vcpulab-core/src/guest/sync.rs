@@ -30,6 +30,13 @@ pub struct Barrier {
     /// Sleeping waiters and the generation each waits to see end.
     pub waiters: Vec<(ThreadId, u64)>,
     pub bucket: LockId,
+    /// A PARSEC barrier's mutex and condition variable (world indices); `None` for a
+    /// futex or spin-then-block barrier.
+    pub parsec: Option<(u32, u32)>,
+    /// A PARSEC barrier is in its departure phase (`!is_arrival_phase`): the last
+    /// thread has arrived and not every thread has left yet. Each change of phase
+    /// advances `gen`, which its spinners watch.
+    pub departing: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -220,6 +227,11 @@ impl World {
             ThreadActivity::SpinBarrier(b, g) => {
                 th.act = ThreadActivity::Work;
                 self.barriers[b as usize].spinners -= 1;
+                if self.barriers[b as usize].parsec.is_some() {
+                    // A PARSEC barrier's flag spin ran out: the trylock loop comes next
+                    // (queued by PbArrive).
+                    return;
+                }
                 let bucket = self.barriers[b as usize].bucket;
                 let th = &mut self.threads[t.idx()];
                 th.micro.push_front(Micro::BarrierSleep(b, g));
@@ -517,6 +529,48 @@ impl World {
                     ns: self.costs.syscall_ns,
                     kernel: true,
                 });
+                Flow::Next
+            }
+            Micro::PbArrive { b, spin } => self.parsec_barrier_arrive(t, b, spin),
+            Micro::PbSpin { b, spin, departure } => {
+                let br = &mut self.barriers[b as usize];
+                if br.departing == departure {
+                    return Flow::Next;
+                }
+                // `while (phase is not the wanted one && i < SPIN_COUNTER_MAX) i++;`: the
+                // phase's change advances the generation, which the spin watches.
+                let g = br.gen;
+                br.spinners += 1;
+                let th = &mut self.threads[t.idx()];
+                th.act = ThreadActivity::SpinBarrier(b, g);
+                th.spin_left = spin.max(1);
+                Flow::Wait
+            }
+            Micro::PbWait { b, departure } => {
+                let br = &self.barriers[b as usize];
+                if br.departing != departure {
+                    let (m, c) = br
+                        .parsec
+                        .expect("a PARSEC barrier has a mutex and a condvar");
+                    self.push_cond_wait(t, c, m, Some(Micro::PbWait { b, departure }));
+                }
+                Flow::Next
+            }
+            Micro::PbDepart(b) => {
+                let br = &mut self.barriers[b as usize];
+                let (m, c) = br
+                    .parsec
+                    .expect("a PARSEC barrier has a mutex and a condvar");
+                br.arrived = br.arrived.saturating_sub(1);
+                let last = br.arrived == 0;
+                self.threads[t.idx()]
+                    .micro
+                    .push_front(Micro::MutexUnlock(m));
+                if last {
+                    // The last to leave starts the next arrival phase.
+                    self.barriers[b as usize].departing = false;
+                    self.parsec_phase_changed(t, b, c);
+                }
                 Flow::Next
             }
             Micro::BarrierSleep(b, g) => {
@@ -827,6 +881,77 @@ impl World {
         th.micro.push_front(wake);
         th.micro.push_front(Micro::KLock(bucket));
         th.micro.push_front(cost);
+    }
+
+    /// parsec_barrier_wait (PARSEC's parsec_barrier.cpp, ENABLE_SPIN_BARRIER) from the
+    /// point where `t` holds the barrier's mutex: in a departure phase, drop the mutex,
+    /// spin on the flag, spin on trylock, wait on the condition variable while the
+    /// phase lasts, then come back here; in an arrival phase, count in: the last thread
+    /// starts the departure phase, broadcasts and leaves, the others drop the mutex,
+    /// spin on the flag, spin on trylock and wait on the condition variable until the
+    /// departure phase, then leave.
+    fn parsec_barrier_arrive(&mut self, t: ThreadId, b: u32, spin: u64) -> Flow {
+        let br = &mut self.barriers[b as usize];
+        let (m, c) = br
+            .parsec
+            .expect("a PARSEC barrier has a mutex and a condvar");
+        // `while ((rv = pthread_mutex_trylock(&m)) == EBUSY);` — no budget, no PAUSE.
+        let trylock = Micro::MutexLockSpin(m, u64::MAX);
+        if br.departing {
+            let th = &mut self.threads[t.idx()];
+            th.micro.push_front(Micro::PbArrive { b, spin });
+            th.micro.push_front(Micro::PbWait {
+                b,
+                departure: false,
+            });
+            th.micro.push_front(trylock);
+            th.micro.push_front(Micro::PbSpin {
+                b,
+                spin,
+                departure: false,
+            });
+            th.micro.push_front(Micro::MutexUnlock(m));
+            return Flow::Next;
+        }
+        br.arrived += 1;
+        if br.arrived >= br.parties {
+            br.departing = true;
+            self.threads[t.idx()].micro.push_front(Micro::PbDepart(b));
+            self.parsec_phase_changed(t, b, c);
+            return Flow::Next;
+        }
+        let th = &mut self.threads[t.idx()];
+        th.wait_start = self.now;
+        th.micro.push_front(Micro::PbDepart(b));
+        th.micro.push_front(Micro::PbWait { b, departure: true });
+        th.micro.push_front(trylock);
+        th.micro.push_front(Micro::PbSpin {
+            b,
+            spin,
+            departure: true,
+        });
+        th.micro.push_front(Micro::MutexUnlock(m));
+        Flow::Next
+    }
+
+    /// A PARSEC barrier's phase changed (its holder `t` set or cleared the flag): flag
+    /// spinners on running vCPUs see it at once, and the condition variable's waiters
+    /// are woken by `pthread_cond_broadcast`, still under the mutex.
+    fn parsec_phase_changed(&mut self, t: ThreadId, b: u32, c: u32) {
+        let br = &mut self.barriers[b as usize];
+        br.gen += 1;
+        if br.spinners > 0 {
+            self.poke_spinners(
+                t,
+                |a| matches!(a, ThreadActivity::SpinBarrier(x, _) if x == b),
+                false,
+            );
+        }
+        if !self.conds[c as usize].waiters.is_empty() {
+            let bucket = self.conds[c as usize].bucket;
+            let f = self.futex_cost(t);
+            self.push_wake_path(t, bucket, Micro::WakeCond { cond: c, all: true }, f);
+        }
     }
 
     /// pthread_cond_wait(c, m), then `then`.

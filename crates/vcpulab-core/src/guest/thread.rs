@@ -119,6 +119,29 @@ pub enum Micro {
     BarrierArrive(u32),
     /// Holding the barrier's bucket: sleep unless generation `gen` has passed.
     BarrierSleep(u32, u64),
+    /// PARSEC barrier `b`, holding its mutex: count in, or, in a departure phase, drop
+    /// the mutex and wait for the next arrival phase first. `spin`: the flag spin's
+    /// budget.
+    PbArrive {
+        b: u32,
+        spin: u64,
+    },
+    /// PARSEC barrier `b`, its mutex dropped: spin up to `spin` on the phase flag while
+    /// the phase is not the wanted one (`departure`: the departure phase is wanted).
+    PbSpin {
+        b: u32,
+        spin: u64,
+        departure: bool,
+    },
+    /// PARSEC barrier `b`, holding its mutex: go on if the phase is the wanted one,
+    /// else wait on its condition variable (which retakes the mutex) and look again.
+    PbWait {
+        b: u32,
+        departure: bool,
+    },
+    /// PARSEC barrier `b`, holding its mutex: leave; the last to leave starts the next
+    /// arrival phase. Then unlock.
+    PbDepart(u32),
     CondRegister(u32),
     SemWait(u32),
     /// Holding the semaphore's bucket: take a unit or queue and sleep.

@@ -134,8 +134,17 @@ impl SyncArenas {
             self.new_mutex(kind, futex_class, class);
         }
         let barrier = self.barriers.len() as u32;
-        for bi in 0..w.symbols.barriers.len() {
+        for (bi, name) in w.symbols.barriers.iter().enumerate() {
             let bucket = self.new_lock(kind, futex_class);
+            // A PARSEC barrier has a mutex (reported as the class `NAME.mutex`) and a
+            // condition variable of its own.
+            let parsec = if w.symbols.parsec_barrier.get(bi).copied().unwrap_or(false) {
+                let class = user_class(self, &format!("{name}.mutex"));
+                let m = self.new_mutex(kind, futex_class, class);
+                Some((m, self.new_cond(kind, futex_class)))
+            } else {
+                None
+            };
             self.barriers.push(Barrier {
                 spinners: 0,
                 parties: w.barrier_parties[bi].max(1),
@@ -143,6 +152,8 @@ impl SyncArenas {
                 gen: 0,
                 waiters: Vec::new(),
                 bucket,
+                parsec,
+                departing: false,
             });
         }
         let cond = self.conds.len() as u32;

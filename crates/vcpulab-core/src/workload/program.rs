@@ -39,6 +39,13 @@ pub enum OpSpec {
     Barrier(String),
     /// A spin-then-block barrier: spin up to `spin`, then futex-wait.
     SpinBarrier(SpinBarrierSpec),
+    /// PARSEC's own barrier (parsec_barrier_wait with ENABLE_SPIN_BARRIER): a two-phase
+    /// barrier under a pthread mutex and condition variable. Every thread takes the
+    /// mutex to arrive and again to leave; a waiter drops it and spins up to `spin` on
+    /// the phase flag, spins on `trylock` until it has the mutex again, and waits on the
+    /// condition variable if the phase has not changed; the next arrivals wait until
+    /// the last thread has left.
+    ParsecBarrier(SpinBarrierSpec),
     CondWait(CondWaitSpec),
     /// A kernel read-write semaphore (Linux's rw_semaphore, e.g. mmap_sem): take it
     /// shared / exclusive, sleeping while it is not available; release it (the mode
@@ -156,6 +163,10 @@ pub enum Instr {
         barrier: u32,
         spin: Dist,
     },
+    ParsecBarrier {
+        barrier: u32,
+        spin: Dist,
+    },
     CondWait {
         cond: u32,
         mutex: u32,
@@ -199,6 +210,24 @@ pub struct Symbols {
     pub rwsems: Vec<String>,
     /// Which of `spinlocks` are rwlock_t taken for writing (`KspinSpec::rwlock`).
     pub rwlock: Vec<bool>,
+    /// Which of `barriers` are PARSEC barriers (`OpSpec::ParsecBarrier`).
+    pub parsec_barrier: Vec<bool>,
+}
+
+/// Interns barrier `name` as a PARSEC barrier or a futex/spin barrier; a name is one or
+/// the other.
+fn intern_barrier(syms: &mut Symbols, name: &str, parsec: bool) -> Result<u32, String> {
+    let b = intern(&mut syms.barriers, name);
+    let i = b as usize;
+    if i == syms.parsec_barrier.len() {
+        syms.parsec_barrier.push(parsec);
+    } else if syms.parsec_barrier[i] != parsec {
+        return Err(format!(
+            "barrier {name:?} is used both as a parsec_barrier and as a barrier or \
+             spin_barrier; a barrier is one or the other"
+        ));
+    }
+    Ok(b)
 }
 
 fn intern(v: &mut Vec<String>, name: &str) -> u32 {
@@ -236,7 +265,9 @@ impl Program {
             .iter()
             .filter_map(|i| match i {
                 Instr::Barrier(b) => Some(*b),
-                Instr::SpinBarrier { barrier, .. } => Some(*barrier),
+                Instr::SpinBarrier { barrier, .. } | Instr::ParsecBarrier { barrier, .. } => {
+                    Some(*barrier)
+                }
                 _ => None,
             })
             .collect();
@@ -302,9 +333,13 @@ impl Program {
                 }
                 OpSpec::Barrier(b) => self
                     .code
-                    .push(Instr::Barrier(intern(&mut syms.barriers, b))),
+                    .push(Instr::Barrier(intern_barrier(syms, b, false)?)),
                 OpSpec::SpinBarrier(b) => self.code.push(Instr::SpinBarrier {
-                    barrier: intern(&mut syms.barriers, &b.name),
+                    barrier: intern_barrier(syms, &b.name, false)?,
+                    spin: b.spin.clone(),
+                }),
+                OpSpec::ParsecBarrier(b) => self.code.push(Instr::ParsecBarrier {
+                    barrier: intern_barrier(syms, &b.name, true)?,
                     spin: b.spin.clone(),
                 }),
                 OpSpec::CondWait(c) => self.code.push(Instr::CondWait {

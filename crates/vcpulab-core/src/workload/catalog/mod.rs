@@ -212,6 +212,12 @@ pub(crate) fn spin_barrier(b: &str, spin: Dist) -> OpSpec {
         spin,
     })
 }
+pub(crate) fn parsec_barrier(b: &str, spin: Dist) -> OpSpec {
+    OpSpec::ParsecBarrier(super::program::SpinBarrierSpec {
+        name: b.into(),
+        spin,
+    })
+}
 pub(crate) fn push(q: &str) -> OpSpec {
     OpSpec::Push(q.into())
 }

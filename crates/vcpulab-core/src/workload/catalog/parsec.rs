@@ -621,7 +621,7 @@ pub(super) const RAYTRACE: ModelInfo = ModelInfo {
 pub(super) const STREAMCLUSTER: ModelInfo = ModelInfo {
     name: "streamcluster",
     description:
-        "streamcluster-like: 9 spin-then-block barriers per pgain() call with short compute between",
+        "streamcluster-like: 9 waits per pgain() call at PARSEC's barrier (a mutex, a phase flag spun on, a condvar), short compute between",
     params: &[
         scale("1"),
         ParamInfo {
@@ -648,7 +648,9 @@ pub(super) const STREAMCLUSTER: ModelInfo = ModelInfo {
                 if master && (ph == 3 || ph == 7) {
                     body.push(cpu(dc(20_000.0))); // serial part on thread 0 (assumed)
                 }
-                body.push(spin_barrier(&format!("sc_b{ph}"), spin.clone()));
+                // One barrier object for every wait (localSearch creates one and hands
+                // it to the threads), PARSEC's drop-in parsec_barrier_wait.
+                body.push(parsec_barrier("sc_barrier", spin.clone()));
             }
             if master {
                 body.push(count(1));

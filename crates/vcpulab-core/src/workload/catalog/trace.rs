@@ -160,6 +160,13 @@ pub fn parse(text: &str) -> Result<BTreeMap<u32, Vec<OpSpec>>, String> {
                     spin: dist(d)?,
                 }))
             }
+            "parsec_barrier" => {
+                let (b, d) = two()?;
+                LineKind::Op(OpSpec::ParsecBarrier(SpinBarrierSpec {
+                    name: b.into(),
+                    spin: dist(d)?,
+                }))
+            }
             "cond_wait" => {
                 let (c, m) = two()?;
                 LineKind::Op(OpSpec::CondWait(CondWaitSpec {
@@ -178,8 +185,8 @@ pub fn parse(text: &str) -> Result<BTreeMap<u32, Vec<OpSpec>>, String> {
             _ => {
                 return Err(at(String::from(
                     "unknown operation; allowed: compute, kernel, sleep, io, count, \
-                     lock, unlock, kspin, barrier, spin_barrier, cond_wait, cond_signal, \
-                     cond_broadcast, sem_post, sem_wait, yield, push, pop, tlb_shootdown, \
+                     lock, unlock, kspin, barrier, spin_barrier, parsec_barrier, cond_wait, \
+                     cond_signal, cond_broadcast, sem_post, sem_wait, yield, push, pop, tlb_shootdown, \
                      loop, end",
                 )))
             }
