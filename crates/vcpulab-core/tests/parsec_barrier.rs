@@ -96,10 +96,10 @@ model = "program"
 threads = 2
 ops = [{barrier = "b"}, {parsec_barrier = {name = "b", spin = "10us"}}]
 "#;
-    let e = resolve(text, &[], None)
-        .err()
-        .expect("mixing barrier kinds is refused")
-        .to_string();
+    let Err(e) = resolve(text, &[], None) else {
+        panic!("mixing barrier kinds is refused");
+    };
+    let e = e.to_string();
     assert!(e.contains("\"b\"") && e.contains("parsec_barrier"), "{e}");
 }
 
