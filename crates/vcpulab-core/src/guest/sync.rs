@@ -74,12 +74,35 @@ pub struct RwSem {
     /// A writer's spin on readers timed out (RWSEM_NONSPINNABLE): writers do not spin
     /// until the readers are gone or a writer takes it.
     pub nonspinnable: bool,
+    /// RWSEM_FLAG_HANDOFF (`guest.rwsem_steal`): the first waiter has waited
+    /// RWSEM_WAIT_TIMEOUT; nobody takes the semaphore ahead of it.
+    pub handoff: bool,
 }
 
 impl RwSem {
     fn grantable(&self, write: bool, queue_checked: bool) -> bool {
         let queue_ok = !queue_checked || self.waiters.is_empty();
         self.writer.is_none() && (!write || self.readers == 0) && queue_ok
+    }
+    /// Whether down_read / down_write gets it at once on Linux 5.11+
+    /// (`guest.rwsem_steal`, kernel/locking/rwsem.c); `woken`: a waiter woken by a
+    /// release tries again (a reader woken was granted it by `rwsem_mark_wake`).
+    fn grantable_stealing(&self, write: bool, woken: bool) -> bool {
+        if self.writer.is_some() {
+            return false;
+        }
+        if write {
+            // The fast path needs a zero count (no waiters flag); a woken writer
+            // (rwsem_try_write_lock) only a free semaphore.
+            return self.readers == 0 && (woken || (self.waiters.is_empty() && !self.handoff));
+        }
+        if woken {
+            return true;
+        }
+        // rwsem_read_trylock fails on the waiters or hand-off flag;
+        // rwsem_down_read_slowpath then queues if readers own it (`rcnt > 1`), and
+        // otherwise steals it unless the hand-off bit is set.
+        !self.handoff && (self.waiters.is_empty() || self.readers == 0)
     }
     fn take(&mut self, t: ThreadId, write: bool) {
         if write {
@@ -190,7 +213,11 @@ impl World {
                     self.rwsem_spin_end(t, s);
                     let wait_lock = self.rwsems[s as usize].wait_lock;
                     let th = &mut self.threads[t.idx()];
-                    th.micro.push_front(Micro::RwSleep { s, write: true });
+                    th.micro.push_front(Micro::RwSleep {
+                        s,
+                        write: true,
+                        front: false,
+                    });
                     th.micro.push_front(Micro::KLock(wait_lock));
                     true
                 }
@@ -298,7 +325,13 @@ impl World {
             RwsemSpin::WriterOwner => RwsemSpinStep::Spin,
             RwsemSpin::ReaderBounded => {
                 if readers == 0 {
-                    return RwsemSpinStep::Take;
+                    // rwsem_try_write_lock_unqueued fails while the hand-off bit is set
+                    // (`guest.rwsem_steal`): spin on until the first waiter has it.
+                    return if self.rwsems[s as usize].handoff {
+                        RwsemSpinStep::Spin
+                    } else {
+                        RwsemSpinStep::Take
+                    };
                 }
                 let rw = &mut self.rwsems[s as usize];
                 if rw.nonspinnable {
@@ -616,14 +649,54 @@ impl World {
                 Flow::Next
             }
             Micro::RwDown { s, write, retry } => {
+                let vm = self.threads[t.idx()].vm.idx();
+                let stealing = self.vms[vm].guest.rwsem_steal;
                 let rw = &mut self.rwsems[s as usize];
-                if rw.grantable(write, !retry) {
+                let ok = if stealing {
+                    rw.grantable_stealing(write, retry)
+                } else {
+                    rw.grantable(write, !retry)
+                };
+                if ok {
+                    let stole = stealing && !retry && !rw.waiters.is_empty();
                     rw.take(t, write);
+                    if stealing && retry {
+                        // The first waiter has it: the hand-off is done.
+                        rw.handoff = false;
+                    }
+                    // A reader that stole it as the first reader wakes the queued
+                    // readers if a reader is first in the queue (rwsem_mark_wake,
+                    // RWSEM_WAKE_READ_OWNED).
+                    if stole
+                        && !write
+                        && rw.readers == 1
+                        && rw.waiters.front().is_some_and(|w| !w.1)
+                    {
+                        let wait_lock = rw.wait_lock;
+                        let cost = Micro::Work {
+                            ns: self.costs.futex_ns,
+                            kernel: true,
+                        };
+                        self.push_wake_path(t, wait_lock, Micro::WakeRw(s), cost);
+                    }
                     return Flow::Next;
                 }
-                self.threads[t.idx()].wait_start = self.now;
+                if stealing && retry {
+                    // Woken and beaten to it: the first waiter sets the hand-off bit once
+                    // it has waited RWSEM_WAIT_TIMEOUT = DIV_ROUND_UP(HZ, 250) jiffies.
+                    let tick = self.vms[vm].guest.tick.max(1);
+                    let timeout = 4_000_000u64.div_ceil(tick) * tick;
+                    let waited = self
+                        .now
+                        .0
+                        .saturating_sub(self.threads[t.idx()].wait_start.0);
+                    if waited >= timeout {
+                        self.rwsems[s as usize].handoff = true;
+                    }
+                } else {
+                    self.threads[t.idx()].wait_start = self.now;
+                }
                 // rwsem_down_write_failed: optimistic spinning first (Linux 3.16+).
-                let vm = self.threads[t.idx()].vm.idx();
                 if write
                     && !retry
                     && self.vms[vm].guest.rwsem_spin != crate::scenario::RwsemSpin::Off
@@ -648,19 +721,35 @@ impl World {
                 }
                 let wait_lock = self.rwsems[s as usize].wait_lock;
                 let th = &mut self.threads[t.idx()];
-                th.micro.push_front(Micro::RwSleep { s, write });
+                th.micro.push_front(Micro::RwSleep {
+                    s,
+                    write,
+                    front: stealing && retry,
+                });
                 th.micro.push_front(Micro::KLock(wait_lock));
                 Flow::Next
             }
-            Micro::RwSleep { s, write } => {
+            Micro::RwSleep { s, write, front } => {
                 let rw = &mut self.rwsems[s as usize];
                 let wait_lock = rw.wait_lock;
                 let th = &mut self.threads[t.idx()];
-                if rw.grantable(write, true) {
+                let ok = if front {
+                    rw.grantable_stealing(write, true)
+                } else {
+                    rw.grantable(write, true)
+                };
+                if ok {
                     rw.take(t, write);
+                    if front {
+                        rw.handoff = false;
+                    }
                     th.micro.push_front(Micro::KUnlock(wait_lock));
                 } else {
-                    rw.waiters.push_back((t, write));
+                    if front {
+                        rw.waiters.push_front((t, write));
+                    } else {
+                        rw.waiters.push_back((t, write));
+                    }
                     th.micro.push_front(Micro::RwDown {
                         s,
                         write,
@@ -751,10 +840,20 @@ impl World {
             Micro::WakeRw(s) => {
                 let rw = &mut self.rwsems[s as usize];
                 let mut woken = Vec::new();
+                let phase_fair = self.vms[self.threads[t.idx()].vm.idx()].guest.rwsem_steal;
                 if let Some(&(w, write)) = rw.waiters.front() {
                     if write {
                         rw.waiters.pop_front();
                         woken.push(w);
+                    } else if phase_fair {
+                        // Linux 5.3+ (rwsem_mark_wake): every queued reader, writers
+                        // keeping their places.
+                        rw.waiters.retain(|&(w, write)| {
+                            if !write {
+                                woken.push(w);
+                            }
+                            write
+                        });
                     } else {
                         while let Some(&(w, false)) = rw.waiters.front() {
                             rw.waiters.pop_front();

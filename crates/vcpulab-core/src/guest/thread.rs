@@ -89,6 +89,9 @@ pub enum Micro {
     RwSleep {
         s: u32,
         write: bool,
+        /// A woken waiter that found it taken again: it goes back to the front of the
+        /// queue (`guest.rwsem_steal`: it never left the kernel's wait list).
+        front: bool,
     },
     /// up_read / up_write (the mode the thread holds it in).
     RwUp(u32),

@@ -32,6 +32,8 @@ pub struct GuestParams {
     pub wake_ipi: crate::scenario::WakeIpi,
     /// Writers' optimistic spinning on read-write semaphores (guest/sync.rs).
     pub rwsem_spin: crate::scenario::RwsemSpin,
+    /// Read-write semaphores steal and hand off as Linux 5.11+ (guest/sync.rs).
+    pub rwsem_steal: bool,
     /// Guest haltpoll: maximum and starting poll (0: not used).
     pub haltpoll_max: u64,
     pub haltpoll_start: u64,

@@ -1033,6 +1033,14 @@ pub struct GuestConfig {
     /// Optimistic spinning of writers on kernel read-write semaphores (mmap_sem): `off`
     /// before Linux 3.16, `writer-owner` in 3.16 to 3.19, `reader-bounded` from 5.x.
     pub rwsem_spin: RwsemSpin,
+    /// Kernel read-write semaphores as Linux 5.11+ runs them (kernel/locking/rwsem.c):
+    /// a reader that finds the semaphore free takes it ahead of the queued waiters
+    /// (reader lock stealing), queued readers are all woken together (phase-fair), a
+    /// woken waiter that finds it taken keeps its place, and the first waiter that has
+    /// waited RWSEM_WAIT_TIMEOUT sets the hand-off bit, after which nobody takes it
+    /// ahead of that waiter. Off: Linux 3.x (rwsem-xadd.c), readers queue behind any
+    /// waiter.
+    pub rwsem_steal: bool,
     /// The guest kernel has the cpuidle-haltpoll driver (Linux 5.4+): `idle =
     /// "haltpoll"` is refused without it (the `guest-haltpoll` preset sets it, as a
     /// backport).
@@ -1069,6 +1077,7 @@ impl Default for GuestConfig {
             pv_eoi: false,
             vcpu_is_preempted: false,
             rwsem_spin: RwsemSpin::Off,
+            rwsem_steal: false,
             wake_ipi: WakeIpi::Always,
             haltpoll_available: true,
             load_balance: true,

@@ -147,6 +147,9 @@ pub struct GuestKernel {
     pub wake_ipi: &'static str,
     /// `guest.rwsem_spin`: writers' optimistic spinning on read-write semaphores.
     pub rwsem_spin: &'static str,
+    /// `guest.rwsem_steal`: read-write semaphores with reader lock stealing and the
+    /// hand-off bit (Linux 5.11+).
+    pub rwsem_steal: bool,
     /// The cpuidle-haltpoll driver (guest Linux 5.4+).
     pub haltpoll_available: bool,
     pub notes: &'static str,
@@ -333,6 +336,7 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         vcpu_is_preempted: false,
         wake_ipi: "always",
         rwsem_spin: "off",
+        rwsem_steal: false,
         haltpoll_available: false,
         notes: "ticket spinlocks (PV ticket locks came in 3.12)",
     },
@@ -352,6 +356,7 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         vcpu_is_preempted: false,
         wake_ipi: "on-preempt",
         rwsem_spin: "off",
+        rwsem_steal: false,
         haltpoll_available: false,
         notes: "ticket spinlocks",
     },
@@ -371,6 +376,7 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         vcpu_is_preempted: false,
         wake_ipi: "on-preempt",
         rwsem_spin: "off",
+        rwsem_steal: false,
         haltpoll_available: false,
         notes: "ticket spinlocks",
     },
@@ -390,6 +396,7 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         vcpu_is_preempted: false,
         wake_ipi: "on-preempt",
         rwsem_spin: "writer-owner",
+        rwsem_steal: false,
         haltpoll_available: false,
         notes: "rwsem writers spin on a running writer owner (3.16); ticket spinlocks: the PV ticket lock of 3.12-4.1 needs KVM_FEATURE_PV_UNHALT, which QEMU leaves off unless asked (kvm-pv-unhalt)",
     },
@@ -409,8 +416,9 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         vcpu_is_preempted: true,
         wake_ipi: "on-preempt",
         rwsem_spin: "reader-bounded",
+        rwsem_steal: true,
         haltpoll_available: true,
-        notes: "PV queued spinlocks, wake_q (4.2), PV TLB flush (4.16), vcpu_is_preempted (4.10), rwsem writers spin on readers for a bounded time (5.x), cpuidle-haltpoll (5.4)",
+        notes: "PV queued spinlocks, wake_q (4.2), PV TLB flush (4.16), vcpu_is_preempted (4.10), rwsem writers spin on readers for a bounded time (5.x), rwsem reader lock stealing and hand-off (5.11), cpuidle-haltpoll (5.4)",
     },
 ];
 
@@ -618,6 +626,7 @@ impl GuestKernel {
         );
         t.insert("wake_ipi".into(), Value::String(self.wake_ipi.into()));
         t.insert("rwsem_spin".into(), Value::String(self.rwsem_spin.into()));
+        t.insert("rwsem_steal".into(), Value::Boolean(self.rwsem_steal));
         t.insert(
             "haltpoll_available".into(),
             Value::Boolean(self.haltpoll_available),

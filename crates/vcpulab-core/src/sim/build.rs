@@ -199,6 +199,7 @@ impl SyncArenas {
                 spinners: 0,
                 rspin_deadline: Nanos::MAX,
                 nonspinnable: false,
+                handoff: false,
             });
         }
         ObjBases {
@@ -255,6 +256,7 @@ pub(crate) fn guest_params(g: &GuestConfig, vcpus: u32) -> GuestParams {
         pv_eoi: g.pv_eoi,
         vcpu_is_preempted: g.vcpu_is_preempted,
         rwsem_spin: g.rwsem_spin,
+        rwsem_steal: g.rwsem_steal,
         wake_ipi: g.wake_ipi,
         haltpoll_max: if g.idle == IdleMode::Haltpoll {
             us(g.haltpoll_max_us)
