@@ -19,6 +19,14 @@ fn main() {
             v.pending.len()
         );
     }
+    for (i, m) in w.mutexes.iter().enumerate() {
+        if m.holder.is_some() || !m.waiters.is_empty() || m.spinners > 0 {
+            println!(
+                "mutex{i} holder {:?} spinners {} waiters {:?}",
+                m.holder, m.spinners, m.waiters
+            );
+        }
+    }
     for (i, l) in w.locks.iter().enumerate() {
         if l.holder.is_some() || !l.waiters.is_empty() {
             println!("lock{i} holder {:?} waiters {:?}", l.holder, l.waiters);

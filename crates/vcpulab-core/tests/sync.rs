@@ -709,3 +709,30 @@ ops = [{loop = {n = "forever", body = [{sem_wait = "s"}, {compute = "10us"}, {co
     let p99 = vm.wake_latency_p99_ns.unwrap_or(u64::MAX);
     assert!(p99 < 50_000, "wake-up latency p99 {p99} ns");
 }
+
+/// Three threads on one vCPU take a user spinlock (`lock_spin` with no practical
+/// budget, as pthread_spin_lock) for 200 us at a time. A holder preempted at the tick
+/// leaves the others spinning until their slices end; a spinner switched back in while
+/// spinning owes the switch's kernel time, and must still count as in user mode — else
+/// under PREEMPT_VOLUNTARY it is never preempted and the holder never runs again.
+#[test]
+fn a_spinner_that_owes_kernel_time_is_still_preempted_in_user_mode() {
+    let text = r#"
+seed = 4
+[run]
+duration = "10s"
+[host]
+pcpus = 1
+[[vm]]
+name = "app"
+vcpus = 1
+[vm.workload]
+model = "program"
+[[vm.workload.group]]
+threads = 3
+ops = [{loop = {n = 300, body = [{compute = "exp(300us)"}, {lock_spin = {mutex = "m", spin = "1000s"}}, {compute = "200us"}, {unlock = "m"}, {count = 1}]}}]
+"#;
+    let r = run_toml(text);
+    assert_eq!(r.stop_reason, "all-finished");
+    assert_eq!(r.vms[0].work_units, 900);
+}

@@ -33,6 +33,13 @@ impl World {
     /// Whether `t`, running on `v`, is in kernel mode for the preemption model.
     fn in_kernel_mode(&self, t: ThreadId) -> bool {
         let th = &self.threads[t.idx()];
+        // A thread spinning in user space is in user mode, whatever kernel time (a
+        // switch-in's cost) it still owes: the debt is booked when it next works.
+        // Counting it as kernel mode made such a spinner unpreemptible under
+        // PREEMPT_NONE/VOLUNTARY, for ever if its spin has no budget.
+        if th.act.is_user_spin() {
+            return false;
+        }
         th.debt.0 > 0 || (th.in_kernel && th.remaining.0 > 0)
     }
 

@@ -188,6 +188,18 @@ pub(crate) fn unlock(m: &str) -> OpSpec {
 pub(crate) fn critical(m: &str, hold: Dist) -> Vec<OpSpec> {
     vec![lock(m), cpu(hold), unlock(m)]
 }
+/// `pthread_spin_lock(m)`, `hold`, `pthread_spin_unlock(m)`: a user spinlock, spun on
+/// without limit (it never sleeps).
+pub(crate) fn spin_critical(m: &str, hold: Dist) -> Vec<OpSpec> {
+    vec![
+        OpSpec::LockSpin(super::program::LockSpinSpec {
+            mutex: m.into(),
+            spin: Dist::constant(crate::sim::Nanos(u64::MAX)),
+        }),
+        cpu(hold),
+        unlock(m),
+    ]
+}
 pub(crate) fn kspin(l: &str, hold: Dist) -> OpSpec {
     OpSpec::Kspin(super::program::KspinSpec {
         lock: l.into(),

@@ -193,10 +193,12 @@ fn build_dedup(p: &Params, n: u32) -> Result<Groups, WorkloadError> {
     // 37.1 G instructions for 184 MB of input = 88 coarse chunks of 2 MiB (simlarge).
     let coarse = cpu_ns(37.1) / 88.0;
     let par = 1.0 - serial;
-    let (frag_cpu, frag_io) = (
-        coarse * serial * 0.25 / 0.35 * 0.6,
-        coarse * serial * 0.25 / 0.35 * 0.4,
-    );
+    // The fragment stage's serial share: with `-p` (both runconfs) the input was read
+    // into memory before the parallel phase, so this is CPU — copying a piece of the
+    // preloaded input into a fresh buffer and the serial Rabin anchor scan — plus the
+    // fresh buffer's first-touch page faults (kernel, ≈0.5 ms per 2 MiB, assumed).
+    let frag_faults = 500_000.0;
+    let frag_cpu = (coarse * serial * 0.25 / 0.35 - frag_faults).max(1_000.0);
     let reord = coarse * serial * 0.10 / 0.35 / b as f64;
     let (refine, dd, comp) = (
         coarse * par * 0.30 / b as f64, // refine: Rabin fingerprints, per batch (assumed share)
@@ -219,16 +221,18 @@ fn build_dedup(p: &Params, n: u32) -> Result<Groups, WorkloadError> {
         counts[i / 4] += c;
     }
     let mut groups: Groups = Vec::new();
-    // fragment: round-robin over the sets, one coarse chunk each: read(2) it (device I/O
-    // and page-cache locks), find its anchors (serial Rabin scan), hand it on.
+    // fragment: round-robin over the sets, one coarse chunk each: copy it from the
+    // preloaded input into a fresh buffer (first-touch page faults under the page-table
+    // lock), find its anchors (serial Rabin scan), hand it on.
     let mut frag_body = Vec::new();
     for (rounds, active) in round_robin(&counts) {
         let mut body = Vec::new();
         for k in active {
             body.extend([
-                io(dexp(frag_io)),
-                rep(8, vec![kspin("dd_i_pages", khold())]),
-                kern(dexp(10_000.0)),
+                rep(
+                    8,
+                    vec![kspin("dd_mm_ptl", khold()), kern(dexp(frag_faults / 8.0))],
+                ),
                 cpu(dlog(frag_cpu, 0.2)),
                 push(&format!("dd_fr{k}")),
             ]);
@@ -248,9 +252,14 @@ fn build_dedup(p: &Params, n: u32) -> Result<Groups, WorkloadError> {
             format!("dd_cdone{k}"),
         );
         // refine: split a coarse chunk into b batches, then free the 2 MiB buffer.
+        // Each batch's 20 chunks are split off the buffer (mbuffer_split): 20 reference
+        // count updates under the buffer's pthread spinlock, one 2 us section here.
+        let mut refine_batch = vec![cpu(dlog(refine, 0.3))];
+        refine_batch.extend(spin_critical("dd_ref", dc(2_000.0)));
+        refine_batch.push(push(&de));
         let refine_body = vec![
             pop(&fr),
-            rep(b, vec![cpu(dlog(refine, 0.3)), push(&de)]),
+            rep(b, refine_batch),
             // munmap of the 2 MiB buffer: page-table and zone locks, then the shootdown
             kern(dc(3_000.0)),
             kspin("dd_mm_ptl", khold()),
@@ -300,7 +309,10 @@ fn build_dedup(p: &Params, n: u32) -> Result<Groups, WorkloadError> {
         fault.push(kern(dexp(1_000.0)));
         let mut comp_body = vec![pop(&co), rep(4, vec![kspin("dd_zone", khold())])];
         comp_body.push(rep(20, fault));
-        comp_body.extend(critical(&format!("dd_ref{k}"), dc(100.0)));
+        // The 20 chunks' buffers are released (mbuffer_free): reference counts under
+        // the buffer's pthread spinlock (mbuffer.c, ENABLE_SPIN_LOCKS; hashed by the
+        // 128 MiB buffer they were split from, so in effect one lock), one 2 us section.
+        comp_body.extend(spin_critical("dd_ref", dc(2_000.0)));
         comp_body.push(push(&cd));
         for (j, (kk, total)) in split(set_batches, nk, false).into_iter().enumerate() {
             let mut comp_prog = Vec::new();
