@@ -736,3 +736,46 @@ ops = [{loop = {n = 300, body = [{compute = "exp(300us)"}, {lock_spin = {mutex =
     assert_eq!(r.stop_reason, "all-finished");
     assert_eq!(r.vms[0].work_units, 900);
 }
+
+/// `sem_spin_wait`: a consumer spinning for a semaphore sees the producer's post at
+/// once (no futex sleep, no halt); with a short spin it sleeps and is woken.
+#[test]
+fn a_semaphore_waiter_spins_then_sleeps() {
+    let text = |spin: &str| {
+        format!(
+            r#"
+[run]
+duration = "10s"
+[host]
+pcpus = 2
+[[vm]]
+vcpus = 2
+pin = ["0", "1"]
+[vm.workload]
+model = "program"
+[[vm.workload.group]]
+name = "producer"
+ops = [{{loop = {{n = 200, body = [{{compute = "100us"}}, {{sem_post = "s"}}]}}}}]
+[[vm.workload.group]]
+name = "consumer"
+ops = [{{loop = {{n = 200, body = [{{sem_spin_wait = {{sem = "s", spin = "{spin}"}}}}, {{compute = "10us"}}, {{count = 1}}]}}}}]
+"#
+        )
+    };
+    let spinning = run_toml(&text("1s"));
+    let v = &spinning.vms[0];
+    assert_eq!(v.work_units, 200);
+    // No futex call; the one halt is the producer's vCPU once it has finished.
+    assert_eq!(v.futex_calls, 0);
+    assert!(v.halts <= 1, "{} halts", v.halts);
+    assert!(v.time.spin_ns > 10_000_000, "spin {}", v.time.spin_ns);
+    let sleeping = run_toml(&text("1us"));
+    let v = &sleeping.vms[0];
+    assert_eq!(v.work_units, 200);
+    assert!(
+        v.futex_calls >= 200 && v.halts > 100,
+        "{} {}",
+        v.futex_calls,
+        v.halts
+    );
+}

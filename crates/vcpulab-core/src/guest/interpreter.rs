@@ -140,6 +140,10 @@ impl World {
                     }
                     Instr::SemPost(s) => Micro::SemPost(bases.sem + s),
                     Instr::SemWait(s) => Micro::SemWait(bases.sem + s),
+                    Instr::SemSpinWait { sem, spin } => {
+                        let ns = spin.sample(&mut th.rng).0;
+                        Micro::SemSpinWait(bases.sem + sem, ns)
+                    }
                     Instr::RwRead(s) => Micro::RwDown {
                         s: bases.rwsem + s,
                         write: false,

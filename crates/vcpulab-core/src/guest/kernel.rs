@@ -288,7 +288,8 @@ impl World {
         let budgeted = match th.act {
             ThreadActivity::SpinMutex(_)
             | ThreadActivity::SpinBarrier(..)
-            | ThreadActivity::SpinRw(..) => true,
+            | ThreadActivity::SpinRw(..)
+            | ThreadActivity::SpinSem(_) => true,
             ThreadActivity::SpinLock(_) => self.vms[th.vm.idx()].guest.pv_spin > 0,
             _ => false,
         };

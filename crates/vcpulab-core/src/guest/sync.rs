@@ -50,6 +50,8 @@ pub struct Sem {
     pub count: u64,
     pub waiters: VecDeque<ThreadId>,
     pub bucket: LockId,
+    /// Threads spinning for a unit (`ThreadActivity::SpinSem`).
+    pub spinners: u32,
 }
 
 /// A kernel read-write semaphore (kernel/locking/rwsem.c in Linux 3.x terms): readers
@@ -202,6 +204,17 @@ impl World {
                     false
                 }
             }
+            ThreadActivity::SpinSem(s) => {
+                let sem = &mut self.sems[s as usize];
+                if sem.count > 0 {
+                    sem.count -= 1;
+                    sem.spinners -= 1;
+                    self.threads[t.idx()].act = ThreadActivity::Work;
+                    true
+                } else {
+                    false
+                }
+            }
             ThreadActivity::SpinRwsem(s) => match self.rwsem_spin_step(t, s, false) {
                 RwsemSpinStep::Spin => false,
                 RwsemSpinStep::Take => {
@@ -277,6 +290,11 @@ impl World {
                 let th = &mut self.threads[t.idx()];
                 th.micro.push_front(Micro::RwSpinSleep { s, write });
                 th.micro.push_front(Micro::KLock(wait_lock));
+            }
+            ThreadActivity::SpinSem(s) => {
+                th.act = ThreadActivity::Work;
+                self.sems[s as usize].spinners -= 1;
+                self.push_sem_sleep(t, s);
             }
             ThreadActivity::SpinLock(l) => self.spin_lock_exhausted(t, l),
             _ => {}
@@ -624,14 +642,26 @@ impl World {
                     self.sems[s as usize].count -= 1;
                     return Flow::Next;
                 }
-                let bucket = self.sems[s as usize].bucket;
-                let f = self.futex_cost(t);
-                let th = &mut self.threads[t.idx()];
-                th.wait_start = self.now;
-                th.micro.push_front(Micro::SemSleep(s));
-                th.micro.push_front(Micro::KLock(bucket));
-                th.micro.push_front(f);
+                self.threads[t.idx()].wait_start = self.now;
+                self.push_sem_sleep(t, s);
                 Flow::Next
+            }
+            Micro::SemSpinWait(s, spin) => {
+                let sem = &mut self.sems[s as usize];
+                if sem.count > 0 {
+                    sem.count -= 1;
+                    return Flow::Next;
+                }
+                self.threads[t.idx()].wait_start = self.now;
+                if spin == 0 {
+                    self.push_sem_sleep(t, s);
+                    return Flow::Next;
+                }
+                sem.spinners += 1;
+                let th = &mut self.threads[t.idx()];
+                th.act = ThreadActivity::SpinSem(s);
+                th.spin_left = spin;
+                Flow::Wait
             }
             Micro::SemSleep(s) => {
                 let sem = &mut self.sems[s as usize];
@@ -869,6 +899,11 @@ impl World {
             Micro::SemPost(s) => {
                 let sem = &mut self.sems[s as usize];
                 sem.count += 1;
+                // A spinner on a running vCPU sees the unit at once and takes it.
+                if sem.spinners > 0 {
+                    self.poke_spinners(t, |a| a == ThreadActivity::SpinSem(s), true);
+                }
+                let sem = &self.sems[s as usize];
                 if !sem.waiters.is_empty() {
                     let bucket = sem.bucket;
                     let f = self.futex_cost(t);
@@ -1051,6 +1086,17 @@ impl World {
             let f = self.futex_cost(t);
             self.push_wake_path(t, bucket, Micro::WakeCond { cond: c, all: true }, f);
         }
+    }
+
+    /// sem_wait's futex path for `t`: under the semaphore's bucket lock, take a unit or
+    /// queue and sleep.
+    fn push_sem_sleep(&mut self, t: ThreadId, s: u32) {
+        let bucket = self.sems[s as usize].bucket;
+        let f = self.futex_cost(t);
+        let th = &mut self.threads[t.idx()];
+        th.micro.push_front(Micro::SemSleep(s));
+        th.micro.push_front(Micro::KLock(bucket));
+        th.micro.push_front(f);
     }
 
     /// pthread_cond_wait(c, m), then `then`.

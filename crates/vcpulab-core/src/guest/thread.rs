@@ -29,6 +29,8 @@ pub enum ThreadActivity {
     SpinBarrier(u32, u64),
     /// Spinning on a user read-write lock (global index), for writing if `true`.
     SpinRw(u32, bool),
+    /// Spinning in user space until a semaphore (global index) has a unit to take.
+    SpinSem(u32),
     /// A writer spinning optimistically, in kernel mode, on a kernel read-write
     /// semaphore (global index; guest/sync.rs `rwsem_spin_step`).
     SpinRwsem(u32),
@@ -52,6 +54,7 @@ impl ThreadActivity {
             ThreadActivity::SpinMutex(_)
                 | ThreadActivity::SpinBarrier(..)
                 | ThreadActivity::SpinRw(..)
+                | ThreadActivity::SpinSem(_)
         )
     }
 
@@ -147,6 +150,8 @@ pub enum Micro {
     PbDepart(u32),
     CondRegister(u32),
     SemWait(u32),
+    /// Take a unit, spinning up to the given ns for one before sleeping on the futex.
+    SemSpinWait(u32, u64),
     /// Holding the semaphore's bucket: take a unit or queue and sleep.
     SemSleep(u32),
     SemPost(u32),

@@ -392,13 +392,7 @@ impl World {
         };
         let th = &self.threads[t.idx()];
         let kernel = !th.held.is_empty()
-            || !matches!(th.act, ThreadActivity::Work)
-                && !matches!(
-                    th.act,
-                    ThreadActivity::SpinMutex(_)
-                        | ThreadActivity::SpinBarrier(..)
-                        | ThreadActivity::SpinRw(..)
-                )
+            || !matches!(th.act, ThreadActivity::Work) && !th.act.is_user_spin()
             || (th.act == ThreadActivity::Work && (th.in_kernel || th.debt.0 > 0));
         self.vcpus[v.idx()].preempted_in_kernel = kernel;
     }

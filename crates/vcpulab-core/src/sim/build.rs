@@ -186,6 +186,7 @@ impl SyncArenas {
                 count: 0,
                 waiters: Default::default(),
                 bucket,
+                spinners: 0,
             });
         }
         let rwsem = self.rwsems.len() as u32;

@@ -63,6 +63,10 @@ pub enum OpSpec {
     /// one or sleeps.
     SemPost(String),
     SemWait(String),
+    /// Wait for a unit of a counting semaphore spinning in user space up to `spin`
+    /// before sleeping on its futex (a busy-waited flag, such as NPB-LU's `sync_left`,
+    /// with a spin no run outlasts).
+    SemSpinWait(SemSpinSpec),
     /// sched_yield(): let another runnable thread of the vCPU run.
     Yield(u32),
     /// Change the workload's cpuset (its allowed vCPUs, e.g. "0-3"): threads on vCPUs
@@ -113,6 +117,13 @@ pub struct RwSpinSpec {
 #[serde(deny_unknown_fields)]
 pub struct SpinBarrierSpec {
     pub name: String,
+    pub spin: Dist,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SemSpinSpec {
+    pub sem: String,
     pub spin: Dist,
 }
 
@@ -175,6 +186,10 @@ pub enum Instr {
     CondBroadcast(u32),
     SemPost(u32),
     SemWait(u32),
+    SemSpinWait {
+        sem: u32,
+        spin: Dist,
+    },
     RwRead(u32),
     RwWrite(u32),
     RwUnlock(u32),
@@ -354,6 +369,10 @@ impl Program {
                     .push(Instr::CondBroadcast(intern(&mut syms.conds, c))),
                 OpSpec::SemPost(s) => self.code.push(Instr::SemPost(intern(&mut syms.sems, s))),
                 OpSpec::SemWait(s) => self.code.push(Instr::SemWait(intern(&mut syms.sems, s))),
+                OpSpec::SemSpinWait(w) => self.code.push(Instr::SemSpinWait {
+                    sem: intern(&mut syms.sems, &w.sem),
+                    spin: w.spin.clone(),
+                }),
                 OpSpec::RwRead(s) => self.code.push(Instr::RwRead(intern(&mut syms.rwsems, s))),
                 OpSpec::RwWrite(s) => self.code.push(Instr::RwWrite(intern(&mut syms.rwsems, s))),
                 OpSpec::RwUnlock(s) => self.code.push(Instr::RwUnlock(intern(&mut syms.rwsems, s))),

@@ -59,13 +59,16 @@ fn facts(k: Kind) -> (&'static str, f64, f64) {
     }
 }
 
-/// One kernel's program: (iterations, body of one iteration, epilogue).
+/// One kernel's program for thread `idx` of `t`: (iterations, body of one iteration,
+/// prologue, epilogue).
+#[allow(clippy::type_complexity)]
 fn kernel(
     k: Kind,
     p: &Params,
     t: u32,
-    lead: bool,
-) -> Result<(u64, Vec<OpSpec>, Vec<OpSpec>), WorkloadError> {
+    idx: u32,
+) -> Result<(u64, Vec<OpSpec>, Vec<OpSpec>, Vec<OpSpec>), WorkloadError> {
+    let lead = idx == 0;
     let grain = p.float("grain", 1e-6, 1e3)?;
     let spin = p.dist("spin")?;
     let (name, its, serial) = facts(k);
@@ -81,6 +84,7 @@ fn kernel(
         v
     };
     let mut epi = Vec::new();
+    let mut pro = Vec::new();
     let body = match k {
         // x/y/z solves, rhs, add
         Kind::Bt => phases(5, 1.0),
@@ -95,15 +99,45 @@ fn kernel(
             epi.push(sb(0));
             vec![cpu(dlog(per_it, 0.02))]
         }
-        // rhs, then the lower and upper wavefront sweeps over 160 k-planes synchronised
-        // by busy-waited flags (modelled as a spin barrier with the same spin budget).
+        // rhs, then the lower and upper wavefront sweeps over 160 k-planes each, between
+        // barriers. In a sweep thread `idx` waits for thread idx-1's flag for the plane
+        // and clears it (sync_left), computes its part of the plane, then waits until
+        // its own flag has been cleared and sets it (sync_right): a one-slot pipeline
+        // between neighbours, busy-waited with no limit (NPB3.3-OMP LU, ssor.f). A
+        // flag is a pair of semaphores (set, cleared) waited on by spinning; the
+        // consumer clears its producer's flag once at the start (isync = 0).
         Kind::Lu => {
-            let mut v = vec![cpu(dlog(per_it * 0.2, 0.05)), sb(0)];
-            let flag = spin_barrier("npb_luflag", spin.clone());
+            let forever = || Dist::constant(crate::sim::Nanos(u64::MAX));
+            let wait = |sem: String| {
+                OpSpec::SemSpinWait(crate::workload::program::SemSpinSpec {
+                    sem,
+                    spin: forever(),
+                })
+            };
+            let post = |sem: String| OpSpec::SemPost(sem);
             let plane = per_it * 0.8 / 320.0;
-            v.push(rep(320, vec![cpu(dlog(plane, 0.05)), flag]));
-            v.push(sb(1));
-            v
+            let mut step = Vec::new();
+            if idx > 0 {
+                step.push(wait(format!("npb_lu_set{}", idx - 1)));
+                step.push(post(format!("npb_lu_clear{}", idx - 1)));
+                pro.push(post(format!("npb_lu_clear{}", idx - 1)));
+            }
+            step.push(cpu(dlog(plane, 0.05)));
+            if idx + 1 < t {
+                step.push(wait(format!("npb_lu_clear{idx}")));
+                step.push(post(format!("npb_lu_set{idx}")));
+                // After the last plane: its flag cleared, as the next run's first
+                // sync_right would wait (keeps the pair balanced when the suite loops).
+                epi.push(wait(format!("npb_lu_clear{idx}")));
+            }
+            vec![
+                cpu(dlog(per_it * 0.2, 0.05)),
+                sb(0),
+                rep(160, step.clone()),
+                sb(2),
+                rep(160, step),
+                sb(1),
+            ]
         }
         // V-cycle over 8 levels, work shrinking 8x per level, 2 barriers per level and
         // direction.
@@ -124,18 +158,37 @@ fn kernel(
     };
     let mut body = body;
     body.extend(count_if(lead));
-    Ok((n, body, epi))
+    Ok((n, body, pro, epi))
+}
+
+/// The OpenMP team: one group per thread where the threads' programs differ (LU's
+/// neighbour flags), else the lead thread and the rest.
+fn team(
+    k: &[Kind],
+    t: u32,
+    prog: impl Fn(u32) -> Result<Vec<OpSpec>, WorkloadError>,
+) -> Result<Groups, WorkloadError> {
+    if k.iter().any(|k| matches!(k, Kind::Lu)) && t > 1 {
+        (0..t)
+            .map(|i| Ok((format!("omp{i}"), 1, prog(i)?)))
+            .collect()
+    } else {
+        let progs = [prog(0)?, prog(1.min(t - 1))?];
+        Ok(lead_counts("omp", t, |lead| {
+            progs[usize::from(!lead)].clone()
+        }))
+    }
 }
 
 fn single(k: Kind, p: &Params, t: u32) -> Result<Groups, WorkloadError> {
     let forever = p.boolean("forever")?;
-    let progs = [kernel(k, p, t, true)?, kernel(k, p, t, false)?];
-    Ok(lead_counts("omp", t, |lead| {
-        let (n, body, epi) = progs[usize::from(!lead)].clone();
-        let mut prog = vec![outer(forever, n, body)];
+    team(&[k], t, |i| {
+        let (n, body, pro, epi) = kernel(k, p, t, i)?;
+        let mut prog = pro;
+        prog.push(outer(forever, n, body));
         prog.extend(epi);
-        prog
-    }))
+        Ok(prog)
+    })
 }
 
 macro_rules! npb_model {
@@ -168,7 +221,7 @@ npb_model!(
     "NPB-IS-like: integer sort, 3 barriers per iteration (class C: 10 iterations)",
     65_536
 );
-npb_model!(LU, Kind::Lu, "npb-lu", "NPB-LU-like: SSOR with pipelined wavefront sweeps (busy-waited plane flags) (class C: 250 iterations)", 38_912);
+npb_model!(LU, Kind::Lu, "npb-lu", "NPB-LU-like: SSOR with pipelined wavefront sweeps (neighbour flags busy-waited without limit) (class C: 250 iterations)", 38_912);
 npb_model!(MG, Kind::Mg, "npb-mg", "NPB-MG-like: multigrid V-cycles, 32 barriers per iteration over shrinking levels (class C: 20 iterations)", 65_536);
 npb_model!(SP, Kind::Sp, "npb-sp", "NPB-SP-like: scalar-pentadiagonal solver, 9 spin barriers per iteration (class C: 400 iterations)", 46_080);
 
@@ -182,18 +235,15 @@ pub(super) const SUITE: ModelInfo = ModelInfo {
     processes: Processes::One,
     build: |p, t| {
         let forever = p.boolean("forever")?;
-        let mut progs = Vec::new();
-        for lead in [true, false] {
+        team(&ALL, t, |i| {
             let mut all = Vec::new();
             for k in ALL {
-                let (n, body, epi) = kernel(k, p, t, lead)?;
+                let (n, body, pro, epi) = kernel(k, p, t, i)?;
+                all.extend(pro);
                 all.push(rep(n, body));
                 all.extend(epi);
             }
-            progs.push(all);
-        }
-        Ok(lead_counts("omp", t, |lead| {
-            vec![outer(forever, 1, progs[usize::from(!lead)].clone())]
-        }))
+            Ok(vec![outer(forever, 1, all)])
+        })
     },
 };

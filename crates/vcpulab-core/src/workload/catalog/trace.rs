@@ -15,7 +15,9 @@
 //! one thread. The format is documented in docs/workloads.md.
 
 use super::*;
-use crate::workload::program::{CondWaitSpec, KspinSpec, LoopCount, LoopSpec, SpinBarrierSpec};
+use crate::workload::program::{
+    CondWaitSpec, KspinSpec, LoopCount, LoopSpec, SemSpinSpec, SpinBarrierSpec,
+};
 use std::collections::BTreeMap;
 
 pub(super) const TRACE: ModelInfo = ModelInfo {
@@ -167,6 +169,13 @@ pub fn parse(text: &str) -> Result<BTreeMap<u32, Vec<OpSpec>>, String> {
                     spin: dist(d)?,
                 }))
             }
+            "sem_spin_wait" => {
+                let (m, d) = two()?;
+                LineKind::Op(OpSpec::SemSpinWait(SemSpinSpec {
+                    sem: m.into(),
+                    spin: dist(d)?,
+                }))
+            }
             "cond_wait" => {
                 let (c, m) = two()?;
                 LineKind::Op(OpSpec::CondWait(CondWaitSpec {
@@ -186,7 +195,7 @@ pub fn parse(text: &str) -> Result<BTreeMap<u32, Vec<OpSpec>>, String> {
                 return Err(at(String::from(
                     "unknown operation; allowed: compute, kernel, sleep, io, count, \
                      lock, unlock, kspin, barrier, spin_barrier, parsec_barrier, cond_wait, \
-                     cond_signal, cond_broadcast, sem_post, sem_wait, yield, push, pop, tlb_shootdown, \
+                     cond_signal, cond_broadcast, sem_post, sem_wait, sem_spin_wait, yield, push, pop, tlb_shootdown, \
                      loop, end",
                 )))
             }
