@@ -119,8 +119,10 @@ workload = { model = "compute-sleep", params = { compute = "exp(200us)", sleep =
     (
         // Half of what an event queue holding every step would give here is cancelled
         // steps (each released spinner's spin-end step): the case for steps re-armed in
-        // place (sim/queue.rs, `push_slot`).
-        "wide VM: 1 VM x 288 vCPUs, spin-then-block barriers (streamcluster), 100 ms",
+        // place (sim/queue.rs, `push_slot`). Since streamcluster-like waits at PARSEC's
+        // barrier, each of its 288 threads takes the barrier's mutex twice an episode,
+        // and each unlock looks over the VM's vCPUs for a trylock spinner to hand it to.
+        "wide VM: 1 VM x 288 vCPUs, PARSEC's barrier (streamcluster), 100 ms",
         r#"
 preset = "kvm-default"
 [run]
