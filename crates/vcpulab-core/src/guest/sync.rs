@@ -1029,22 +1029,8 @@ impl World {
         let (m, c) = br
             .parsec
             .expect("a PARSEC barrier has a mutex and a condvar");
-        // `while ((rv = pthread_mutex_trylock(&m)) == EBUSY);` — no budget, no PAUSE.
-        let trylock = Micro::MutexLockSpin(m, u64::MAX);
         if br.departing {
-            let th = &mut self.threads[t.idx()];
-            th.micro.push_front(Micro::PbArrive { b, spin });
-            th.micro.push_front(Micro::PbWait {
-                b,
-                departure: false,
-            });
-            th.micro.push_front(trylock);
-            th.micro.push_front(Micro::PbSpin {
-                b,
-                spin,
-                departure: false,
-            });
-            th.micro.push_front(Micro::MutexUnlock(m));
+            self.push_parsec_wait(t, b, m, spin, false, Micro::PbArrive { b, spin });
             return Flow::Next;
         }
         br.arrived += 1;
@@ -1054,18 +1040,30 @@ impl World {
             self.parsec_phase_changed(t, b, c);
             return Flow::Next;
         }
-        let th = &mut self.threads[t.idx()];
-        th.wait_start = self.now;
-        th.micro.push_front(Micro::PbDepart(b));
-        th.micro.push_front(Micro::PbWait { b, departure: true });
-        th.micro.push_front(trylock);
-        th.micro.push_front(Micro::PbSpin {
-            b,
-            spin,
-            departure: true,
-        });
-        th.micro.push_front(Micro::MutexUnlock(m));
+        self.threads[t.idx()].wait_start = self.now;
+        self.push_parsec_wait(t, b, m, spin, true, Micro::PbDepart(b));
         Flow::Next
+    }
+
+    /// `t`, holding PARSEC barrier `b`'s mutex `m`, waits for the phase `departure`
+    /// names, then goes on with `then`: it drops the mutex, spins up to `spin` on the
+    /// phase flag, spins on `pthread_mutex_trylock` until it has the mutex again (no
+    /// budget, no PAUSE) and waits on the condition variable while the phase lasts.
+    fn push_parsec_wait(
+        &mut self,
+        t: ThreadId,
+        b: u32,
+        m: u32,
+        spin: u64,
+        departure: bool,
+        then: Micro,
+    ) {
+        let th = &mut self.threads[t.idx()];
+        th.micro.push_front(then);
+        th.micro.push_front(Micro::PbWait { b, departure });
+        th.micro.push_front(Micro::MutexLockSpin(m, u64::MAX));
+        th.micro.push_front(Micro::PbSpin { b, spin, departure });
+        th.micro.push_front(Micro::MutexUnlock(m));
     }
 
     /// A PARSEC barrier's phase changed (its holder `t` set or cleared the flag): flag
