@@ -94,6 +94,25 @@ impl World {
                         }
                         continue 'step;
                     }
+                    Instr::DispenseEnter { slot, .. } => {
+                        *th.loop_counter(*slot as usize) += 1;
+                        continue 'step;
+                    }
+                    Instr::DispenseTake {
+                        dispenser,
+                        slot,
+                        exit,
+                    } => {
+                        let episode = *th.loop_counter(*slot as usize);
+                        if !self.dispensers[(bases.dispenser + dispenser) as usize].take(episode) {
+                            self.threads[t.idx()].pc = *exit;
+                        }
+                        continue 'step;
+                    }
+                    Instr::Jump(to) => {
+                        th.pc = *to;
+                        continue 'step;
+                    }
                     Instr::Lock(m) => Micro::MutexLock(bases.mutex + m),
                     Instr::LockSpin { mutex, spin } => {
                         let ns = spin.sample(&mut th.rng).0;

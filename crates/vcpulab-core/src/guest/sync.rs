@@ -54,6 +54,33 @@ pub struct Sem {
     pub spinners: u32,
 }
 
+/// A work dispenser (`OpSpec::Dispense`): a shared ticket counter, taken from without
+/// blocking; it starts afresh with each new episode (the first thread to enter the
+/// dispenser for the k-th time starts episode k).
+#[derive(Clone, Debug)]
+pub struct Dispenser {
+    pub episode: u64,
+    pub taken: u64,
+    pub tickets: u64,
+}
+
+impl Dispenser {
+    /// Takes a ticket for a thread in its `episode`-th entry: false when that episode's
+    /// tickets are gone (or a later episode has begun).
+    pub fn take(&mut self, episode: u64) -> bool {
+        if episode > self.episode {
+            self.episode = episode;
+            self.taken = 0;
+        }
+        if episode == self.episode && self.taken < self.tickets {
+            self.taken += 1;
+            true
+        } else {
+            false
+        }
+    }
+}
+
 /// A kernel read-write semaphore (kernel/locking/rwsem.c in Linux 3.x terms): readers
 /// share it, a writer excludes everyone; a newcomer queues behind any waiter (so
 /// writers are not starved); a release that frees it wakes the writer at the front of
@@ -1149,5 +1176,26 @@ impl World {
         } else {
             self.threads[t.idx()].deferred_wakes.push(w);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Dispenser;
+
+    #[test]
+    fn a_dispenser_restarts_with_each_episode_and_a_laggard_finds_none() {
+        let mut d = Dispenser {
+            episode: 0,
+            taken: 0,
+            tickets: 2,
+        };
+        // Episode 1: two tickets, then none.
+        assert!(d.take(1) && d.take(1) && !d.take(1));
+        // The first thread into episode 2 starts it afresh ...
+        assert!(d.take(2));
+        // ... and a thread still in episode 1 finds nothing left for it.
+        assert!(!d.take(1));
+        assert!(d.take(2) && !d.take(2));
     }
 }

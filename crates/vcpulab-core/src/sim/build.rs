@@ -7,7 +7,7 @@ use super::rng::Stream;
 use super::{Nanos, Rng, ThreadId, VcpuId, VmId};
 use crate::guest::kernel::ObjBases;
 use crate::guest::spinlock::{LockClass, SpinLock};
-use crate::guest::sync::{Barrier, Cond, Mutex, Queue, RwSem, Sem};
+use crate::guest::sync::{Barrier, Cond, Dispenser, Mutex, Queue, RwSem, Sem};
 use crate::guest::thread::Thread;
 use crate::host::cpumask::CpuMask;
 use crate::hv::vm::GuestParams;
@@ -35,6 +35,7 @@ pub(crate) struct SyncArenas {
     pub queues: Vec<Queue>,
     pub sems: Vec<Sem>,
     pub rwsems: Vec<RwSem>,
+    pub dispensers: Vec<Dispenser>,
 }
 
 /// The statistics class of a user mutex named `name`: its name without a trailing
@@ -203,6 +204,14 @@ impl SyncArenas {
                 handoff: false,
             });
         }
+        let dispenser = self.dispensers.len() as u32;
+        for &tickets in &w.symbols.dispenser_tickets {
+            self.dispensers.push(Dispenser {
+                episode: 0,
+                taken: 0,
+                tickets,
+            });
+        }
         ObjBases {
             spin,
             mutex,
@@ -211,6 +220,7 @@ impl SyncArenas {
             queue,
             sem,
             rwsem,
+            dispenser,
         }
     }
 }

@@ -5,7 +5,7 @@
 use super::rng::Stream;
 use super::{EventQueue, Nanos, PcpuId, Rng, ThreadId, VcpuId, VmId};
 use crate::guest::spinlock::{LockClass, SpinLock};
-use crate::guest::sync::{Barrier, Cond, Mutex, Queue, RwSem, Sem};
+use crate::guest::sync::{Barrier, Cond, Dispenser, Mutex, Queue, RwSem, Sem};
 use crate::guest::thread::Thread;
 use crate::host::cache::Footprint;
 use crate::host::pcpu::Pcpu;
@@ -106,6 +106,7 @@ pub struct World {
     pub queues: Vec<Queue>,
     pub sems: Vec<Sem>,
     pub rwsems: Vec<RwSem>,
+    pub dispensers: Vec<Dispenser>,
     /// Writers spinning optimistically on read-write semaphores now (any VM): when
     /// none, a thread leaving its vCPU has no spinner to tell.
     pub rwsem_spinning: u32,
@@ -356,6 +357,7 @@ impl World {
             queues: sync.queues,
             sems: sync.sems,
             rwsems: sync.rwsems,
+            dispensers: sync.dispensers,
             rwsem_spinning: 0,
             lock_log: None,
             events: 0,

@@ -27,6 +27,14 @@ pub enum OpSpec {
     /// Count `n` units of work (the throughput metric).
     Count(u64),
     Loop(LoopSpec),
+    /// Work handed out from a shared ticket counter (a work pool): the thread takes a
+    /// ticket and runs `body`, again and again, while the episode's `n` tickets last —
+    /// bodytrack's TicketDispenser, raytrace's tile counter, OpenMP's
+    /// `schedule(dynamic)`. The counter starts afresh when the first thread enters the
+    /// dispenser for the next time (its next episode); a thread still in an earlier
+    /// episode then finds no ticket. With `mutex` each take locks it (for `hold` inside),
+    /// as a TicketDispenser does; without, it is an atomic fetch-and-add.
+    Dispense(DispenseSpec),
     /// Acquire a user mutex (glibc-style: brief spin, then futex).
     Lock(String),
     /// Acquire a mutex spinning up to `spin` before sleeping on its futex (a
@@ -136,9 +144,36 @@ pub struct CondWaitSpec {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+pub struct DispenseSpec {
+    /// The dispenser's name (one counter per name and VM).
+    pub tickets: String,
+    /// Tickets per episode.
+    pub n: u64,
+    /// The mutex each take locks (absent: a lock-free fetch-and-add).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mutex: Option<String>,
+    /// Time spent holding `mutex` per take.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold: Option<Dist>,
+    pub body: Vec<OpSpec>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct LoopSpec {
     pub n: LoopCount,
     pub body: Vec<OpSpec>,
+}
+
+impl OpSpec {
+    /// True when the op is, or its loop body holds, a `dispense`.
+    fn holds_dispense(&self) -> bool {
+        match self {
+            OpSpec::Dispense(_) => true,
+            OpSpec::Loop(l) => l.body.iter().any(OpSpec::holds_dispense),
+            _ => false,
+        }
+    }
 }
 
 /// A compiled instruction.
@@ -159,6 +194,21 @@ pub enum Instr {
         slot: u16,
         start: u32,
     },
+    /// Entry to dispenser loop `slot`: the thread's episode of it (kept in the loop
+    /// slot) goes up by one.
+    DispenseEnter {
+        dispenser: u32,
+        slot: u16,
+    },
+    /// Take a ticket of `dispenser` in the thread's episode (loop slot `slot`), or jump
+    /// to `exit` when the episode's tickets are gone.
+    DispenseTake {
+        dispenser: u32,
+        slot: u16,
+        exit: u32,
+    },
+    /// Continue at `0` (the end of a dispenser loop's body).
+    Jump(u32),
     Lock(u32),
     LockSpin {
         mutex: u32,
@@ -227,6 +277,9 @@ pub struct Symbols {
     pub rwlock: Vec<bool>,
     /// Which of `barriers` are PARSEC barriers (`OpSpec::ParsecBarrier`).
     pub parsec_barrier: Vec<bool>,
+    /// Work dispensers (`OpSpec::Dispense`) and their tickets per episode.
+    pub dispensers: Vec<String>,
+    pub dispenser_tickets: Vec<u64>,
 }
 
 /// Interns barrier `name` as a PARSEC barrier or a futex/spin barrier; a name is one or
@@ -400,6 +453,7 @@ impl Program {
                 OpSpec::TlbShootdown(_) => self.code.push(Instr::TlbShootdown),
                 OpSpec::NetRecv(n) => self.code.push(Instr::NetRecv((*n).max(1))),
                 OpSpec::Io(d) => self.code.push(Instr::Io(d.clone())),
+                OpSpec::Dispense(d) => self.emit_dispense(d, syms)?,
                 OpSpec::Loop(l) => {
                     let count = match &l.n {
                         LoopCount::Times(n) => Some(*n),
@@ -439,6 +493,83 @@ impl Program {
                     }
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// A dispenser loop:
+    ///
+    /// ```text
+    ///     DispenseEnter
+    /// s:  [Lock m, Compute hold]  DispenseTake -> e  [Unlock m]
+    ///     body
+    ///     Jump s
+    /// e:  [Unlock m]
+    /// ```
+    fn emit_dispense(&mut self, d: &DispenseSpec, syms: &mut Symbols) -> Result<(), String> {
+        if d.n == 0 {
+            return Err(format!(
+                "dispense {:?}: n = 0; a dispenser hands out at least one ticket",
+                d.tickets
+            ));
+        }
+        if d.body.is_empty() {
+            return Err(format!("dispense {:?}: body is empty", d.tickets));
+        }
+        if d.body.iter().any(OpSpec::holds_dispense) {
+            return Err(format!(
+                "dispense {:?}: its body holds another dispense; a work item is not a pool",
+                d.tickets
+            ));
+        }
+        if d.hold.is_some() && d.mutex.is_none() {
+            return Err(format!(
+                "dispense {:?}: hold is the time the take holds its mutex; give mutex too",
+                d.tickets
+            ));
+        }
+        let disp = intern(&mut syms.dispensers, &d.tickets);
+        let i = disp as usize;
+        if i == syms.dispenser_tickets.len() {
+            syms.dispenser_tickets.push(d.n);
+        } else if syms.dispenser_tickets[i] != d.n {
+            return Err(format!(
+                "dispenser {:?} hands out n = {} tickets in one place and n = {} in another; \
+                 a dispenser has one number of tickets",
+                d.tickets, syms.dispenser_tickets[i], d.n
+            ));
+        }
+        let mutex = d.mutex.as_ref().map(|m| intern(&mut syms.mutexes, m));
+        let slot = self.loop_slots;
+        self.loop_slots = self.loop_slots.checked_add(1).ok_or("too many loops")?;
+        self.code.push(Instr::DispenseEnter {
+            dispenser: disp,
+            slot,
+        });
+        let start = self.code.len() as u32;
+        if let Some(m) = mutex {
+            self.code.push(Instr::Lock(m));
+            if let Some(h) = &d.hold {
+                self.code.push(Instr::Compute(h.clone()));
+            }
+        }
+        let take = self.code.len();
+        self.code.push(Instr::DispenseTake {
+            dispenser: disp,
+            slot,
+            exit: 0,
+        });
+        if let Some(m) = mutex {
+            self.code.push(Instr::Unlock(m));
+        }
+        self.emit(&d.body, syms)?;
+        self.code.push(Instr::Jump(start));
+        let exit = self.code.len() as u32;
+        if let Some(m) = mutex {
+            self.code.push(Instr::Unlock(m));
+        }
+        if let Instr::DispenseTake { exit: e, .. } = &mut self.code[take] {
+            *e = exit;
         }
         Ok(())
     }

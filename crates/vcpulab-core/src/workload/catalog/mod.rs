@@ -569,25 +569,58 @@ pub struct WorkTotals {
 
 pub fn work_totals(w: &BuiltWorkload) -> Option<WorkTotals> {
     use super::program::Instr;
+    use std::collections::BTreeMap;
     let mut units = 0u64;
     let mut cpu_ns = 0.0;
+    // A dispenser's work is its tickets', whichever threads take them: per dispenser,
+    // the most any group hands out (the groups that share one run the same episodes).
+    let mut dispensed: BTreeMap<u32, (u64, f64)> = BTreeMap::new();
     for g in &w.groups {
         if g.program.forever {
             return None;
         }
         let mut mult: Vec<u64> = vec![g.threads as u64];
+        let mut here: BTreeMap<u32, (u64, f64)> = BTreeMap::new();
+        let mut open: Option<u32> = None;
         for ins in &g.program.code {
             let m = *mult.last().unwrap_or(&0);
+            let (u, c) = match open {
+                Some(d) => {
+                    let e = here.entry(d).or_default();
+                    (&mut e.0, &mut e.1)
+                }
+                None => (&mut units, &mut cpu_ns),
+            };
             match ins {
-                Instr::Count(n) => units += n * m,
-                Instr::Compute(d) | Instr::Kernel(d) => cpu_ns += d.mean() * m as f64,
+                Instr::Count(n) => *u += n * m,
+                Instr::Compute(d) | Instr::Kernel(d) => *c += d.mean() * m as f64,
                 Instr::LoopStart { count, .. } => mult.push(m * count.unwrap_or(1)),
                 Instr::LoopEnd { .. } => {
                     mult.pop();
                 }
+                Instr::DispenseEnter { dispenser, .. } => {
+                    // Entries per thread times the tickets of each (a dispense holds
+                    // no other, program.rs).
+                    let tickets = w.symbols.dispenser_tickets[*dispenser as usize];
+                    mult.push(m / (g.threads as u64).max(1) * tickets);
+                    open = Some(*dispenser);
+                }
+                Instr::Jump(_) => {
+                    mult.pop();
+                    open = None;
+                }
                 _ => {}
             }
         }
+        for (d, (u, c)) in here {
+            let e = dispensed.entry(d).or_default();
+            e.0 = e.0.max(u);
+            e.1 = e.1.max(c);
+        }
+    }
+    for (u, c) in dispensed.values() {
+        units += u;
+        cpu_ns += c;
     }
     Some(WorkTotals { units, cpu_ns })
 }

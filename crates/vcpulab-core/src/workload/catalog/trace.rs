@@ -9,6 +9,9 @@
 //! 1 loop 100
 //! 1   sleep exp(1ms)
 //! 1 end
+//! 0-3 dispense tiles 64
+//! 0-3   compute 1ms
+//! 0-3 end
 //! ```
 //!
 //! `<threads>` is a thread number or an inclusive range `a-b`; each distinct number is
@@ -16,7 +19,7 @@
 
 use super::*;
 use crate::workload::program::{
-    CondWaitSpec, KspinSpec, LoopCount, LoopSpec, SemSpinSpec, SpinBarrierSpec,
+    CondWaitSpec, DispenseSpec, KspinSpec, LoopCount, LoopSpec, SemSpinSpec, SpinBarrierSpec,
 };
 use std::collections::BTreeMap;
 
@@ -73,8 +76,17 @@ fn threads_of(s: &str) -> Option<std::ops::RangeInclusive<u32>> {
     }
 }
 
-/// An open body: the loop count (None for the program itself) and its operations.
-type Open = (Option<LoopCount>, Vec<OpSpec>);
+/// What an open body belongs to.
+#[derive(Clone)]
+enum Block {
+    Program,
+    Loop(LoopCount),
+    /// A `dispense NAME N [MUTEX]` block.
+    Dispense(String, u64, Option<String>),
+}
+
+/// An open body and its operations.
+type Open = (Block, Vec<OpSpec>);
 
 /// Parses a trace into each thread's operations (ordered by thread number).
 pub fn parse(text: &str) -> Result<BTreeMap<u32, Vec<OpSpec>>, String> {
@@ -123,7 +135,7 @@ pub fn parse(text: &str) -> Result<BTreeMap<u32, Vec<OpSpec>>, String> {
         };
         enum LineKind {
             Op(OpSpec),
-            Open(LoopCount),
+            Open(Block),
             Close,
         }
         let act = match op {
@@ -183,44 +195,65 @@ pub fn parse(text: &str) -> Result<BTreeMap<u32, Vec<OpSpec>>, String> {
                     mutex: name(m)?,
                 }))
             }
-            "loop" => LineKind::Open(match rest {
+            "loop" => LineKind::Open(Block::Loop(match rest {
                 "forever" => LoopCount::Forever("forever".into()),
                 n => LoopCount::Times(
                     n.parse()
                         .map_err(|_| at("loop takes a whole number or \"forever\"".into()))?,
                 ),
-            }),
+            })),
+            "dispense" => {
+                let args: Vec<&str> = rest.split_whitespace().collect();
+                let usage = || at("dispense takes a name, a number of tickets and optionally a mutex: dispense NAME N [MUTEX]".into());
+                if !(2..=3).contains(&args.len()) {
+                    return Err(usage());
+                }
+                let n = args[1].parse().map_err(|_| usage())?;
+                LineKind::Open(Block::Dispense(
+                    args[0].into(),
+                    n,
+                    args.get(2).map(|m| m.to_string()),
+                ))
+            }
             "end" => LineKind::Close,
             _ => {
                 return Err(at(String::from(
                     "unknown operation; allowed: compute, kernel, sleep, io, count, \
                      lock, unlock, kspin, barrier, spin_barrier, parsec_barrier, cond_wait, \
                      cond_signal, cond_broadcast, sem_post, sem_wait, sem_spin_wait, yield, push, pop, tlb_shootdown, \
-                     loop, end",
+                     loop, dispense, end",
                 )))
             }
         };
         for id in ids {
-            let stack = st.entry(id).or_insert_with(|| vec![(None, Vec::new())]);
+            let stack = st
+                .entry(id)
+                .or_insert_with(|| vec![(Block::Program, Vec::new())]);
             match &act {
                 LineKind::Op(o) => stack.last_mut().expect("stack").1.push(o.clone()),
-                LineKind::Open(n) => stack.push((Some(n.clone()), Vec::new())),
+                LineKind::Open(n) => stack.push((n.clone(), Vec::new())),
                 LineKind::Close => {
                     if stack.len() < 2 {
-                        return Err(at(format!("thread {id}: `end` without `loop`")));
+                        return Err(at(format!(
+                            "thread {id}: `end` without `loop` or `dispense`"
+                        )));
                     }
-                    let (n, body) = stack.pop().expect("loop");
+                    let (block, body) = stack.pop().expect("loop");
                     if body.is_empty() {
-                        return Err(at(format!("thread {id}: empty loop")));
+                        return Err(at(format!("thread {id}: empty loop or dispense")));
                     }
-                    stack
-                        .last_mut()
-                        .expect("stack")
-                        .1
-                        .push(OpSpec::Loop(LoopSpec {
-                            n: n.expect("loop count"),
+                    let op = match block {
+                        Block::Loop(n) => OpSpec::Loop(LoopSpec { n, body }),
+                        Block::Dispense(tickets, n, mutex) => OpSpec::Dispense(DispenseSpec {
+                            tickets,
+                            n,
+                            mutex,
+                            hold: None,
                             body,
-                        }));
+                        }),
+                        Block::Program => unreachable!("the program is the bottom of the stack"),
+                    };
+                    stack.last_mut().expect("stack").1.push(op);
                 }
             }
         }
@@ -232,7 +265,7 @@ pub fn parse(text: &str) -> Result<BTreeMap<u32, Vec<OpSpec>>, String> {
     for (id, mut stack) in st {
         if stack.len() != 1 {
             return Err(format!(
-                "thread {id}: {} loop(s) without `end`",
+                "thread {id}: {} loop(s) or dispense(s) without `end`",
                 stack.len() - 1
             ));
         }
