@@ -48,6 +48,8 @@ OPS = [
     {"push": "q"},
     {"pop": "q"},
     {"compute": "1us"},
+    {"dispense": {"tickets": "d", "n": 3, "body": [{"count": 1}]}},
+    {"dispense": {"tickets": "d", "n": 2**62, "mutex": "m", "body": [{"yield": 1}]}},
     {"loop": {"n": "forever", "body": [{"count": 1}]}},
     {"loop": {"n": 2**62, "body": [{"yield": 1}]}},
 ]

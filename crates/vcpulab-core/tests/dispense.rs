@@ -180,6 +180,9 @@ workload = {{ model = "trace", params = {{ text = "{text}" }} }}
     let r = run_toml(&toml);
     assert_eq!(r.vms[0].work_units, 30);
     let bad = toml.replace("tiles 30", "tiles");
-    let err = resolve(&bad, &[], None).err().expect("refused").to_string();
+    let err = match resolve(&bad, &[], None) {
+        Ok(_) => panic!("a dispense without its number of tickets was accepted"),
+        Err(e) => e.to_string(),
+    };
     assert!(err.contains("dispense NAME N [MUTEX]"), "{err}");
 }

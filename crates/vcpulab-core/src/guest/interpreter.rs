@@ -104,7 +104,8 @@ impl World {
                         exit,
                     } => {
                         let episode = *th.loop_counter(*slot as usize);
-                        if !self.dispensers[(bases.dispenser + dispenser) as usize].take(episode) {
+                        let d = self.vms[th.vm.idx()].dispenser_base + dispenser;
+                        if !self.dispensers[d as usize].take(episode) {
                             self.threads[t.idx()].pc = *exit;
                         }
                         continue 'step;

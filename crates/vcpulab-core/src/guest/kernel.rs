@@ -25,7 +25,6 @@ pub struct ObjBases {
     pub queue: u32,
     pub sem: u32,
     pub rwsem: u32,
-    pub dispenser: u32,
 }
 
 impl World {

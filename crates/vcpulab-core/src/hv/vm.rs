@@ -96,6 +96,9 @@ pub struct Vm {
     /// (host/numa.rs, host/speed.rs; `speed::ONE` when not bound).
     pub mem_node: Option<u32>,
     pub remote_speed: u64,
+    /// Where the VM's work dispensers start in `World::dispensers` (apart from `bases`:
+    /// rarely used, and kept out of the line the interpreter reads).
+    pub dispenser_base: u32,
     pub cap: Option<f64>,
     pub model: String,
     pub footprint_kib: u64,

@@ -204,7 +204,6 @@ impl SyncArenas {
                 handoff: false,
             });
         }
-        let dispenser = self.dispensers.len() as u32;
         for &tickets in &w.symbols.dispenser_tickets {
             self.dispensers.push(Dispenser {
                 episode: 0,
@@ -220,7 +219,6 @@ impl SyncArenas {
             queue,
             sem,
             rwsem,
-            dispenser,
         }
     }
 }

@@ -222,6 +222,7 @@ impl World {
             let g = &vc.guest;
             let cpuset = build::vm_cpuset(vi, g, vc.vcpus)?;
             let allowed: Vec<u32> = cpuset.iter().collect();
+            let dispenser_base = sync.dispensers.len() as u32;
             let bases = sync.add_vm(vm_id, g.spinlock, g.queued_rwlocks, &w);
             let uses_nic = w.groups.iter().any(|g| {
                 g.program
@@ -292,6 +293,7 @@ impl World {
                 nic,
                 mem_node: vc.numa_node,
                 remote_speed: crate::host::speed::ONE,
+                dispenser_base,
             });
         }
         let numa = crate::host::numa::Numa::new(

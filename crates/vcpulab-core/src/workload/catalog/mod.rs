@@ -255,6 +255,23 @@ pub(crate) fn tlb() -> OpSpec {
     OpSpec::TlbShootdown(0)
 }
 /// A loop of `n` iterations (n = 0 is raised to 1).
+/// Work from dispenser `tickets`: `n` tickets an episode, each running `body`; with
+/// `mutex`, each take locks it for `hold` (program.rs `OpSpec::Dispense`).
+pub(crate) fn dispense(
+    tickets: &str,
+    n: u64,
+    mutex: Option<(&str, Dist)>,
+    body: Vec<OpSpec>,
+) -> OpSpec {
+    OpSpec::Dispense(crate::workload::program::DispenseSpec {
+        tickets: tickets.into(),
+        n,
+        mutex: mutex.as_ref().map(|(m, _)| m.to_string()),
+        hold: mutex.map(|(_, h)| h),
+        body,
+    })
+}
+
 pub(crate) fn rep(n: u64, body: Vec<OpSpec>) -> OpSpec {
     lp(Some(n.max(1)), body)
 }

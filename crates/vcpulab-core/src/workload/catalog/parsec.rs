@@ -46,7 +46,7 @@ pub(super) const BLACKSCHOLES: ModelInfo = ModelInfo {
 
 pub(super) const BODYTRACK: ModelInfo = ModelInfo {
     name: "bodytrack",
-    description: "bodytrack-like: thread pool; per command a mutex + condvar broadcast, then two barriers (N and N+1 parties); ticket-dispensed work chunks",
+    description: "bodytrack-like: thread pool; per command a mutex + condvar broadcast, three barriers (workInit and workDone of N, poolReady of N+1) and work taken from a mutex-guarded ticket dispenser",
     params: &[
         scale("0.25"),
         ParamInfo {
@@ -66,8 +66,9 @@ pub(super) const BODYTRACK: ModelInfo = ModelInfo {
         let per_cmd = cpu_ns(14.03) / (4.0 * 22.0);
         let chunks = (114_621.0f64 / (4.0 * 22.0)).round(); // ≈1,302 ticket grabs
         let chunk = per_cmd / chunks;
-        let per_worker = (chunks as u64).div_ceil(t as u64);
         let forever = p.boolean("forever")?;
+        // WorkerGroup::SendCmd: the command under the pool mutex, a broadcast, then
+        // poolReadyBarrier (N + 1 parties) until the workers are done.
         let mut master_cmd = vec![rep(t as u64, vec![sem_wait("bt_ready")])];
         master_cmd.extend([
             lock("bt_pool"),
@@ -84,8 +85,10 @@ pub(super) const BODYTRACK: ModelInfo = ModelInfo {
                 rep(cmds, master_cmd),
             ],
         )];
-        let mut chunk_body = critical("bt_ticket", dc(200.0));
-        chunk_body.push(cpu(dlog(chunk, 0.3)));
+        // WorkerGroup::Run / RecvCmd, then Exec (ParticleFilterPthread.h,
+        // TrackingModelPthread.cpp): rank 0 resets the TicketDispenser, workInit
+        // barrier, tickets taken under the dispenser's mutex until none is left; AckCmd:
+        // workDoneBarrier (N), then poolReadyBarrier (N + 1).
         let worker_cmd = vec![
             lock("bt_pool"),
             // tells the master this worker is about to wait (stands for the predicate
@@ -93,8 +96,14 @@ pub(super) const BODYTRACK: ModelInfo = ModelInfo {
             sem_post("bt_ready"),
             cond_wait("bt_cmd", "bt_pool"),
             unlock("bt_pool"),
-            barrier("bt_start"),
-            rep(per_worker, chunk_body),
+            barrier("bt_init"),
+            dispense(
+                "bt_tickets",
+                chunks as u64,
+                Some(("bt_ticket", dc(200.0))),
+                vec![cpu(dlog(chunk, 0.3))],
+            ),
+            barrier("bt_work"),
             barrier("bt_done"),
         ];
         let worker = vec![outer(forever, frames, vec![rep(cmds, worker_cmd)])];
@@ -366,38 +375,59 @@ fn build_dedup(p: &Params, n: u32) -> Result<Groups, WorkloadError> {
 
 pub(super) const FACESIM: ModelInfo = ModelInfo {
     name: "facesim",
-    description: "facesim-like: task-queue thread pool (mutex + condvar queues), uneven partitions, no barriers",
+    description: "facesim-like: Alamere TaskQ pool (taskQDistCommon.c): the master wakes the workers by broadcast, all of them — the master too — take the region's uneven tasks from shared queues, and the master waits for the last; no barriers",
     params: &[scale("0.1"), FOREVER],
     footprint_kib: 19_456,
     queue_capacity: QUEUE_DEPTH,
     processes: Processes::One,
     build: |p, t| {
         // 29.90 G instructions, 3,231 condvar waits, 14,541 locks for 1 frame (simlarge):
-        // ≈ 400 parallel regions of one task per worker (derived: 3,231 / 8).
+        // ≈ 400 parallel regions, each thread waiting once a region (derived: 3,231 / 8).
+        // `threads` is PHYSBAM_THREADS: the master and t - 1 pool threads.
         let regions = 400.0;
         let region = cpu_ns(29.90) / regions;
         let forever = p.boolean("forever")?;
         let n = p.scaled(regions)?;
-        let master = vec![outer(
+        let workers = t as u64 - 1;
+        // One task per thread a region (assumed: a partition each), of uneven size,
+        // taken by whichever thread comes first (the master's queue, then stealing).
+        let tasks = dispense(
+            "fs_tasks",
+            t as u64,
+            None,
+            vec![cpu(dlog(region * 0.95 / t as f64, 0.3))],
+        );
+        // taskQInit ends in waitForEnd: every pool thread has gone idle once.
+        let mut master = vec![rep(workers, vec![sem_wait("fs_idle")])];
+        master.push(outer(
             forever,
             n,
             vec![
                 cpu(dexp(region * 0.05)), // serial part between regions (assumed 5%)
-                rep(t as u64, vec![push("fs_task")]),
-                rep(t as u64, vec![pop("fs_done")]),
+                // signalTasks: one broadcast of taskAvail (a post per waiting worker
+                // stands for it: the language has no predicate).
+                rep(workers, vec![sem_post("fs_go")]),
+                tasks.clone(),
+                // waitForEnd: until every pool thread is idle again.
+                rep(workers, vec![sem_wait("fs_idle")]),
                 count(1),
             ],
-        )];
-        let worker = vec![outer(
-            forever,
-            n,
-            vec![
-                pop("fs_task"),
-                cpu(dlog(region * 0.95 / t as f64, 0.3)),
-                push("fs_done"),
-            ],
-        )];
-        Ok(vec![("main".into(), 1, master), ("worker".into(), t, worker)])
+        ));
+        let mut g = vec![("main".into(), 1, master)];
+        if workers > 0 {
+            // taskQIdleLoop: waitForTasks (idle, then wait for taskAvail), own tasks,
+            // then stealing until none is left.
+            let worker = vec![
+                sem_post("fs_idle"),
+                outer(
+                    forever,
+                    n,
+                    vec![sem_wait("fs_go"), tasks, sem_post("fs_idle")],
+                ),
+            ];
+            g.push(("worker".into(), t - 1, worker));
+        }
+        Ok(g)
     },
 };
 
@@ -551,6 +581,9 @@ pub(super) const FLUIDANIMATE: ModelInfo = ModelInfo {
 
 // ---------------------------------------------------------------- freqmine
 
+/// Mining tasks (frequent items) handed out dynamically (assumed: 64).
+const MINE_TASKS: u64 = 64;
+
 pub(super) const FREQMINE: ModelInfo = ModelInfo {
     name: "freqmine",
     description: "freqmine-like: OpenMP FP-growth; tree build with a lock per transaction, uneven dynamic mining, libgomp spin-then-block barriers",
@@ -572,7 +605,6 @@ pub(super) const FREQMINE: ModelInfo = ModelInfo {
         let per_tx = cpu_ns(33.45) / 990_000.0;
         let spin = p.dist("spin")?;
         let my_tx = tx.div_ceil(t as u64);
-        let tasks = 64u64.div_ceil(t as u64).max(1);
         let mut build_body = Vec::new();
         for j in 0..8 {
             build_body.push(cpu(dexp(per_tx * 0.30)));
@@ -585,11 +617,16 @@ pub(super) const FREQMINE: ModelInfo = ModelInfo {
             // tree build: a lock per transaction (30%)
             rep(my_tx.div_ceil(8), build_body),
             spin_barrier("fm_build", spin.clone()),
-            // mining conditional trees: dynamic, very uneven (60%)
-            rep(
-                tasks,
+            // mining conditional trees (60%): `schedule(dynamic, 1)` over the frequent
+            // items (fp_tree.cpp FP_growth_first), libgomp's lock-free
+            // gomp_iter_dynamic_next; very uneven (lognormal, sigma 1: mean 1.65 x
+            // median).
+            dispense(
+                "fm_items",
+                MINE_TASKS,
+                None,
                 vec![cpu(dlog(
-                    my_tx as f64 * per_tx * 0.60 / tasks as f64 / 1.65,
+                    tx as f64 * per_tx * 0.60 / MINE_TASKS as f64 / 1.65,
                     1.0,
                 ))],
             ),
@@ -608,7 +645,7 @@ pub(super) const FREQMINE: ModelInfo = ModelInfo {
 
 pub(super) const RAYTRACE: ModelInfo = ModelInfo {
     name: "raytrace",
-    description: "raytrace-like: serial BVH build, then frames of dynamically grabbed tiles (atomic counter) and a barrier per frame",
+    description: "raytrace-like: serial BVH build, then per frame the main thread wakes the render threads and waits while they take 32x32 tiles from an atomic counter",
     params: &[
         scale("0.25"),
         ParamInfo {
@@ -627,25 +664,45 @@ pub(super) const RAYTRACE: ModelInfo = ModelInfo {
         let forever = p.boolean("forever")?;
         // (assumed) 1 s of CPU per 1920x1080 frame in 2,025 32x32 tiles; 40 ms BVH build.
         let tiles = (2_025.0 * s).round().max(1.0) as u64;
-        let tile = 1e9 / 2_025.0;
-        let mine = tiles.div_ceil(t as u64);
-        let frame = vec![
-            rep(mine, vec![cpu(dlog(tile / 1.13, 0.5))]),
-            barrier("rt_frame"),
-        ];
-        let mut main = vec![cpu(dc(40e6 * s)), barrier("rt_start")];
-        let mut counted = frame.clone();
-        counted.push(count(1));
-        main.push(outer(forever, frames, counted));
-        let mut g = vec![("main".into(), 1, main)];
-        if t > 1 {
-            g.push((
-                "render".into(),
-                t - 1,
-                vec![barrier("rt_start"), outer(forever, frames, frame)],
-            ));
+        let tile = || cpu(dlog(1e9 / 2_025.0 / 1.13, 0.5));
+        let mut main = vec![cpu(dc(40e6 * s))];
+        if t == 1 {
+            // Context::renderFrame with one thread renders in the main thread.
+            main.push(outer(forever, frames, vec![rep(tiles, vec![tile()]), count(1)]));
+            return Ok(vec![("main".into(), 1, main)]);
         }
-        Ok(g)
+        // renderFrame: resets the tile counter, startThreads (addClient: under the
+        // server mutex, each thread's scheduler condvar signalled), waitForAllThreads
+        // (the server condvar, signalled by the last to finish). A post per thread
+        // stands for each condvar (the language has no predicate), and main is woken
+        // by every finisher it sleeps through, not the last alone.
+        main.push(outer(
+            forever,
+            frames,
+            vec![
+                // initSharedThreadData, startNewFrame / doneWithFrame (assumed 20 us)
+                cpu(dc(20e3)),
+                lock("rt_server"),
+                rep(t as u64, vec![sem_post("rt_go")]),
+                unlock("rt_server"),
+                rep(t as u64, vec![sem_wait("rt_done")]),
+                count(1),
+            ],
+        ));
+        // threadFunc / Context::task: tiles from m_tileCounter.inc() (lock xadd) until
+        // none is left; deactivateThread: the server mutex, then suspend.
+        let render = vec![outer(
+            forever,
+            frames,
+            vec![
+                sem_wait("rt_go"),
+                dispense("rt_tiles", tiles, None, vec![tile()]),
+                lock("rt_server"),
+                unlock("rt_server"),
+                sem_post("rt_done"),
+            ],
+        )];
+        Ok(vec![("main".into(), 1, main), ("render".into(), t, render)])
     },
 };
 
