@@ -779,3 +779,89 @@ ops = [{{loop = {{n = 200, body = [{{sem_spin_wait = {{sem = "s", spin = "{spin}
         v.halts
     );
 }
+
+/// InnoDB's mutexes (`lock_spin` with `wake_all`): a release wakes every sleeper, and
+/// each spins again before it sleeps again; glibc's wakes one.
+#[test]
+fn an_innodb_mutex_release_wakes_every_sleeper_and_each_spins_again() {
+    let scenario = |wake_all: bool| {
+        format!(
+            r#"
+seed = 1
+[run]
+duration = "1s"
+[host]
+pcpus = 4
+[[vm]]
+name = "db"
+vcpus = 4
+[vm.workload]
+model = "program"
+[[vm.workload.group]]
+name = "first"
+ops = [{{lock_spin = {{mutex = "m", spin = "10us", wake_all = {wake_all}}}}}, {{compute = "1ms"}}, {{unlock = "m"}}]
+[[vm.workload.group]]
+name = "later"
+threads = 3
+ops = [{{sleep = "20us"}}, {{lock_spin = {{mutex = "m", spin = "10us", wake_all = {wake_all}}}}}, {{compute = "1ms"}}, {{unlock = "m"}}, {{count = 1}}]
+"#
+        )
+    };
+    let innodb = run_toml(&scenario(true));
+    let glibc = run_toml(&scenario(false));
+    for r in [&innodb, &glibc] {
+        assert_eq!(r.stop_reason, "all-finished");
+        assert_eq!(r.vms[0].work_units, 3);
+    }
+    // glibc: three sleeps and three single wake-ups. InnoDB: the three sleep; the first
+    // release wakes all three, one takes it and two spin 10 us and sleep again; the
+    // next release wakes both, one sleeps again; the last wakes one: 3 + 1 + 2 + 1 + 1
+    // + 1 futex calls.
+    assert_eq!(glibc.vms[0].futex_calls, 6);
+    assert_eq!(innodb.vms[0].futex_calls, 9);
+    assert!(innodb.vms[0].time.spin_ns > glibc.vms[0].time.spin_ns + 25_000);
+}
+
+/// InnoDB's rw-locks (`rw_spin_write`): a release sets the lock's event, waking every
+/// waiter, each of which spins again; a kernel rw-semaphore wakes the front writer.
+#[test]
+fn an_innodb_rw_lock_release_wakes_every_waiter() {
+    let toml = r#"
+seed = 1
+[run]
+duration = "1s"
+[host]
+pcpus = 4
+[[vm]]
+name = "db"
+vcpus = 4
+[vm.workload]
+model = "program"
+[[vm.workload.group]]
+name = "first"
+ops = [{rw_spin_write = {lock = "page", spin = "10us"}}, {compute = "1ms"}, {rw_unlock = "page"}]
+[[vm.workload.group]]
+name = "later"
+threads = 3
+ops = [{sleep = "20us"}, {rw_spin_write = {lock = "page", spin = "10us"}}, {compute = "1ms"}, {rw_unlock = "page"}, {count = 1}]
+"#;
+    let r = run_toml(toml);
+    assert_eq!(r.vms[0].work_units, 3);
+    // Sleeps: the three, then the two the first release wakes and the winner leaves,
+    // then the one the second release wakes: 3 + 2 + 1 waits on the event.
+    assert_eq!(r.vms[0].futex_calls, 6);
+    let err = match resolve(
+        &toml.replace(
+            r#"{rw_unlock = "page"}, {count"#,
+            r#"{rw_unlock = "page"}, {rw_read = "page"}, {rw_unlock = "page"}, {count"#,
+        ),
+        &[],
+        None,
+    ) {
+        Ok(_) => {
+            panic!("a lock taken both as a user rw-lock and a kernel rw-semaphore was accepted")
+        }
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains("one or the other"), "{err}");
+}

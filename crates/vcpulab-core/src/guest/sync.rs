@@ -19,6 +19,9 @@ pub struct Mutex {
     /// Its statistics class (world.lock_classes, a user class), and when its holder took it.
     pub class: u32,
     pub acquired_at: Nanos,
+    /// InnoDB's event mutex: a release wakes every sleeper, which spins again
+    /// (`LockSpinSpec::wake_all`).
+    pub wake_all: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -106,6 +109,9 @@ pub struct RwSem {
     /// RWSEM_FLAG_HANDOFF (`guest.rwsem_steal`): the first waiter has waited
     /// RWSEM_WAIT_TIMEOUT; nobody takes the semaphore ahead of it.
     pub handoff: bool,
+    /// A user read-write lock (InnoDB's rw_lock_t, `rw_spin_read`/`rw_spin_write`): a
+    /// release wakes every waiter.
+    pub user: bool,
 }
 
 impl RwSem {
@@ -517,7 +523,14 @@ impl World {
                 let spin = self.vms[self.threads[t.idx()].vm.idx()].guest.mutex_spin;
                 self.mutex_lock(t, mx, spin)
             }
-            Micro::MutexLockSpin(mx, spin) => self.mutex_lock(t, mx, spin),
+            Micro::MutexLockSpin(mx, spin) => {
+                if self.mutexes[mx as usize].wake_all {
+                    // Spent again after each wake-up (the field is free: a thread waits
+                    // for one lock at a time).
+                    self.threads[t.idx()].rw_spin = spin;
+                }
+                self.mutex_lock(t, mx, spin)
+            }
             Micro::MutexSleep(mx) => {
                 let vm = self.threads[t.idx()].vm;
                 self.vms[vm.idx()].futex_calls += 1;
@@ -530,7 +543,13 @@ impl World {
                     self.mutex_acquired(mx, t);
                 } else {
                     mu.waiters.push_back(t);
-                    th.micro.push_front(Micro::MutexLock(mx));
+                    // Woken, glibc's waiter takes it or sleeps again at once; InnoDB's
+                    // spins its rounds again first (TTASEventMutex::enter's loop).
+                    th.micro.push_front(if mu.wake_all {
+                        Micro::MutexLockSpin(mx, th.rw_spin)
+                    } else {
+                        Micro::MutexLock(mx)
+                    });
                     th.micro.push_front(Micro::Block);
                     th.micro.push_front(Micro::KUnlock(bucket));
                 }
@@ -557,7 +576,12 @@ impl World {
                 Flow::Next
             }
             Micro::WakeMutexWaiter(mx) => {
-                if let Some(w) = self.mutexes[mx as usize].waiters.pop_front() {
+                if self.mutexes[mx as usize].wake_all {
+                    // os_event_set: pthread_cond_broadcast on the event.
+                    while let Some(w) = self.mutexes[mx as usize].waiters.pop_front() {
+                        self.futex_wake_one(t, v, w);
+                    }
+                } else if let Some(w) = self.mutexes[mx as usize].waiters.pop_front() {
                     self.futex_wake_one(t, v, w);
                 }
                 Flow::Next
@@ -891,6 +915,15 @@ impl World {
                         kernel: true,
                     };
                     self.push_wake_path(t, wait_lock, Micro::WakeRw(s), cost);
+                }
+                Flow::Next
+            }
+            Micro::WakeRw(s) if self.rwsems[s as usize].user => {
+                // InnoDB's rw_lock_t: the release sets the lock's event (os_event_set, a
+                // broadcast; sync0rw.ic rw_lock_x_unlock_func / rw_lock_s_unlock_func):
+                // every waiter wakes and spins again.
+                while let Some((w, _)) = self.rwsems[s as usize].waiters.pop_front() {
+                    self.futex_wake_one(t, v, w);
                 }
                 Flow::Next
             }

@@ -73,6 +73,7 @@ impl SyncArenas {
             bucket,
             class,
             acquired_at: Nanos::ZERO,
+            wake_all: false,
         });
         self.mutexes.len() as u32 - 1
     }
@@ -134,6 +135,9 @@ impl SyncArenas {
         for class in mutex_classes {
             self.new_mutex(kind, futex_class, class);
         }
+        for &m in &w.symbols.mutex_wake_all {
+            self.mutexes[(mutex + m) as usize].wake_all = true;
+        }
         let barrier = self.barriers.len() as u32;
         for (bi, name) in w.symbols.barriers.iter().enumerate() {
             let bucket = self.new_lock(kind, futex_class);
@@ -191,8 +195,9 @@ impl SyncArenas {
             });
         }
         let rwsem = self.rwsems.len() as u32;
-        for c in rw_classes {
+        for (ri, c) in rw_classes.into_iter().enumerate() {
             let wait_lock = self.new_lock(kind, c);
+            let user = w.symbols.user_rwlock.get(ri).copied().flatten() == Some(true);
             self.rwsems.push(RwSem {
                 readers: 0,
                 writer: None,
@@ -202,6 +207,7 @@ impl SyncArenas {
                 rspin_deadline: Nanos::MAX,
                 nonspinnable: false,
                 handoff: false,
+                user,
             });
         }
         for &tickets in &w.symbols.dispenser_tickets {

@@ -112,6 +112,12 @@ pub struct KspinSpec {
 pub struct LockSpinSpec {
     pub mutex: String,
     pub spin: Dist,
+    /// InnoDB's mutex (TTASEventMutex, ib0mutex.h): its release wakes every sleeper
+    /// (`exit` → os_event_set, a broadcast) and each spins `spin` again before it sleeps
+    /// again (`enter`'s loop). False: one sleeper is woken and takes it without spinning
+    /// (glibc, nptl/lowlevellock.c).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub wake_all: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -277,6 +283,12 @@ pub struct Symbols {
     pub rwlock: Vec<bool>,
     /// Which of `barriers` are PARSEC barriers (`OpSpec::ParsecBarrier`).
     pub parsec_barrier: Vec<bool>,
+    /// Which of `mutexes` wake every sleeper on release (`LockSpinSpec::wake_all`).
+    pub mutex_wake_all: Vec<u32>,
+    /// Which of `rwsems` are user read-write locks (`rw_spin_read`/`rw_spin_write`,
+    /// InnoDB's rw_lock_t) rather than kernel rw-semaphores (None: only released so
+    /// far in the program text).
+    pub user_rwlock: Vec<Option<bool>>,
     /// Work dispensers (`OpSpec::Dispense`) and their tickets per episode.
     pub dispensers: Vec<String>,
     pub dispenser_tickets: Vec<u64>,
@@ -296,6 +308,23 @@ fn intern_barrier(syms: &mut Symbols, name: &str, parsec: bool) -> Result<u32, S
         ));
     }
     Ok(b)
+}
+
+/// Interns read-write lock `name` as a user lock (InnoDB's rw_lock_t) or a kernel
+/// rw-semaphore; a name is one or the other.
+fn intern_rw(syms: &mut Symbols, name: &str, user: bool) -> Result<u32, String> {
+    let s = intern(&mut syms.rwsems, name);
+    let i = s as usize;
+    if i >= syms.user_rwlock.len() {
+        syms.user_rwlock.resize(i + 1, None);
+    }
+    if *syms.user_rwlock[i].get_or_insert(user) != user {
+        return Err(format!(
+            "read-write lock {name:?} is taken both with rw_spin_read/rw_spin_write (a user \
+             lock) and with rw_read/rw_write (a kernel rw-semaphore); a lock is one or the other"
+        ));
+    }
+    Ok(s)
 }
 
 fn intern(v: &mut Vec<String>, name: &str) -> u32 {
@@ -377,10 +406,17 @@ impl Program {
                 OpSpec::Sleep(d) => self.code.push(Instr::Sleep(d.clone())),
                 OpSpec::Count(n) => self.code.push(Instr::Count(*n)),
                 OpSpec::Lock(m) => self.code.push(Instr::Lock(intern(&mut syms.mutexes, m))),
-                OpSpec::LockSpin(l) => self.code.push(Instr::LockSpin {
-                    mutex: intern(&mut syms.mutexes, &l.mutex),
-                    spin: l.spin.clone(),
-                }),
+                OpSpec::LockSpin(l) => {
+                    let mutex = intern(&mut syms.mutexes, &l.mutex);
+                    let marked = syms.mutex_wake_all.contains(&mutex);
+                    if l.wake_all && !marked {
+                        syms.mutex_wake_all.push(mutex);
+                    }
+                    self.code.push(Instr::LockSpin {
+                        mutex,
+                        spin: l.spin.clone(),
+                    })
+                }
                 OpSpec::Unlock(m) => self.code.push(Instr::Unlock(intern(&mut syms.mutexes, m))),
                 OpSpec::Kspin(k) => {
                     let lock = intern(&mut syms.spinlocks, &k.lock);
@@ -426,11 +462,11 @@ impl Program {
                     sem: intern(&mut syms.sems, &w.sem),
                     spin: w.spin.clone(),
                 }),
-                OpSpec::RwRead(s) => self.code.push(Instr::RwRead(intern(&mut syms.rwsems, s))),
-                OpSpec::RwWrite(s) => self.code.push(Instr::RwWrite(intern(&mut syms.rwsems, s))),
+                OpSpec::RwRead(s) => self.code.push(Instr::RwRead(intern_rw(syms, s, false)?)),
+                OpSpec::RwWrite(s) => self.code.push(Instr::RwWrite(intern_rw(syms, s, false)?)),
                 OpSpec::RwUnlock(s) => self.code.push(Instr::RwUnlock(intern(&mut syms.rwsems, s))),
                 OpSpec::RwSpinRead(r) | OpSpec::RwSpinWrite(r) => self.code.push(Instr::RwSpin {
-                    lock: intern(&mut syms.rwsems, &r.lock),
+                    lock: intern_rw(syms, &r.lock, true)?,
                     write: matches!(op, OpSpec::RwSpinWrite(_)),
                     spin: r.spin.clone(),
                 }),

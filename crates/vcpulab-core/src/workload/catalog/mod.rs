@@ -195,6 +195,7 @@ pub(crate) fn spin_critical(m: &str, hold: Dist) -> Vec<OpSpec> {
         OpSpec::LockSpin(super::program::LockSpinSpec {
             mutex: m.into(),
             spin: Dist::constant(crate::sim::Nanos(u64::MAX)),
+            wake_all: false,
         }),
         cpu(hold),
         unlock(m),

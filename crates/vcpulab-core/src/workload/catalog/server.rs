@@ -315,6 +315,8 @@ fn oltp(p: &Params, t: u32, prefix: &str) -> Result<Groups, WorkloadError> {
             OpSpec::LockSpin(crate::workload::program::LockSpinSpec {
                 mutex: m(name),
                 spin: spin(),
+                // its release wakes every waiter, which spins again (os_event_set)
+                wake_all: true,
             }),
             cpu(hold),
             unlock(&m(name)),
