@@ -865,3 +865,25 @@ ops = [{sleep = "20us"}, {rw_spin_write = {lock = "page", spin = "10us"}}, {comp
     };
     assert!(err.contains("one or the other"), "{err}");
 }
+
+#[test]
+fn a_mutex_wakes_one_sleeper_or_all_not_both() {
+    let toml = r#"
+[run]
+duration = "1s"
+[host]
+pcpus = 2
+[[vm]]
+name = "db"
+vcpus = 2
+[vm.workload]
+model = "program"
+[[vm.workload.group]]
+ops = [{lock_spin = {mutex = "m", spin = "1us", wake_all = true}}, {unlock = "m"}, {lock_spin = {mutex = "m", spin = "1us"}}, {unlock = "m"}]
+"#;
+    let err = match resolve(toml, &[], None) {
+        Ok(_) => panic!("a mutex both waking all and one was accepted"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains("wake_all") && err.contains("\"m\""), "{err}");
+}

@@ -114,6 +114,12 @@ impl World {
                         th.pc = *to;
                         continue 'step;
                     }
+                    Instr::GroupFlush(f) => {
+                        let f = self.vms[th.vm.idx()].flusher_base + f;
+                        // Its writes are covered by the next flush to start.
+                        let target = self.flushers[f as usize].started.wrapping_add(1);
+                        Micro::FlushCheck { f, target }
+                    }
                     Instr::Lock(m) => Micro::MutexLock(bases.mutex + m),
                     Instr::LockSpin { mutex, spin } => {
                         let ns = spin.sample(&mut th.rng).0;

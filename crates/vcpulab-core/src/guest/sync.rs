@@ -57,6 +57,19 @@ pub struct Sem {
     pub spinners: u32,
 }
 
+/// A group-commit log (`OpSpec::GroupFlush`): one flush at a time; a flush covers the
+/// writes made before it started.
+#[derive(Clone, Debug)]
+pub struct Flusher {
+    pub flushing: bool,
+    /// Flushes started and completed (the k-th covers writes made before it started).
+    pub started: u32,
+    pub done: u32,
+    pub waiters: Vec<ThreadId>,
+    pub bucket: LockId,
+    pub io: crate::workload::dist::Dist,
+}
+
 /// A work dispenser (`OpSpec::Dispense`): a shared ticket counter, taken from without
 /// blocking; it starts afresh with each new episode (the first thread to enter the
 /// dispenser for the k-th time starts episode k).
@@ -1052,6 +1065,62 @@ impl World {
                 }
                 th.act = ThreadActivity::TlbWait;
                 Flow::Wait
+            }
+            Micro::FlushCheck { f, target } => {
+                let fl = &mut self.flushers[f as usize];
+                if fl.done >= target {
+                    return Flow::Next;
+                }
+                if !fl.flushing {
+                    // log_write_up_to: nobody flushing — this thread flushes everything
+                    // written so far, its own writes too.
+                    fl.flushing = true;
+                    fl.started += 1;
+                    let th = &mut self.threads[t.idx()];
+                    let dur = fl.io.sample(&mut th.rng).0.max(1);
+                    th.micro.push_front(Micro::FlushDone(f));
+                    self.block_with_timer(t, v, crate::sim::world::Ev::IoDone(t), dur);
+                    return Flow::Left;
+                }
+                // A flush is under way: wait on the flush event.
+                self.threads[t.idx()].wait_start = self.now;
+                let bucket = fl.bucket;
+                let c = self.futex_cost(t);
+                let th = &mut self.threads[t.idx()];
+                th.micro.push_front(Micro::FlushSleep { f, target });
+                th.micro.push_front(Micro::KLock(bucket));
+                th.micro.push_front(c);
+                Flow::Next
+            }
+            Micro::FlushSleep { f, target } => {
+                let fl = &mut self.flushers[f as usize];
+                let bucket = fl.bucket;
+                let th = &mut self.threads[t.idx()];
+                th.micro.push_front(Micro::FlushCheck { f, target });
+                if fl.flushing {
+                    fl.waiters.push(t);
+                    th.micro.push_front(Micro::Block);
+                }
+                th.micro.push_front(Micro::KUnlock(bucket));
+                Flow::Next
+            }
+            Micro::FlushDone(f) => {
+                let fl = &mut self.flushers[f as usize];
+                fl.done = fl.started;
+                fl.flushing = false;
+                if !fl.waiters.is_empty() {
+                    let bucket = fl.bucket;
+                    let c = self.futex_cost(t);
+                    self.push_wake_path(t, bucket, Micro::WakeFlushWaiters(f), c);
+                }
+                Flow::Next
+            }
+            Micro::WakeFlushWaiters(f) => {
+                let ws = std::mem::take(&mut self.flushers[f as usize].waiters);
+                for w in ws {
+                    self.futex_wake_one(t, v, w);
+                }
+                Flow::Next
             }
             Micro::Block => {
                 let th = &mut self.threads[t.idx()];

@@ -114,6 +114,22 @@ pub enum Micro {
     /// Holding the wait_lock: wake the writer at the front, or every reader before the
     /// first queued writer.
     WakeRw(u32),
+    /// Group commit on log `f` for a thread whose writes the `target`-th flush covers:
+    /// done if it has ended, else flush (none under way) or sleep until the flush under
+    /// way ends, and check again.
+    FlushCheck {
+        f: u32,
+        target: u32,
+    },
+    /// Holding the log's futex bucket: sleep unless the flush under way has ended.
+    FlushSleep {
+        f: u32,
+        target: u32,
+    },
+    /// The thread's flush of log `f` has completed: wake the sleepers.
+    FlushDone(u32),
+    /// Holding the log's bucket: wake every sleeper (InnoDB's flush event).
+    WakeFlushWaiters(u32),
     /// Take the mutex, spinning up to the given ns (not the guest's default) before
     /// sleeping on its futex.
     MutexLockSpin(u32, u64),

@@ -99,6 +99,8 @@ pub struct Vm {
     /// Where the VM's work dispensers start in `World::dispensers` (apart from `bases`:
     /// rarely used, and kept out of the line the interpreter reads).
     pub dispenser_base: u32,
+    /// Where its group-commit logs start in `World::flushers`.
+    pub flusher_base: u32,
     pub cap: Option<f64>,
     pub model: String,
     pub footprint_kib: u64,

@@ -7,7 +7,7 @@ use super::rng::Stream;
 use super::{Nanos, Rng, ThreadId, VcpuId, VmId};
 use crate::guest::kernel::ObjBases;
 use crate::guest::spinlock::{LockClass, SpinLock};
-use crate::guest::sync::{Barrier, Cond, Dispenser, Mutex, Queue, RwSem, Sem};
+use crate::guest::sync::{Barrier, Cond, Dispenser, Flusher, Mutex, Queue, RwSem, Sem};
 use crate::guest::thread::Thread;
 use crate::host::cpumask::CpuMask;
 use crate::hv::vm::GuestParams;
@@ -36,6 +36,7 @@ pub(crate) struct SyncArenas {
     pub sems: Vec<Sem>,
     pub rwsems: Vec<RwSem>,
     pub dispensers: Vec<Dispenser>,
+    pub flushers: Vec<Flusher>,
 }
 
 /// The statistics class of a user mutex named `name`: its name without a trailing
@@ -135,8 +136,8 @@ impl SyncArenas {
         for class in mutex_classes {
             self.new_mutex(kind, futex_class, class);
         }
-        for &m in &w.symbols.mutex_wake_all {
-            self.mutexes[(mutex + m) as usize].wake_all = true;
+        for &(m, wake_all) in &w.symbols.mutex_wake_all {
+            self.mutexes[(mutex + m) as usize].wake_all = wake_all;
         }
         let barrier = self.barriers.len() as u32;
         for (bi, name) in w.symbols.barriers.iter().enumerate() {
@@ -208,6 +209,17 @@ impl SyncArenas {
                 nonspinnable: false,
                 handoff: false,
                 user,
+            });
+        }
+        for io in &w.symbols.flusher_io {
+            let bucket = self.new_lock(kind, futex_class);
+            self.flushers.push(Flusher {
+                flushing: false,
+                started: 0,
+                done: 0,
+                waiters: Vec::new(),
+                bucket,
+                io: io.clone(),
             });
         }
         for &tickets in &w.symbols.dispenser_tickets {

@@ -5,7 +5,7 @@
 use super::rng::Stream;
 use super::{EventQueue, Nanos, PcpuId, Rng, ThreadId, VcpuId, VmId};
 use crate::guest::spinlock::{LockClass, SpinLock};
-use crate::guest::sync::{Barrier, Cond, Dispenser, Mutex, Queue, RwSem, Sem};
+use crate::guest::sync::{Barrier, Cond, Dispenser, Flusher, Mutex, Queue, RwSem, Sem};
 use crate::guest::thread::Thread;
 use crate::host::cache::Footprint;
 use crate::host::pcpu::Pcpu;
@@ -107,6 +107,7 @@ pub struct World {
     pub sems: Vec<Sem>,
     pub rwsems: Vec<RwSem>,
     pub dispensers: Vec<Dispenser>,
+    pub flushers: Vec<Flusher>,
     /// Writers spinning optimistically on read-write semaphores now (any VM): when
     /// none, a thread leaving its vCPU has no spinner to tell.
     pub rwsem_spinning: u32,
@@ -223,6 +224,7 @@ impl World {
             let cpuset = build::vm_cpuset(vi, g, vc.vcpus)?;
             let allowed: Vec<u32> = cpuset.iter().collect();
             let dispenser_base = sync.dispensers.len() as u32;
+            let flusher_base = sync.flushers.len() as u32;
             let bases = sync.add_vm(vm_id, g.spinlock, g.queued_rwlocks, &w);
             let uses_nic = w.groups.iter().any(|g| {
                 g.program
@@ -294,6 +296,7 @@ impl World {
                 mem_node: vc.numa_node,
                 remote_speed: crate::host::speed::ONE,
                 dispenser_base,
+                flusher_base,
             });
         }
         let numa = crate::host::numa::Numa::new(
@@ -360,6 +363,7 @@ impl World {
             sems: sync.sems,
             rwsems: sync.rwsems,
             dispensers: sync.dispensers,
+            flushers: sync.flushers,
             rwsem_spinning: 0,
             lock_log: None,
             events: 0,

@@ -90,6 +90,12 @@ pub enum OpSpec {
     TlbShootdown(u32),
     /// Block on a device for a duration; its completion interrupt wakes the thread.
     Io(Dist),
+    /// Make everything written so far durable through a flush shared by everyone
+    /// (group commit: InnoDB's log_write_up_to, a journal commit): with no flush under
+    /// way the thread flushes itself (a device wait of `io`); otherwise it sleeps until
+    /// that flush ends and then, as its writes came after that flush began, needs the
+    /// next one — which the first of the woken starts for all of them.
+    GroupFlush(GroupFlushSpec),
     /// Receive up to `n` datagrams from the VM's NIC (guest/nic.rs), waiting for its
     /// interrupt when none has arrived.
     NetRecv(u32),
@@ -146,6 +152,15 @@ pub struct SemSpinSpec {
 pub struct CondWaitSpec {
     pub cond: String,
     pub mutex: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupFlushSpec {
+    /// The flushed log's name (one per name and VM).
+    pub name: String,
+    /// A flush's device time.
+    pub io: Dist,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -262,6 +277,7 @@ pub enum Instr {
     TlbShootdown,
     NetRecv(u32),
     Io(Dist),
+    GroupFlush(u32),
     Exit,
     /// Gleaner's yielding thread: one round of its sched_yield loop (guest/gleaner.rs);
     /// built by the guest, not written in scenarios.
@@ -283,12 +299,16 @@ pub struct Symbols {
     pub rwlock: Vec<bool>,
     /// Which of `barriers` are PARSEC barriers (`OpSpec::ParsecBarrier`).
     pub parsec_barrier: Vec<bool>,
-    /// Which of `mutexes` wake every sleeper on release (`LockSpinSpec::wake_all`).
-    pub mutex_wake_all: Vec<u32>,
+    /// The mutexes taken with `lock_spin` and whether they wake every sleeper on
+    /// release (`LockSpinSpec::wake_all`).
+    pub mutex_wake_all: Vec<(u32, bool)>,
     /// Which of `rwsems` are user read-write locks (`rw_spin_read`/`rw_spin_write`,
     /// InnoDB's rw_lock_t) rather than kernel rw-semaphores (None: only released so
     /// far in the program text).
     pub user_rwlock: Vec<Option<bool>>,
+    /// Group-commit logs (`OpSpec::GroupFlush`) and their flush time.
+    pub flushers: Vec<String>,
+    pub flusher_io: Vec<Dist>,
     /// Work dispensers (`OpSpec::Dispense`) and their tickets per episode.
     pub dispensers: Vec<String>,
     pub dispenser_tickets: Vec<u64>,
@@ -347,6 +367,7 @@ impl Instr {
                 | Instr::Kernel(_)
                 | Instr::Sleep(_)
                 | Instr::Io(_)
+                | Instr::GroupFlush(_)
                 | Instr::Kspin { .. }
                 | Instr::CondWait { .. }
                 | Instr::TlbShootdown
@@ -408,9 +429,16 @@ impl Program {
                 OpSpec::Lock(m) => self.code.push(Instr::Lock(intern(&mut syms.mutexes, m))),
                 OpSpec::LockSpin(l) => {
                     let mutex = intern(&mut syms.mutexes, &l.mutex);
-                    let marked = syms.mutex_wake_all.contains(&mutex);
-                    if l.wake_all && !marked {
-                        syms.mutex_wake_all.push(mutex);
+                    match syms.mutex_wake_all.iter().find(|(m, _)| *m == mutex) {
+                        None => syms.mutex_wake_all.push((mutex, l.wake_all)),
+                        Some(&(_, w)) if w != l.wake_all => {
+                            return Err(format!(
+                                "mutex {:?} is taken with lock_spin both with wake_all = true \
+                                 and without; a mutex wakes one sleeper or all of them",
+                                l.mutex
+                            ))
+                        }
+                        Some(_) => {}
                     }
                     self.code.push(Instr::LockSpin {
                         mutex,
@@ -489,6 +517,19 @@ impl Program {
                 OpSpec::TlbShootdown(_) => self.code.push(Instr::TlbShootdown),
                 OpSpec::NetRecv(n) => self.code.push(Instr::NetRecv((*n).max(1))),
                 OpSpec::Io(d) => self.code.push(Instr::Io(d.clone())),
+                OpSpec::GroupFlush(g) => {
+                    let f = intern(&mut syms.flushers, &g.name);
+                    let i = f as usize;
+                    if i == syms.flusher_io.len() {
+                        syms.flusher_io.push(g.io.clone());
+                    } else if syms.flusher_io[i] != g.io {
+                        return Err(format!(
+                            "group_flush {:?} is given two flush times; a log has one",
+                            g.name
+                        ));
+                    }
+                    self.code.push(Instr::GroupFlush(f))
+                }
                 OpSpec::Dispense(d) => self.emit_dispense(d, syms)?,
                 OpSpec::Loop(l) => {
                     let count = match &l.n {

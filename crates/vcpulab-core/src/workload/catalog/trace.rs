@@ -19,7 +19,8 @@
 
 use super::*;
 use crate::workload::program::{
-    CondWaitSpec, DispenseSpec, KspinSpec, LoopCount, LoopSpec, SemSpinSpec, SpinBarrierSpec,
+    CondWaitSpec, DispenseSpec, GroupFlushSpec, KspinSpec, LoopCount, LoopSpec, SemSpinSpec,
+    SpinBarrierSpec,
 };
 use std::collections::BTreeMap;
 
@@ -181,6 +182,13 @@ pub fn parse(text: &str) -> Result<BTreeMap<u32, Vec<OpSpec>>, String> {
                     spin: dist(d)?,
                 }))
             }
+            "group_flush" => {
+                let (n, d) = two()?;
+                LineKind::Op(OpSpec::GroupFlush(GroupFlushSpec {
+                    name: n.into(),
+                    io: dist(d)?,
+                }))
+            }
             "sem_spin_wait" => {
                 let (m, d) = two()?;
                 LineKind::Op(OpSpec::SemSpinWait(SemSpinSpec {
@@ -221,7 +229,7 @@ pub fn parse(text: &str) -> Result<BTreeMap<u32, Vec<OpSpec>>, String> {
                     "unknown operation; allowed: compute, kernel, sleep, io, count, \
                      lock, unlock, kspin, barrier, spin_barrier, parsec_barrier, cond_wait, \
                      cond_signal, cond_broadcast, sem_post, sem_wait, sem_spin_wait, yield, push, pop, tlb_shootdown, \
-                     loop, dispense, end",
+                     group_flush, loop, dispense, end",
                 )))
             }
         };
