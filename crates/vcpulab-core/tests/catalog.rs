@@ -69,6 +69,26 @@ fn forever_models_run_for_the_whole_run() {
     }
 }
 
+/// Every model finishes with one thread (a master alone, pools of none) and with an odd
+/// count: a model that waits for a party that thread count does not create hangs here.
+#[test]
+fn every_model_finishes_with_one_and_with_three_threads() {
+    for m in catalog::model_names()
+        .iter()
+        .filter(|m| !matches!(**m, "program" | "cpu-bomb" | "iperf-udp" | "trace"))
+    {
+        for threads in [1u32, 3] {
+            let s = format!(
+                "seed = 1\n[run]\nduration = \"20s\"\n[host]\npcpus = 4\n[[vm]]\nvcpus = 4\n\
+                 workload = {{ model = \"{m}\", threads = {threads}, params = {{ {} }} }}\n",
+                quick(m)
+            );
+            let r = run_toml(&s);
+            assert!(r.vms[0].finished, "{m} with {threads} threads: {}", r.stop_reason);
+        }
+    }
+}
+
 #[test]
 fn eight_vcpus_and_odd_thread_counts() {
     for m in [

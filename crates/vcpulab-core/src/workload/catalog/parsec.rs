@@ -397,22 +397,19 @@ pub(super) const FACESIM: ModelInfo = ModelInfo {
             None,
             vec![cpu(dlog(region * 0.95 / t as f64, 0.3))],
         );
+        // `n` of `body` (none when n = 0: `rep` runs at least once).
+        let times = |n: u64, body: Vec<OpSpec>| if n == 0 { Vec::new() } else { vec![rep(n, body)] };
         // taskQInit ends in waitForEnd: every pool thread has gone idle once.
-        let mut master = vec![rep(workers, vec![sem_wait("fs_idle")])];
-        master.push(outer(
-            forever,
-            n,
-            vec![
-                cpu(dexp(region * 0.05)), // serial part between regions (assumed 5%)
-                // signalTasks: one broadcast of taskAvail (a post per waiting worker
-                // stands for it: the language has no predicate).
-                rep(workers, vec![sem_post("fs_go")]),
-                tasks.clone(),
-                // waitForEnd: until every pool thread is idle again.
-                rep(workers, vec![sem_wait("fs_idle")]),
-                count(1),
-            ],
-        ));
+        let mut master = times(workers, vec![sem_wait("fs_idle")]);
+        let mut region = vec![cpu(dexp(region * 0.05))]; // serial part (assumed 5%)
+        // signalTasks: one broadcast of taskAvail (a post per waiting worker stands for
+        // it: the language has no predicate).
+        region.extend(times(workers, vec![sem_post("fs_go")]));
+        region.push(tasks.clone());
+        // waitForEnd: until every pool thread is idle again.
+        region.extend(times(workers, vec![sem_wait("fs_idle")]));
+        region.push(count(1));
+        master.push(outer(forever, n, region));
         let mut g = vec![("main".into(), 1, master)];
         if workers > 0 {
             // taskQIdleLoop: waitForTasks (idle, then wait for taskAvail), own tasks,
