@@ -84,7 +84,11 @@ fn every_model_finishes_with_one_and_with_three_threads() {
                 quick(m)
             );
             let r = run_toml(&s);
-            assert!(r.vms[0].finished, "{m} with {threads} threads: {}", r.stop_reason);
+            assert!(
+                r.vms[0].finished,
+                "{m} with {threads} threads: {}",
+                r.stop_reason
+            );
         }
     }
 }

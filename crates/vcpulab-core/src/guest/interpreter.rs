@@ -117,7 +117,7 @@ impl World {
                     Instr::GroupFlush(f) => {
                         let f = self.vms[th.vm.idx()].flusher_base + f;
                         // Its writes are covered by the next flush to start.
-                        let target = self.flushers[f as usize].started.wrapping_add(1);
+                        let target = self.flushers[f as usize].started + 1;
                         Micro::FlushCheck { f, target }
                     }
                     Instr::Lock(m) => Micro::MutexLock(bases.mutex + m),

@@ -63,8 +63,8 @@ pub struct Sem {
 pub struct Flusher {
     pub flushing: bool,
     /// Flushes started and completed (the k-th covers writes made before it started).
-    pub started: u32,
-    pub done: u32,
+    pub started: u64,
+    pub done: u64,
     pub waiters: Vec<ThreadId>,
     pub bucket: LockId,
     pub io: crate::workload::dist::Dist,
