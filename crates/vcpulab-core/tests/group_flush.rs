@@ -67,3 +67,29 @@ fn a_log_has_one_flush_time() {
     };
     assert!(err.contains("two flush times"), "{err}");
 }
+
+#[test]
+fn the_flushing_thread_alone_runs_the_flush_body() {
+    // The body counts 1,000 per flush: one thread flushes for each of its ten commits;
+    // eight threads committing together share flushes (the first alone, the other
+    // seven the next), so a round takes about two flushes, not eight.
+    let commit = r#"{group_flush = {name = "journal", io = "1ms", body = [{kernel = "10us"}, {count = 1000}]}}"#;
+    let flushes = |threads: u32| {
+        let r = run_toml(&scenario(threads, commit));
+        assert_eq!(r.stop_reason, "all-finished");
+        (r.vms[0].work_units - 10 * threads as u64) / 1000
+    };
+    assert_eq!(flushes(1), 10);
+    let eight = flushes(8);
+    assert!((15..=30).contains(&eight), "{eight} flushes for 80 commits");
+}
+
+#[test]
+fn a_group_flush_inside_its_own_body_is_refused() {
+    let ops = r#"{group_flush = {name = "a", io = "1ms", body = [{group_flush = {name = "b", io = "1ms"}}]}}"#;
+    let err = match resolve(&scenario(2, ops), &[], None) {
+        Ok(_) => panic!("a nested group_flush was accepted"),
+        Err(e) => e.to_string(),
+    };
+    assert!(err.contains("holds another group_flush"), "{err}");
+}

@@ -114,11 +114,26 @@ impl World {
                         th.pc = *to;
                         continue 'step;
                     }
-                    Instr::GroupFlush(f) => {
-                        let f = self.vms[th.vm.idx()].flusher_base + f;
+                    Instr::GroupFlush {
+                        flusher,
+                        slot,
+                        exit,
+                    } => {
+                        let f = self.vms[th.vm.idx()].flusher_base + flusher;
                         // Its writes are covered by the next flush to start.
-                        let target = self.flushers[f as usize].started + 1;
-                        Micro::FlushCheck { f, target }
+                        *th.loop_counter(*slot as usize) = self.flushers[f as usize].started + 1;
+                        Micro::FlushCheck {
+                            f,
+                            slot: *slot,
+                            exit: *exit,
+                        }
+                    }
+                    Instr::FlushIo(flusher) => {
+                        let f = self.vms[th.vm.idx()].flusher_base + flusher;
+                        let dur = self.flushers[f as usize].io.sample(&mut th.rng).0.max(1);
+                        th.micro.push_front(Micro::FlushDone(f));
+                        self.block_with_timer(t, v, Ev::IoDone(t), dur);
+                        return Advance::Left;
                     }
                     Instr::Lock(m) => Micro::MutexLock(bases.mutex + m),
                     Instr::LockSpin { mutex, spin } => {

@@ -1066,37 +1066,36 @@ impl World {
                 th.act = ThreadActivity::TlbWait;
                 Flow::Wait
             }
-            Micro::FlushCheck { f, target } => {
+            Micro::FlushCheck { f, slot, exit } => {
                 let fl = &mut self.flushers[f as usize];
-                if fl.done >= target {
+                let th = &mut self.threads[t.idx()];
+                if fl.done >= *th.loop_counter(slot as usize) {
+                    th.pc = exit;
                     return Flow::Next;
                 }
                 if !fl.flushing {
                     // log_write_up_to: nobody flushing — this thread flushes everything
-                    // written so far, its own writes too.
+                    // written so far, its own writes too: the flush's body, then the
+                    // device write (`Instr::FlushIo`).
                     fl.flushing = true;
                     fl.started += 1;
-                    let th = &mut self.threads[t.idx()];
-                    let dur = fl.io.sample(&mut th.rng).0.max(1);
-                    th.micro.push_front(Micro::FlushDone(f));
-                    self.block_with_timer(t, v, crate::sim::world::Ev::IoDone(t), dur);
-                    return Flow::Left;
+                    return Flow::Next;
                 }
                 // A flush is under way: wait on the flush event.
-                self.threads[t.idx()].wait_start = self.now;
+                th.wait_start = self.now;
                 let bucket = fl.bucket;
                 let c = self.futex_cost(t);
                 let th = &mut self.threads[t.idx()];
-                th.micro.push_front(Micro::FlushSleep { f, target });
+                th.micro.push_front(Micro::FlushSleep { f, slot, exit });
                 th.micro.push_front(Micro::KLock(bucket));
                 th.micro.push_front(c);
                 Flow::Next
             }
-            Micro::FlushSleep { f, target } => {
+            Micro::FlushSleep { f, slot, exit } => {
                 let fl = &mut self.flushers[f as usize];
                 let bucket = fl.bucket;
                 let th = &mut self.threads[t.idx()];
-                th.micro.push_front(Micro::FlushCheck { f, target });
+                th.micro.push_front(Micro::FlushCheck { f, slot, exit });
                 if fl.flushing {
                     fl.waiters.push(t);
                     th.micro.push_front(Micro::Block);

@@ -114,17 +114,20 @@ pub enum Micro {
     /// Holding the wait_lock: wake the writer at the front, or every reader before the
     /// first queued writer.
     WakeRw(u32),
-    /// Group commit on log `f` for a thread whose writes the `target`-th flush covers:
-    /// done if it has ended, else flush (none under way) or sleep until the flush under
-    /// way ends, and check again.
+    /// Group commit on log `f` for a thread whose writes the flush numbered in its loop
+    /// slot `slot` covers: done (on to `exit`) if that flush has ended; else, with no
+    /// flush under way, it flushes (on to the flush's body); else it sleeps until the
+    /// flush under way ends, and checks again.
     FlushCheck {
         f: u32,
-        target: u64,
+        slot: u16,
+        exit: u32,
     },
     /// Holding the log's futex bucket: sleep unless the flush under way has ended.
     FlushSleep {
         f: u32,
-        target: u64,
+        slot: u16,
+        exit: u32,
     },
     /// The thread's flush of log `f` has completed: wake the sleepers.
     FlushDone(u32),

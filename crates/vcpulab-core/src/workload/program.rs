@@ -92,9 +92,10 @@ pub enum OpSpec {
     Io(Dist),
     /// Make everything written so far durable through a flush shared by everyone
     /// (group commit: InnoDB's log_write_up_to, a journal commit): with no flush under
-    /// way the thread flushes itself (a device wait of `io`); otherwise it sleeps until
-    /// that flush ends and then, as its writes came after that flush began, needs the
-    /// next one — which the first of the woken starts for all of them.
+    /// way the thread flushes itself (runs `body`, then a device wait of `io`);
+    /// otherwise it sleeps until that flush ends and then, as its writes came after that
+    /// flush began, needs the next one — which the first of the woken starts for all of
+    /// them.
     GroupFlush(GroupFlushSpec),
     /// Receive up to `n` datagrams from the VM's NIC (guest/nic.rs), waiting for its
     /// interrupt when none has arrived.
@@ -161,6 +162,10 @@ pub struct GroupFlushSpec {
     pub name: String,
     /// A flush's device time.
     pub io: Dist,
+    /// What the flushing thread does before the device write (a journal commit's
+    /// work); the others sleep meanwhile.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub body: Vec<OpSpec>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -192,6 +197,17 @@ impl OpSpec {
         match self {
             OpSpec::Dispense(_) => true,
             OpSpec::Loop(l) => l.body.iter().any(OpSpec::holds_dispense),
+            OpSpec::GroupFlush(g) => g.body.iter().any(OpSpec::holds_dispense),
+            _ => false,
+        }
+    }
+
+    /// True when the op is, or its body holds, a `group_flush`.
+    fn holds_group_flush(&self) -> bool {
+        match self {
+            OpSpec::GroupFlush(_) => true,
+            OpSpec::Loop(l) => l.body.iter().any(OpSpec::holds_group_flush),
+            OpSpec::Dispense(d) => d.body.iter().any(OpSpec::holds_group_flush),
             _ => false,
         }
     }
@@ -277,7 +293,15 @@ pub enum Instr {
     TlbShootdown,
     NetRecv(u32),
     Io(Dist),
-    GroupFlush(u32),
+    /// Group commit on a log: check, and flush (falling through into the flush's body)
+    /// or sleep; covered, go on at `exit`. The target flush is kept in loop slot `slot`.
+    GroupFlush {
+        flusher: u32,
+        slot: u16,
+        exit: u32,
+    },
+    /// The flush's device write (after its body).
+    FlushIo(u32),
     Exit,
     /// Gleaner's yielding thread: one round of its sched_yield loop (guest/gleaner.rs);
     /// built by the guest, not written in scenarios.
@@ -367,7 +391,7 @@ impl Instr {
                 | Instr::Kernel(_)
                 | Instr::Sleep(_)
                 | Instr::Io(_)
-                | Instr::GroupFlush(_)
+                | Instr::FlushIo(_)
                 | Instr::Kspin { .. }
                 | Instr::CondWait { .. }
                 | Instr::TlbShootdown
@@ -528,7 +552,26 @@ impl Program {
                             g.name
                         ));
                     }
-                    self.code.push(Instr::GroupFlush(f))
+                    if g.body.iter().any(OpSpec::holds_group_flush) {
+                        return Err(format!(
+                            "group_flush {:?}: its body holds another group_flush",
+                            g.name
+                        ));
+                    }
+                    let slot = self.loop_slots;
+                    self.loop_slots = self.loop_slots.checked_add(1).ok_or("too many loops")?;
+                    let at = self.code.len();
+                    self.code.push(Instr::GroupFlush {
+                        flusher: f,
+                        slot,
+                        exit: 0,
+                    });
+                    self.emit(&g.body, syms)?;
+                    self.code.push(Instr::FlushIo(f));
+                    let exit = self.code.len() as u32;
+                    if let Instr::GroupFlush { exit: e, .. } = &mut self.code[at] {
+                        *e = exit;
+                    }
                 }
                 OpSpec::Dispense(d) => self.emit_dispense(d, syms)?,
                 OpSpec::Loop(l) => {

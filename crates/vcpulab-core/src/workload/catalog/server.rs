@@ -192,21 +192,32 @@ pub(super) const DBENCH: ModelInfo = ModelInfo {
                 body.push(kern(dexp(16_000.0)));
                 body.push(kspin("db_dcache_lru_lock", khold()));
                 if j == 31 {
-                    // Flush (fsync): force a journal commit and wait for it. The commit
-                    // (fs/jbd2/commit.c jbd2_journal_commit_transaction, run by the
-                    // journal thread while this client waits; modelled inline) walks
-                    // the transaction's buffer lists under j_list_lock in three phases
-                    // (reserved/shadow list, write-out of metadata buffers, checkpoint
-                    // and forget lists), without breaking the lock on a non-preemptible
-                    // kernel (spin_needbreak is 0 without CONFIG_PREEMPT). ≈ 32 buffers
-                    // per commit (one per op per client, one Flush per 32 ops: derived)
-                    // at ≈ 100 ns each (assumed): a hold of 2-5 us per phase. Then the
-                    // commit block goes to the disk (200 us, assumed).
+                    // Flush (fsync): force a journal commit and wait for it
+                    // (jbd2_log_start_commit, jbd2_log_wait_commit). One commit runs at a
+                    // time and takes in every handle joined before it started; an fsync
+                    // that arrives during a commit waits for it and for the next, which
+                    // covers all such fsyncs (op `group_flush`). The commit (fs/jbd2/
+                    // commit.c jbd2_journal_commit_transaction) walks the transaction's
+                    // buffer lists under j_list_lock in three phases (reserved/shadow
+                    // list, write-out of metadata buffers, checkpoint and forget lists),
+                    // without breaking the lock on a non-preemptible kernel
+                    // (spin_needbreak is 0 without CONFIG_PREEMPT). ≈ 32 buffers per
+                    // client's commit (one per op per client, one Flush per 32 ops:
+                    // derived) at ≈ 100 ns each (assumed): a hold of 2-5 us per phase.
+                    // Then the commit block goes to the disk (200 us, assumed). The
+                    // journal thread runs the commit in the kernel; the model runs it on
+                    // the first waiting client's thread (the same work once per commit,
+                    // on a vCPU of the VM).
+                    let mut commit = Vec::new();
                     for _ in 0..3 {
-                        body.push(kern(dexp(5_000.0)));
-                        body.push(kspin("db_j_list_lock", dunif(2_000.0, 5_000.0)));
+                        commit.push(kern(dexp(5_000.0)));
+                        commit.push(kspin("db_j_list_lock", dunif(2_000.0, 5_000.0)));
                     }
-                    body.push(io(dexp(200_000.0)));
+                    body.push(OpSpec::GroupFlush(crate::workload::program::GroupFlushSpec {
+                        name: "db_journal".into(),
+                        io: dexp(200_000.0),
+                        body: commit,
+                    }));
                 }
                 body.push(count(1));
             }
@@ -387,6 +398,7 @@ fn oltp(p: &Params, t: u32, prefix: &str) -> Result<Groups, WorkloadError> {
             crate::workload::program::GroupFlushSpec {
                 name: m("redo"),
                 io: fsync.clone(),
+                body: Vec::new(),
             },
         ));
         tx.push(count(1));

@@ -187,6 +187,7 @@ pub fn parse(text: &str) -> Result<BTreeMap<u32, Vec<OpSpec>>, String> {
                 LineKind::Op(OpSpec::GroupFlush(GroupFlushSpec {
                     name: n.into(),
                     io: dist(d)?,
+                    body: Vec::new(),
                 }))
             }
             "sem_spin_wait" => {
