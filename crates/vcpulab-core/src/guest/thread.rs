@@ -244,8 +244,9 @@ pub struct Thread {
     /// counter at every iteration — the others apart (`loop_counter`).
     inline_loops: [u64; INLINE_LOOPS],
     other_loops: Vec<u64>,
-    /// The spin budget of the spinning read-write lock being taken: spent again after
-    /// each wake-up (InnoDB spins, then waits, in a loop).
+    /// The spin budget of the InnoDB lock being taken (a spinning read-write lock, or a
+    /// mutex with `wake_all`): spent again after each wake-up (InnoDB spins, then waits,
+    /// in a loop).
     pub rw_spin: u64,
     /// When the current lock/barrier wait began.
     pub wait_start: Nanos,

@@ -244,7 +244,7 @@ pub enum Instr {
         slot: u16,
         exit: u32,
     },
-    /// Continue at `0` (the end of a dispenser loop's body).
+    /// Continue at the given instruction (ends a dispenser loop's body).
     Jump(u32),
     Lock(u32),
     LockSpin {
