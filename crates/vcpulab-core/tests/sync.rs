@@ -780,13 +780,11 @@ ops = [{{loop = {{n = 200, body = [{{sem_spin_wait = {{sem = "s", spin = "{spin}
     );
 }
 
-/// InnoDB's mutexes (`lock_spin` with `wake_all`): a release wakes every sleeper, and
-/// each spins again before it sleeps again; glibc's wakes one.
-#[test]
-fn an_innodb_mutex_release_wakes_every_sleeper_and_each_spins_again() {
-    let scenario = |wake_all: bool| {
-        format!(
-            r#"
+/// A 4-vCPU VM where one thread takes a lock (`take`, then 1 ms, then `release`) and three
+/// others try 20 us later, each counting a unit when done.
+fn one_then_three(take: &str, release: &str) -> String {
+    format!(
+        r#"
 seed = 1
 [run]
 duration = "1s"
@@ -799,12 +797,23 @@ vcpus = 4
 model = "program"
 [[vm.workload.group]]
 name = "first"
-ops = [{{lock_spin = {{mutex = "m", spin = "10us", wake_all = {wake_all}}}}}, {{compute = "1ms"}}, {{unlock = "m"}}]
+ops = [{take}, {{compute = "1ms"}}, {release}]
 [[vm.workload.group]]
 name = "later"
 threads = 3
-ops = [{{sleep = "20us"}}, {{lock_spin = {{mutex = "m", spin = "10us", wake_all = {wake_all}}}}}, {{compute = "1ms"}}, {{unlock = "m"}}, {{count = 1}}]
+ops = [{{sleep = "20us"}}, {take}, {{compute = "1ms"}}, {release}, {{count = 1}}]
 "#
+    )
+}
+
+/// InnoDB's mutexes (`lock_spin` with `wake_all`): a release wakes every sleeper, and
+/// each spins again before it sleeps again; glibc's wakes one.
+#[test]
+fn an_innodb_mutex_release_wakes_every_sleeper_and_each_spins_again() {
+    let scenario = |wake_all: bool| {
+        one_then_three(
+            &format!(r#"{{lock_spin = {{mutex = "m", spin = "10us", wake_all = {wake_all}}}}}"#),
+            r#"{unlock = "m"}"#,
         )
     };
     let innodb = run_toml(&scenario(true));
@@ -826,26 +835,11 @@ ops = [{{sleep = "20us"}}, {{lock_spin = {{mutex = "m", spin = "10us", wake_all 
 /// waiter, each of which spins again; a kernel rw-semaphore wakes the front writer.
 #[test]
 fn an_innodb_rw_lock_release_wakes_every_waiter() {
-    let toml = r#"
-seed = 1
-[run]
-duration = "1s"
-[host]
-pcpus = 4
-[[vm]]
-name = "db"
-vcpus = 4
-[vm.workload]
-model = "program"
-[[vm.workload.group]]
-name = "first"
-ops = [{rw_spin_write = {lock = "page", spin = "10us"}}, {compute = "1ms"}, {rw_unlock = "page"}]
-[[vm.workload.group]]
-name = "later"
-threads = 3
-ops = [{sleep = "20us"}, {rw_spin_write = {lock = "page", spin = "10us"}}, {compute = "1ms"}, {rw_unlock = "page"}, {count = 1}]
-"#;
-    let r = run_toml(toml);
+    let toml = one_then_three(
+        r#"{rw_spin_write = {lock = "page", spin = "10us"}}"#,
+        r#"{rw_unlock = "page"}"#,
+    );
+    let r = run_toml(&toml);
     assert_eq!(r.vms[0].work_units, 3);
     // Sleeps: the three, then the two the first release wakes and the winner leaves,
     // then the one the second release wakes: 3 + 2 + 1 waits on the event.
