@@ -118,7 +118,7 @@ def test_ple_epochs_table_reaches_python() -> None:
 
     report = vcpulab.run(
         ROOT / "scenarios" / "apple" / "pair.toml",
-        overrides=["preset=apple", "run.duration=50ms", "host.ple.epoch_exits=100"],
+        overrides=["preset=apple", "run.duration=200ms", "host.ple.epoch_exits=10"],
     )
     assert "ple_epochs" in report.tables
     epochs = report.table("ple_epochs")

@@ -58,12 +58,12 @@ SOLO = "apple/solo.toml"
 SIX = ("streamcluster", "dedup", "raytrace", "dbench", "kernbench", "ebizzy")
 WINDOWS = (512, 1024, 2048, 4096, 8192, 16384, 32768)
 # --quick: runs of a few tens of ms (raytrace-like needs 50 ms to finish its serial build
-# and some frames) and, for the epoch series, 50 ms and epochs of 100 exits so a few
-# close (the dbench-like pair's exits come in bursts: under APPLE's windows about 30 per
-# VM in the first 20 ms, 1,700 by 50 ms).
+# and some frames) and, for the epoch series, 200 ms and epochs of 10 exits so a few
+# close (the dbench-like pair's exits are few and come in bursts: under APPLE's windows
+# about 20 per VM in the first 50 ms, 40-150 by 200 ms with seeds 1-3).
 QUICK = ("run.duration=20ms",)
 QUICK_SIX = ("run.duration=50ms",)
-QUICK_EPOCHS = ("run.duration=50ms", "host.ple.epoch_exits=100")
+QUICK_EPOCHS = ("run.duration=200ms", "host.ple.epoch_exits=10")
 
 KVM = "kvm"
 APPLE = "apple"

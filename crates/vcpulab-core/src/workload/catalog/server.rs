@@ -197,22 +197,28 @@ pub(super) const DBENCH: ModelInfo = ModelInfo {
                     // time and takes in every handle joined before it started; an fsync
                     // that arrives during a commit waits for it and for the next, which
                     // covers all such fsyncs (op `group_flush`). The commit (fs/jbd2/
-                    // commit.c jbd2_journal_commit_transaction) walks the transaction's
-                    // buffer lists under j_list_lock in three phases (reserved/shadow
-                    // list, write-out of metadata buffers, checkpoint and forget lists),
-                    // without breaking the lock on a non-preemptible kernel
-                    // (spin_needbreak is 0 without CONFIG_PREEMPT). ≈ 32 buffers per
+                    // commit.c jbd2_journal_commit_transaction) handles the transaction's
+                    // buffers in three passes — write-out (jbd2_journal_write_metadata_buffer
+                    // refiles each to BJ_Shadow), I/O completion (each to BJ_Forget) and
+                    // the forget loop (checkpoint lists) — and takes j_list_lock once per
+                    // buffer in each: the forget loop drops it at the top of every
+                    // iteration and ends with cond_resched_lock, and the refiles go
+                    // through jbd2_journal_file_buffer, which locks and unlocks it. (An
+                    // earlier model held it across a whole pass: wrong.) ≈ 32 buffers per
                     // client's commit (one per op per client, one Flush per 32 ops:
-                    // derived) at ≈ 100 ns each (assumed): a hold of 2-5 us per phase.
-                    // Then the commit block goes to the disk (200 us, assumed). The
-                    // journal thread runs the commit in the kernel; the model runs it on
-                    // the first waiting client's thread (the same work once per commit,
-                    // on a vCPU of the VM).
-                    let mut commit = Vec::new();
-                    for _ in 0..3 {
-                        commit.push(kern(dexp(5_000.0)));
-                        commit.push(kspin("db_j_list_lock", dunif(2_000.0, 5_000.0)));
-                    }
+                    // derived); per buffer ≈ 100 ns under the lock and ≈ 150 ns of other
+                    // work (assumed: ≈ 8 us a pass, as before). Before the passes it
+                    // cleans the checkpoint list under one hold
+                    // (__jbd2_journal_clean_checkpoint_list). Then the commit block
+                    // goes to the disk (200 us, assumed). The journal thread runs the
+                    // commit in the kernel; the model runs it on the first waiting
+                    // client's thread (the same work once per commit, on a vCPU of the
+                    // VM).
+                    let per_buffer = vec![
+                        kern(dexp(150.0)),
+                        kspin("db_j_list_lock", dunif(50.0, 150.0)),
+                    ];
+                    let commit = vec![kspin("db_j_list_lock", khold()), rep(3 * 32, per_buffer)];
                     body.push(OpSpec::GroupFlush(crate::workload::program::GroupFlushSpec {
                         name: "db_journal".into(),
                         io: dexp(200_000.0),
