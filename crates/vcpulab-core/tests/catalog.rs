@@ -400,3 +400,41 @@ fn models_name_their_processes_as_the_programs_run() {
     // SPECrate: every copy is a process.
     assert_eq!(process_of("spec-namd", 3), vec![0, 1, 2]);
 }
+
+/// x264-like as encoder.c threads it: per frame after the first (an IDR frame without
+/// references), 23 rows × (5 reference-frame mutexes + its own progress broadcast) =
+/// 138 frame-mutex acquisitions, 23 for the first; none with one thread (the main
+/// thread encodes); every frame counted once; more threads finish sooner, but the rows'
+/// wait on the previous frame's progress keeps 4 threads well below 4×.
+#[test]
+fn x264_frame_threads_lock_per_row_and_reference() {
+    let run = |threads: u32| {
+        run_toml(&format!(
+            "seed = 7\n[run]\nduration = \"20s\"\n[host]\npcpus = 4\n[[vm]]\nname = \"a\"\n\
+             vcpus = 4\nworkload = {{ model = \"x264\", threads = {threads}, \
+             params = {{ frames = 12, scale = 0.05 }} }}\n"
+        ))
+    };
+    let locks = |r: &vcpulab_core::metrics::report::Report| -> u64 {
+        r.locks
+            .iter()
+            .filter(|l| l.lock.starts_with("x264_frame"))
+            .map(|l| l.acquisitions)
+            .sum()
+    };
+    let one = run(1);
+    let four = run(4);
+    assert_eq!(one.vms[0].work_units, 12);
+    assert_eq!(four.vms[0].work_units, 12);
+    assert_eq!(locks(&one), 0);
+    assert_eq!(locks(&four), 23 + 11 * 138);
+    let (t1, t4) = (
+        one.vms[0].completion_ns.expect("finishes"),
+        four.vms[0].completion_ns.expect("finishes"),
+    );
+    let speedup = t1 as f64 / t4 as f64;
+    assert!(
+        speedup > 1.5 && speedup < 3.6,
+        "speedup at 4 threads {speedup}"
+    );
+}

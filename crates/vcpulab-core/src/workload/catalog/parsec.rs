@@ -848,7 +848,7 @@ pub(super) const VIPS: ModelInfo = ModelInfo {
 
 pub(super) const X264: ModelInfo = ModelInfo {
     name: "x264",
-    description: "x264-like: frame-parallel encoding; each frame waits on the previous frame's row progress (condvar), coarse",
+    description: "x264-like: a serial main thread reads each frame and starts a thread for it (at most N in flight, the oldest joined); each frame's rows wait on its reference frames' row progress (a mutex and condvar per frame)",
     params: &[
         scale("0.5"),
         ParamInfo {
@@ -865,42 +865,157 @@ pub(super) const X264: ModelInfo = ModelInfo {
         let s = p.float("scale", 1e-6, 1e3)?;
         let frames = p.int("frames", 1, 10_000_000)? as u64;
         let forever = p.boolean("forever")?;
-        // 32.4 G instructions, 16,767 locks, 1,056 condvar waits for 128 frames on 8
-        // cores (simlarge): 8 row groups per frame, 16 locks per row group.
+        // 32.4 G instructions for 128 frames of 640x360 (simlarge): 23 rows of 16x16
+        // macroblocks per frame. The main thread's serial part per frame — reading the
+        // y4m frame (345,600 bytes from the page cache: a kernel copy, ≈ 35 us) and the
+        // lookahead it runs itself before threading (x264_frame_init_lowres,
+        // x264_slicetype_decide; 5% of a frame's work, assumed) — then the frame's rows.
         let frame = cpu_ns(32.4) / 128.0 * s;
-        let (rows, locks) = (8u64, 16u64);
-        let piece = frame / (rows * locks) as f64;
-        let per_thread = frames.div_ceil(t as u64);
-        let rowgroup = |wait: Option<String>, next: &str| {
-            let mut inner = vec![cpu(dlog(piece, 0.3))];
-            inner.extend(critical("x264_mtx", dc(1_000.0)));
-            let mut v = Vec::new();
-            if let Some(w) = wait {
-                v.push(sem_wait(&w));
+        const ROWS: u64 = 23;
+        const REFS: u64 = 5; // --ref 5
+        let serial = frame * 0.05;
+        let row = (frame - serial) / ROWS as f64;
+        let main_serial = || vec![kern(dexp(35_000.0)), cpu(dlog(serial, 0.3))];
+        let row_work = || cpu(dlog(row, 0.3));
+        if t == 1 {
+            // --threads 1: x264_slices_write runs in the main thread; no frame mutexes.
+            let mut body = main_serial();
+            body.push(rep(ROWS, vec![row_work()]));
+            body.push(count(1));
+            return Ok(vec![("main".into(), 1, vec![outer(forever, frames, body)])]);
+        }
+        // --threads N (encoder.c x264_encoder_encode): the main thread rotates over N
+        // thread contexts; per frame it creates a thread running x264_slices_write
+        // (pthread_create: a clone, ≈ 20 us of kernel work, assumed) and then joins the
+        // oldest frame's thread (x264_encoder_frame_end → pthread_join), so at most N
+        // frames are in flight. The model keeps N threads, slot k encoding frames k,
+        // k + N, …: "created" = posted to start, "joined" = its done post awaited.
+        let n = t as u64;
+        // A frame's row r needs every reference frame's rows up to r*16 +
+        // i_mv_range_thread pixels (analyse.c x264_mb_analyse_init →
+        // x264_frame_cond_wait); a frame broadcasts mb_y*16 - 24 lines after each row
+        // (x264_fdec_filter_row). i_mv_range_thread (encoder.c
+        // x264_validate_parameters): half of (360 + 24) / N - 24, at least the me_range
+        // 16, rounded to a row boundary less the 24-line thread height. So row r waits
+        // until the previous frame has finished r + lag rows.
+        let lag = {
+            let max_range = (360 + 24) / n as i64 - 24;
+            let r = (max_range / 2).max(16);
+            let mut r2 = (r & !15) + 8;
+            if r2 < r {
+                r2 += 16;
             }
-            v.push(rep(locks, inner));
-            v.push(sem_post(next));
+            ((r2 + 24) as u64).div_ceil(16).min(ROWS)
+        };
+        let slot_name = |k: u64| format!("x264_frame{}", k % n);
+        let start = |k: u64| format!("x264_start{}", k % n);
+        let done = |k: u64| format!("x264_done{}", k % n);
+        let progress = |k: u64| format!("x264_rows{}", k % n);
+        // One frame on slot k: per row, a cond_wait on each reference frame (its
+        // frame mutex taken and released; the newest reference is the one still being
+        // encoded, whose progress it waits for: the slot's progress semaphore, posted
+        // once per row by the previous slot), the row, then the broadcast of its own
+        // progress under its own frame mutex (frame.c x264_frame_cond_broadcast).
+        // Frames as references: the REFS before it (the older ones are finished; their
+        // mutexes are the slots' in turn). The first frame (IDR) has none; every other is
+        // a P frame kept as reference (i_bframe defaults to 0 here, common.c, and
+        // simlarge sets no --bframes).
+        let frame_body = |k: u64, first: bool| {
+            let mut v = Vec::new();
+            for r in 0..ROWS {
+                if !first {
+                    let need = if r == 0 { lag } else { u64::from(r + lag <= ROWS) };
+                    for _ in 0..need {
+                        v.push(sem_wait(&progress(k)));
+                    }
+                    for j in 1..=REFS {
+                        v.push(lock(&slot_name(k + n * REFS - j)));
+                        v.push(unlock(&slot_name(k + n * REFS - j)));
+                    }
+                }
+                v.push(row_work());
+                v.push(lock(&slot_name(k)));
+                v.push(sem_post(&progress(k + 1)));
+                v.push(unlock(&slot_name(k)));
+            }
+            v.push(count(1));
+            // The thread's exit (do_exit, ≈ 10 us, assumed) wakes its joiner.
+            v.push(kern(dexp(10_000.0)));
+            v.push(sem_post(&done(k)));
             v
         };
-        let mut g = Vec::new();
-        for k in 0..t {
-            let me = format!("x264_rows{k}");
-            let next = format!("x264_rows{}", (k + 1) % t);
-            let mut framed = vec![rep(rows, rowgroup(Some(me.clone()), &next))];
-            framed.push(count(1));
-            let mut prog = Vec::new();
-            let mut n = per_thread;
-            if k == 0 {
-                let mut first = vec![rep(rows, rowgroup(None, &next))];
-                first.push(count(1));
-                prog.extend(first);
-                n = n.saturating_sub(1);
-            }
-            if n > 0 || forever {
-                prog.push(outer(forever, n, framed));
-            }
-            g.push((format!("t{k}"), 1, prog));
+        let mut groups = Vec::new();
+        // Main: frames 0..N-1 are created without a join; from frame N-1 on, each
+        // creation is followed by the join of frame f - N + 1.
+        let create = |f: u64| {
+            let mut v = main_serial();
+            v.push(kern(dexp(20_000.0)));
+            v.push(sem_post(&start(f)));
+            v
+        };
+        let mut main = Vec::new();
+        let head = frames.min(n - 1);
+        for f in 0..head {
+            main.extend(create(f));
         }
-        Ok(g)
+        // Steady state from frame N-1, one cycle = N frames (slots N-1, 0, …, N-2).
+        let cycle: Vec<OpSpec> = (0..n)
+            .flat_map(|i| {
+                let f = n - 1 + i;
+                let mut v = create(f);
+                v.push(sem_wait(&done(f + 1)));
+                v
+            })
+            .collect();
+        if forever {
+            main.push(outer(true, 0, cycle));
+        } else if frames >= n {
+            let rest = frames - (n - 1);
+            if rest / n > 0 {
+                main.push(rep(rest / n, cycle));
+            }
+            for i in 0..rest % n {
+                let f = n - 1 + i;
+                main.extend(create(f));
+                main.push(sem_wait(&done(f + 1)));
+            }
+            // Join the frames still in flight, oldest first.
+            let last = frames - 1;
+            for f in (last + 2 - n)..=last {
+                main.push(sem_wait(&done(f)));
+            }
+        } else {
+            for f in 0..frames {
+                main.push(sem_wait(&done(f)));
+            }
+        }
+        groups.push(("main".to_string(), 1, main));
+        for k in 0..n {
+            let mine = if forever {
+                None
+            } else {
+                // Frames k, k + N, … below `frames`.
+                Some(if k < frames { (frames - 1 - k) / n + 1 } else { 0 })
+            };
+            if mine == Some(0) {
+                continue;
+            }
+            let mut prog = Vec::new();
+            let mut body = vec![sem_wait(&start(k))];
+            body.extend(frame_body(k, false));
+            let mut left = mine;
+            if k == 0 {
+                prog.push(sem_wait(&start(0)));
+                prog.extend(frame_body(0, true));
+                left = left.map(|m| m - 1);
+            }
+            match left {
+                None => prog.push(outer(true, 0, body)),
+                Some(0) => {}
+                Some(m) => prog.push(rep(m, body)),
+            }
+            groups.push((format!("frame.{k}"), 1, prog));
+        }
+        Ok(groups)
     },
 };
