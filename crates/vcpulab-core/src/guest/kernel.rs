@@ -108,6 +108,10 @@ impl World {
         vc.cur = Some(t);
         vc.last_thread = Some(t);
         vc.mm = mm;
+        if self.threads[t.idx()].act.is_poked_spin() {
+            // A preempted spinner resumes its spin here.
+            crate::guest::sync::watch_spinner(&mut self.spin_watch, v);
+        }
         if leaving_idle {
             self.idle_leave(v);
         }

@@ -9,6 +9,12 @@ use crate::sim::world::World;
 use crate::sim::{LockId, Nanos, ThreadId, VcpuId};
 use std::collections::VecDeque;
 
+/// Marks `v` as a vCPU a release may have to poke (`World::poke_spinners`): its current
+/// thread has just begun such a spin there.
+pub(crate) fn watch_spinner(watch: &mut [u64], v: VcpuId) {
+    watch[v.idx() / 64] |= 1u64 << (v.idx() % 64);
+}
+
 #[derive(Clone, Debug)]
 pub struct Mutex {
     pub holder: Option<ThreadId>,
@@ -437,7 +443,10 @@ impl World {
     }
 
     /// Lets threads of `t`'s VM that spin (on a running vCPU) for what `waits_for`
-    /// matches re-check at once; `first_only`: only one of them can win.
+    /// matches re-check at once; `first_only`: only one of them can win. Looks at the
+    /// vCPUs of `spin_watch` only, in ascending order as a scan of the VM's vCPUs would
+    /// (a vCPU marked during the loop is visited if it comes later); a marked vCPU whose
+    /// current thread no longer spins is unmarked.
     fn poke_spinners(
         &mut self,
         t: ThreadId,
@@ -445,18 +454,53 @@ impl World {
         first_only: bool,
     ) {
         let vm = self.threads[t.idx()].vm.idx();
-        let (first, n) = (self.vms[vm].first_vcpu, self.vms[vm].nvcpus);
-        for i in 0..n {
-            let v = VcpuId(first + i);
-            let vc = &self.vcpus[v.idx()];
-            let Some(c) = vc.cur else { continue };
-            if c == t || !vc.is_running() || !waits_for(self.threads[c.idx()].act) {
+        let first = self.vms[vm].first_vcpu as usize;
+        let end = first + self.vms[vm].nvcpus as usize;
+        #[cfg(test)]
+        self.assert_spinners_watched(first, end);
+        let mut i = first;
+        while i < end {
+            let bits = self.spin_watch[i / 64] >> (i % 64);
+            if bits == 0 {
+                i = (i / 64 + 1) * 64;
                 continue;
             }
-            self.sync_progress(v);
-            self.vcpu_continue(v);
-            if first_only {
-                return;
+            i += bits.trailing_zeros() as usize;
+            if i >= end {
+                break;
+            }
+            let vc = &self.vcpus[i];
+            let spinning = vc.cur.filter(|c| self.threads[c.idx()].act.is_poked_spin());
+            match spinning {
+                None => self.spin_watch[i / 64] &= !(1u64 << (i % 64)),
+                Some(c) => {
+                    if c != t && vc.is_running() && waits_for(self.threads[c.idx()].act) {
+                        let v = VcpuId(i as u32);
+                        self.sync_progress(v);
+                        self.vcpu_continue(v);
+                        if first_only {
+                            return;
+                        }
+                    }
+                }
+            }
+            i += 1;
+        }
+    }
+
+    /// Every vCPU of `first..end` whose current thread spins where a release pokes it is
+    /// marked in `spin_watch` (the invariant `poke_spinners` relies on).
+    #[cfg(test)]
+    fn assert_spinners_watched(&self, first: usize, end: usize) {
+        for i in first..end {
+            if let Some(c) = self.vcpus[i].cur {
+                if self.threads[c.idx()].act.is_poked_spin() {
+                    assert!(
+                        (self.spin_watch[i / 64] >> (i % 64)) & 1 == 1,
+                        "vCPU {i} runs a spinner ({:?}) it does not watch",
+                        self.threads[c.idx()].act
+                    );
+                }
             }
         }
     }
@@ -499,10 +543,12 @@ impl World {
         let th = &mut self.threads[t.idx()];
         if spin == 0 {
             th.act = ThreadActivity::SpinMutex(mx);
+            watch_spinner(&mut self.spin_watch, th.vcpu);
             self.spin_exhausted(t);
             return Flow::Next;
         }
         th.act = ThreadActivity::SpinMutex(mx);
+        watch_spinner(&mut self.spin_watch, th.vcpu);
         th.spin_left = spin;
         Flow::Wait
     }
@@ -635,6 +681,7 @@ impl World {
                 th.wait_start = self.now;
                 if th.spin_left > 0 {
                     th.act = ThreadActivity::SpinBarrier(b, g);
+                    watch_spinner(&mut self.spin_watch, th.vcpu);
                     self.barriers[b as usize].spinners += 1;
                     return Flow::Wait;
                 }
@@ -658,6 +705,7 @@ impl World {
                 br.spinners += 1;
                 let th = &mut self.threads[t.idx()];
                 th.act = ThreadActivity::SpinBarrier(b, g);
+                watch_spinner(&mut self.spin_watch, th.vcpu);
                 th.spin_left = spin.max(1);
                 Flow::Wait
             }
@@ -724,6 +772,7 @@ impl World {
                 sem.spinners += 1;
                 let th = &mut self.threads[t.idx()];
                 th.act = ThreadActivity::SpinSem(s);
+                watch_spinner(&mut self.spin_watch, th.vcpu);
                 th.spin_left = spin;
                 Flow::Wait
             }
@@ -805,6 +854,7 @@ impl World {
                             self.rwsem_spinning += 1;
                             let th = &mut self.threads[t.idx()];
                             th.act = ThreadActivity::SpinRwsem(s);
+                            watch_spinner(&mut self.spin_watch, th.vcpu);
                             // Bounded by the owner, need_resched and (on readers) the
                             // semaphore's deadline, not by a budget of its own.
                             th.spin_left = u64::MAX;
@@ -885,6 +935,7 @@ impl World {
                 th.rw_spin = spin;
                 th.wait_start = self.now;
                 th.act = ThreadActivity::SpinRw(s, write);
+                watch_spinner(&mut self.spin_watch, th.vcpu);
                 if spin == 0 {
                     self.spin_exhausted(t);
                     return Flow::Next;
@@ -1283,6 +1334,95 @@ impl World {
 #[cfg(test)]
 mod tests {
     use super::Dispenser;
+    use crate::sim::world::World;
+
+    /// Releases poke the spinners of `spin_watch` only: every spinner on a vCPU is
+    /// marked there whenever a release looks (`assert_spinners_watched` runs at each
+    /// poke in test builds), with spinners preempted by the guest scheduler and resumed
+    /// on other vCPUs (more threads than vCPUs, over-committed pCPUs) and every kind of
+    /// poked spin: a mutex, PARSEC's barrier, a semaphore, a user rw-lock and a kernel
+    /// rw-semaphore's optimistic spin.
+    #[test]
+    fn every_spinner_a_release_must_poke_is_watched() {
+        let program = r#"
+preset = "kvm-default"
+[run]
+duration = "30ms"
+[host]
+pcpus = 3
+[guest]
+rwsem_spin = "reader-bounded"
+[[vm]]
+vcpus = 6
+[vm.workload]
+model = "program"
+[[vm.workload.group]]
+threads = 9
+ops = [{ loop = { n = "forever", body = [
+  { compute = "exp(5us)" },
+  { lock_spin = { mutex = "m", spin = "20us" } }, { compute = "2us" }, { unlock = "m" },
+  { rw_spin_write = { lock = "u", spin = "10us" } }, { compute = "1us" }, { rw_unlock = "u" },
+  { rw_spin_read = { lock = "u", spin = "10us" } }, { compute = "1us" }, { rw_unlock = "u" },
+  { rw_write = "k" }, { compute = "1us" }, { rw_unlock = "k" },
+  { sem_post = "s" }, { sem_spin_wait = { sem = "s", spin = "5us" } },
+  { count = 1 },
+] } }]
+[[vm]]
+vcpus = 3
+workload = { model = "cpu-bomb" }
+"#;
+        let barrier = r#"
+preset = "kvm-default"
+[run]
+duration = "20ms"
+[host]
+pcpus = 12
+[[vm]]
+vcpus = 24
+workload = { model = "streamcluster", threads = 30, params = { forever = true } }
+"#;
+        // A semaphore's units come slower than its four consumers spin for them.
+        let sem = r#"
+preset = "kvm-default"
+[run]
+duration = "20ms"
+[host]
+pcpus = 5
+[[vm]]
+vcpus = 5
+[vm.workload]
+model = "program"
+[[vm.workload.group]]
+name = "producer"
+ops = [{ loop = { n = "forever", body = [{ compute = "50us" }, { sem_post = "s" }] } }]
+[[vm.workload.group]]
+name = "consumer"
+threads = 4
+ops = [{ loop = { n = "forever", body = [{ sem_spin_wait = { sem = "s", spin = "1ms" } }, { compute = "10us" }, { count = 1 }] } }]
+"#;
+        // Long mutex spins on two vCPUs with three threads each: the guest tick preempts
+        // spinners, which resume later, on either vCPU.
+        let preempted = r#"
+preset = "kvm-default"
+[run]
+duration = "300ms"
+[host]
+pcpus = 2
+[[vm]]
+vcpus = 2
+[vm.workload]
+model = "program"
+[[vm.workload.group]]
+threads = 6
+ops = [{ loop = { n = "forever", body = [{ compute = "exp(2ms)" }, { lock_spin = { mutex = "m", spin = "30ms" } }, { compute = "exp(1ms)" }, { unlock = "m" }, { count = 1 }] } }]
+"#;
+        for text in [program, barrier, sem, preempted] {
+            let sc = crate::resolve(text, &[], None).expect("scenario resolves");
+            let mut w = World::new(&sc).expect("world builds");
+            w.run();
+            assert!(w.events > 300, "the run did something: {}", w.events);
+        }
+    }
 
     #[test]
     fn a_dispenser_restarts_with_each_episode_and_a_laggard_finds_none() {

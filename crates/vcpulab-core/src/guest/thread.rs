@@ -45,6 +45,12 @@ impl ThreadActivity {
         !matches!(self, ThreadActivity::Work | ThreadActivity::PvHalt(_))
     }
 
+    /// A spin that a release re-examines at once on a running vCPU (guest/sync.rs
+    /// `poke_spinners`): a user-space spin or a read-write semaphore's optimistic spin.
+    pub fn is_poked_spin(self) -> bool {
+        self.is_user_spin() || matches!(self, ThreadActivity::SpinRwsem(_))
+    }
+
     /// Spinning in user space (a library's mutex, barrier or read-write lock spin), where
     /// the guest scheduler can preempt the thread; a kernel spinlock, a TLB-shootdown
     /// wait and a pv halt run with preemption off.

@@ -164,6 +164,10 @@ pub struct World {
     /// they miss the caches. A speed hint only: results do not depend on it.
     pub(crate) prefetch_records: bool,
     pub(crate) resched_buf: Vec<PcpuId>,
+    /// A bit per vCPU, set for every vCPU whose current thread spins where a release
+    /// pokes it (guest/sync.rs `poke_spinners`): a superset, cleared lazily, so a
+    /// release looks at the spinners' vCPUs instead of all of its VM's.
+    pub(crate) spin_watch: Vec<u64>,
     /// pCPUs the host scheduler asked to reschedule (drained after its decisions).
     pub(crate) sched_resched: Vec<PcpuId>,
     /// Idle pCPU time while vCPUs wait (CPU fragmentation).
@@ -383,6 +387,7 @@ impl World {
             warmup: sc.run.warmup.0,
             prefetch_records: nvcpus >= crate::sim::prefetch::PREFETCH_MIN_VCPUS,
             resched_buf: Vec::new(),
+            spin_watch: vec![0; nvcpus.div_ceil(64)],
             sched_resched: Vec::new(),
             frag: crate::host::frag::FragMeter::new(npcpu as usize),
             runq: crate::host::runq::RunqMeter::new(npcpu as usize, nvcpus),
