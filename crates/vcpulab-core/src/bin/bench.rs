@@ -121,7 +121,8 @@ workload = { model = "compute-sleep", params = { compute = "exp(200us)", sleep =
         // steps (each released spinner's spin-end step): the case for steps re-armed in
         // place (sim/queue.rs, `push_slot`). Since streamcluster-like waits at PARSEC's
         // barrier, each of its 288 threads takes the barrier's mutex twice an episode,
-        // and each unlock looks over the VM's vCPUs for a trylock spinner to hand it to.
+        // and each unlock pokes the trylock spinners on running vCPUs (those of
+        // `World::spin_watch`, not every vCPU of the VM, since 2026-11-27).
         "wide VM: 1 VM x 288 vCPUs, PARSEC's barrier (streamcluster), 100 ms",
         r#"
 preset = "kvm-default"
