@@ -92,6 +92,35 @@ def test_process_pool_equals_serial(fake_backend) -> None:
     pd.testing.assert_frame_equal(serial.frame, pool.frame)
 
 
+def test_a_worker_that_dies_is_a_clear_error_and_the_pool_starts_anew() -> None:
+    import os
+
+    with LocalExecutor(2) as ex:
+        with pytest.raises(vcpulab.WorkerLostError, match="__name__"):
+            list(ex.map_unordered(os._exit, [3]))
+        # The broken pool is dropped: the executor works again.
+        assert sorted(ex.map_unordered(abs, [-2, 1])) == [1, 2]
+
+
+def test_a_script_without_the_main_guard_is_told_so(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = tmp_path / "noguard.py"
+    script.write_text(
+        "import vcpulab\n"
+        "from vcpulab.executors import LocalExecutor\n"
+        "with LocalExecutor(2) as ex:\n"
+        "    print(sorted(ex.map_unordered(abs, [-1, -2])))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode != 0
+    assert "WorkerLostError" in done.stderr
+    assert 'if __name__ == "__main__":' in done.stderr
+
+
 def test_a_different_core_does_not_reuse_stored_results(tmp_path: Path) -> None:
     import fakecore
     from vcpulab.store import ResultsStore

@@ -16,7 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vcpulab import _native
-from vcpulab.errors import CoreUnavailableError, ScenarioError, SimulationError, UsageError
+from vcpulab.errors import (
+    CoreUnavailableError,
+    ScenarioError,
+    SimulationError,
+    UsageError,
+    WorkerLostError,
+)
 from vcpulab.report import Report
 from vcpulab.scenario import ScenarioInput, dumps_toml, load_scenario, normalize_overrides
 from vcpulab.store import ResultsStore
@@ -34,6 +40,7 @@ __all__ = [
     "ScenarioError",
     "SimulationError",
     "UsageError",
+    "WorkerLostError",
     "characterize",
     "columns",
     "core_build_id",

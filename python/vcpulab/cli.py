@@ -14,7 +14,13 @@ from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 from vcpulab.characterization import add_parser as add_characterize_parser
-from vcpulab.errors import CoreUnavailableError, ScenarioError, SimulationError, UsageError
+from vcpulab.errors import (
+    CoreUnavailableError,
+    ScenarioError,
+    SimulationError,
+    UsageError,
+    WorkerLostError,
+)
 from vcpulab.store import DEFAULT_STORE, StoreError
 
 PROG = "vcpulab"
@@ -794,6 +800,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(str(exc) or type(exc).__name__)
     except SimulationError as exc:
         return _fail(str(exc), 1, kind="internal error")
+    except WorkerLostError as exc:
+        return _fail(str(exc), 1)
     except KeyboardInterrupt:
         print(
             f"\n{PROG}: interrupted; finished points are kept in the store: "

@@ -6,7 +6,13 @@ raised inside Rust and errors raised by the Python front end are the same type.
 
 from __future__ import annotations
 
-__all__ = ["CoreUnavailableError", "ScenarioError", "SimulationError", "UsageError"]
+__all__ = [
+    "CoreUnavailableError",
+    "ScenarioError",
+    "SimulationError",
+    "UsageError",
+    "WorkerLostError",
+]
 
 try:
     from vcpulab._core import ScenarioError, SimulationError
@@ -25,3 +31,8 @@ class UsageError(ValueError):
 
 class CoreUnavailableError(ImportError):
     """The compiled simulation core (`vcpulab._core`) cannot be imported."""
+
+
+class WorkerLostError(RuntimeError):
+    """A worker process of a sweep's local pool exited abruptly (killed, out of memory,
+    or it could not start); the points finished before are kept in the store."""

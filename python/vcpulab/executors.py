@@ -13,14 +13,21 @@ import signal
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Self, TypeVar
 
-from vcpulab.errors import UsageError
+from vcpulab.errors import UsageError, WorkerLostError
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 EXECUTORS = ("local", "ray")
+WORKER_LOST = (
+    "a worker process of the local pool exited abruptly: killed (out of memory?) or "
+    "unable to start. The points finished before are kept in the store, if one is "
+    "given. A script that calls vcpulab.sweep with more than one job must call it under "
+    '`if __name__ == "__main__":` — the workers start by importing the main module'
+)
 RAY_INSTALL_HINT = (
     "the Ray executor needs Ray: install it with `pip install 'vcpulab[ray]'` "
     "(or `pip install 'ray[default]'`)"
@@ -112,6 +119,10 @@ class LocalExecutor(Executor):
                     pending.add(pool.submit(fn, item))
                     if len(pending) >= window:
                         break
+        except BrokenProcessPool as exc:
+            # A broken pool accepts nothing more: the next sweep starts a new one.
+            self._pool = None
+            raise WorkerLostError(WORKER_LOST) from exc
         finally:
             for fut in pending:
                 fut.cancel()
