@@ -34,6 +34,38 @@ impl Dist {
         }
     }
 
+    /// exp(`mean` ns): what `parse` makes of "exp(<mean>ns)", without parsing (the
+    /// catalog builds thousands of distributions per scenario).
+    pub fn exp_ns(mean: u64) -> Dist {
+        Dist {
+            kind: DistKind::Exp(mean as f64),
+            text: format!("exp({mean}ns)"),
+        }
+    }
+
+    /// uniform(`lo` ns, `hi` ns), `lo` <= `hi`: what `parse` makes of
+    /// "uniform(<lo>ns, <hi>ns)".
+    pub fn uniform_ns(lo: u64, hi: u64) -> Dist {
+        debug_assert!(lo <= hi);
+        Dist {
+            kind: DistKind::Uniform(lo, hi),
+            text: format!("uniform({lo}ns, {hi}ns)"),
+        }
+    }
+
+    /// lognormal(`median` ns, `sigma`), `sigma` in [0, 5]: what `parse` makes of
+    /// "lognormal(<median>ns, <sigma>)".
+    pub fn lognormal_ns(median: u64, sigma: f64) -> Dist {
+        debug_assert!((0.0..=5.0).contains(&sigma));
+        Dist {
+            kind: DistKind::LogNormal {
+                median: median as f64,
+                sigma,
+            },
+            text: format!("lognormal({median}ns, {sigma})"),
+        }
+    }
+
     pub fn parse(s: &str) -> Result<Dist, String> {
         let t = s.trim();
         let bad = || format!("{t:?} is not a duration distribution; expected {DIST_HELP}");
@@ -141,6 +173,22 @@ impl<'de> Deserialize<'de> for Dist {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::{prop_assert_eq, proptest};
+
+    proptest! {
+        /// The constructors the catalog uses make what parsing their text makes.
+        #[test]
+        fn constructors_equal_parsing_their_text(
+            a in 0u64..10_000_000_000_000,
+            b in 0u64..10_000_000_000_000,
+            sigma in 0.0f64..=5.0,
+        ) {
+            let (lo, hi) = (a.min(b), a.max(b));
+            for d in [Dist::exp_ns(a), Dist::uniform_ns(lo, hi), Dist::lognormal_ns(a, sigma)] {
+                prop_assert_eq!(Dist::parse(d.text()), Ok(d.clone()));
+            }
+        }
+    }
     #[test]
     fn parses_all_forms() {
         assert_eq!(Dist::parse("5us").unwrap().kind, DistKind::Const(5000));

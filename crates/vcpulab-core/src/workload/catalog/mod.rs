@@ -148,18 +148,18 @@ pub(crate) fn dc(ns: f64) -> Dist {
 }
 /// Exponential with mean `ns`.
 pub(crate) fn dexp(ns: f64) -> Dist {
-    Dist::parse(&format!("exp({}ns)", ns_u(ns))).expect("exp dist")
+    Dist::exp_ns(ns_u(ns))
 }
 /// Lognormal with median `ns` and shape `sigma` (0 = constant).
 pub(crate) fn dlog(ns: f64, sigma: f64) -> Dist {
     if sigma <= 0.0 {
         return dc(ns);
     }
-    Dist::parse(&format!("lognormal({}ns, {sigma})", ns_u(ns))).expect("lognormal dist")
+    Dist::lognormal_ns(ns_u(ns), sigma)
 }
 /// Uniform in [lo, hi].
 pub(crate) fn dunif(lo: f64, hi: f64) -> Dist {
-    Dist::parse(&format!("uniform({}ns, {}ns)", ns_u(lo), ns_u(hi.max(lo)))).expect("uniform")
+    Dist::uniform_ns(ns_u(lo), ns_u(hi.max(lo)))
 }
 /// A kernel spinlock hold: uniform(200ns, 1.4us). Most kernel spinlocks are held for
 /// less than 2^12 cycles (≈1.4 us at 3 GHz), per the KVM PLE-window comment.
