@@ -169,14 +169,21 @@ impl World {
                         self.push_cond_wait(t, bases.cond + cond, bases.mutex + mutex, None);
                         continue 'step;
                     }
-                    Instr::CondSignal(c) | Instr::CondBroadcast(c) => {
-                        let all = matches!(prog.code[pc], Instr::CondBroadcast(_));
+                    Instr::CondSignal(c) => {
                         let c = bases.cond + c;
                         if !self.conds[c as usize].waiters.is_empty() {
                             let bucket = self.conds[c as usize].bucket;
                             let f = self.futex_cost(t);
-                            self.push_wake_path(t, bucket, Micro::WakeCond { cond: c, all }, f);
+                            let wake = Micro::WakeCond {
+                                cond: c,
+                                all: false,
+                            };
+                            self.push_wake_path(t, bucket, wake, f);
                         }
+                        continue 'step;
+                    }
+                    Instr::CondBroadcast(c) => {
+                        self.push_broadcast(t, bases.cond + c);
                         continue 'step;
                     }
                     Instr::SemPost(s) => Micro::SemPost(bases.sem + s),

@@ -52,6 +52,10 @@ pub struct Barrier {
 pub struct Cond {
     pub waiters: VecDeque<ThreadId>,
     pub bucket: LockId,
+    /// The mutex its last waiter waits with (glibc's `__data.__mutex`, set by
+    /// pthread_cond_wait): where a requeueing broadcast moves the waiters. `u32::MAX`
+    /// before the first wait.
+    pub mutex: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -1075,6 +1079,27 @@ impl World {
                 }
                 Flow::Next
             }
+            Micro::RequeueCond { cond, mutex } => {
+                // Holding both bucket locks: wake the first waiter, move the rest to
+                // the mutex's futex (requeue_futex: a few list operations each, not
+                // charged apart from the futex call). From now on they wait for the
+                // mutex: woken by an unlock, each retakes it (their next step).
+                let mut ws = std::mem::take(&mut self.conds[cond as usize].waiters);
+                if let Some(w) = ws.pop_front() {
+                    self.futex_wake_one(t, v, w);
+                }
+                let now = self.now;
+                for &w in &ws {
+                    let th = &mut self.threads[w.idx()];
+                    if th.mutex_wait_since == Nanos::MAX {
+                        th.mutex_wait_since = now;
+                    }
+                }
+                self.mutexes[mutex as usize].waiters.extend(ws.drain(..));
+                // Keep the deque's buffer for the next waiters.
+                self.conds[cond as usize].waiters = ws;
+                Flow::Next
+            }
             Micro::QueuePush(q) => {
                 let qu = &self.queues[q as usize];
                 let (mx, nf, ne) = (qu.mutex, qu.not_full, qu.not_empty);
@@ -1258,11 +1283,47 @@ impl World {
                 false,
             );
         }
-        if !self.conds[c as usize].waiters.is_empty() {
-            let bucket = self.conds[c as usize].bucket;
-            let f = self.futex_cost(t);
-            self.push_wake_path(t, bucket, Micro::WakeCond { cond: c, all: true }, f);
+        self.push_broadcast(t, c);
+    }
+
+    /// pthread_cond_broadcast(c) by `t`, if anyone waits. glibc 2.25+ wakes every
+    /// waiter (futex_wake of INT_MAX under the cond's bucket lock). glibc 2.3–2.24
+    /// (`guest.cond_requeue`, nptl/pthread_cond_broadcast.c) calls FUTEX_CMP_REQUEUE:
+    /// the kernel (kernel/futex.c futex_requeue) takes both futexes' bucket locks
+    /// (double_lock_hb, lower first), wakes one waiter and moves the others to the
+    /// mutex's futex, where each is woken by the unlock of the one before it (a woken
+    /// waiter retakes the mutex with __pthread_mutex_cond_lock, which marks it
+    /// contended, so its unlock wakes the next).
+    pub(crate) fn push_broadcast(&mut self, t: ThreadId, c: u32) {
+        let cond = &self.conds[c as usize];
+        if cond.waiters.is_empty() {
+            return;
         }
+        let (bucket, mutex) = (cond.bucket, cond.mutex);
+        let f = self.futex_cost(t);
+        let requeue = self.vms[self.threads[t.idx()].vm.idx()].guest.cond_requeue;
+        if !requeue || mutex == u32::MAX {
+            self.push_wake_path(t, bucket, Micro::WakeCond { cond: c, all: true }, f);
+            return;
+        }
+        let other = self.mutexes[mutex as usize].bucket;
+        let (first, second) = if other.0 < bucket.0 {
+            (other, bucket)
+        } else {
+            (bucket, other)
+        };
+        let th = &mut self.threads[t.idx()];
+        th.micro.push_front(Micro::FlushWakes);
+        th.micro.push_front(Micro::KUnlock(first));
+        if second != first {
+            th.micro.push_front(Micro::KUnlock(second));
+        }
+        th.micro.push_front(Micro::RequeueCond { cond: c, mutex });
+        if second != first {
+            th.micro.push_front(Micro::KLock(second));
+        }
+        th.micro.push_front(Micro::KLock(first));
+        th.micro.push_front(f);
     }
 
     /// sem_wait's futex path for `t`: under the semaphore's bucket lock, take a unit or
@@ -1278,6 +1339,7 @@ impl World {
 
     /// pthread_cond_wait(c, m), then `then`.
     pub(crate) fn push_cond_wait(&mut self, t: ThreadId, c: u32, m: u32, then: Option<Micro>) {
+        self.conds[c as usize].mutex = m;
         let bucket = self.conds[c as usize].bucket;
         let f = self.futex_cost(t);
         let th = &mut self.threads[t.idx()];

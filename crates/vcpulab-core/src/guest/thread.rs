@@ -185,6 +185,12 @@ pub enum Micro {
         cond: u32,
         all: bool,
     },
+    /// Holding the buckets of condition variable `cond` and of `mutex`: wake the first
+    /// waiter and move the others to the mutex's waiters (FUTEX_CMP_REQUEUE).
+    RequeueCond {
+        cond: u32,
+        mutex: u32,
+    },
     QueuePush(u32),
     QueuePop(u32),
     /// Send the reschedule IPIs deferred past the bucket unlock (wake_q).

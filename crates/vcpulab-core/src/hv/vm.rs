@@ -34,6 +34,9 @@ pub struct GuestParams {
     pub rwsem_spin: crate::scenario::RwsemSpin,
     /// Read-write semaphores steal and hand off as Linux 5.11+ (guest/sync.rs).
     pub rwsem_steal: bool,
+    /// A condition variable's broadcast requeues its waiters onto the mutex (glibc
+    /// before 2.25; guest/sync.rs).
+    pub cond_requeue: bool,
     /// Guest haltpoll: maximum and starting poll (0: not used).
     pub haltpoll_max: u64,
     pub haltpoll_start: u64,

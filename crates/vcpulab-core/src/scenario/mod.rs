@@ -1044,6 +1044,12 @@ pub struct GuestConfig {
     /// ahead of that waiter. Off: Linux 3.x (rwsem-xadd.c), readers queue behind any
     /// waiter.
     pub rwsem_steal: bool,
+    /// The guest's C library requeues a condition variable's waiters onto the mutex at
+    /// a broadcast: glibc 2.3 to 2.24 (nptl/pthread_cond_broadcast.c) wakes one waiter
+    /// and moves the others to the mutex's futex (FUTEX_CMP_REQUEUE), so each is woken
+    /// by the unlock of the one before it. glibc 2.25+ (the condition variable of
+    /// nptl/pthread_cond_common.c) wakes every waiter (`false`).
+    pub cond_requeue: bool,
     /// The guest kernel has the cpuidle-haltpoll driver (Linux 5.4+): `idle =
     /// "haltpoll"` is refused without it (the `guest-haltpoll` preset sets it, as a
     /// backport).
@@ -1081,6 +1087,7 @@ impl Default for GuestConfig {
             vcpu_is_preempted: false,
             rwsem_spin: RwsemSpin::Off,
             rwsem_steal: false,
+            cond_requeue: false,
             wake_ipi: WakeIpi::Always,
             haltpoll_available: true,
             load_balance: true,

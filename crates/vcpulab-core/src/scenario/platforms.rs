@@ -150,6 +150,9 @@ pub struct GuestKernel {
     /// `guest.rwsem_steal`: read-write semaphores with reader lock stealing and the
     /// hand-off bit (Linux 5.11+).
     pub rwsem_steal: bool,
+    /// `guest.cond_requeue`: the distribution's glibc requeues a broadcast's waiters
+    /// onto the mutex (glibc before 2.25).
+    pub cond_requeue: bool,
     /// The cpuidle-haltpoll driver (guest Linux 5.4+).
     pub haltpoll_available: bool,
     pub notes: &'static str,
@@ -337,8 +340,9 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         wake_ipi: "always",
         rwsem_spin: "off",
         rwsem_steal: false,
+        cond_requeue: true,
         haltpoll_available: false,
-        notes: "ticket spinlocks (PV ticket locks came in 3.12)",
+        notes: "ticket spinlocks (PV ticket locks came in 3.12); a glibc of its time (before 2.25): broadcasts requeue",
     },
     GuestKernel {
         name: "linux-3.5",
@@ -357,8 +361,9 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         wake_ipi: "on-preempt",
         rwsem_spin: "off",
         rwsem_steal: false,
+        cond_requeue: true,
         haltpoll_available: false,
-        notes: "ticket spinlocks",
+        notes: "ticket spinlocks; a glibc of its time (before 2.25): broadcasts requeue",
     },
     GuestKernel {
         name: "linux-3.9",
@@ -377,8 +382,9 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         wake_ipi: "on-preempt",
         rwsem_spin: "off",
         rwsem_steal: false,
+        cond_requeue: true,
         haltpoll_available: false,
-        notes: "ticket spinlocks",
+        notes: "ticket spinlocks; a glibc of its time (before 2.25): broadcasts requeue",
     },
     GuestKernel {
         name: "linux-3.19",
@@ -397,8 +403,9 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         wake_ipi: "on-preempt",
         rwsem_spin: "writer-owner",
         rwsem_steal: false,
+        cond_requeue: true,
         haltpoll_available: false,
-        notes: "rwsem writers spin on a running writer owner (3.16); ticket spinlocks: the PV ticket lock of 3.12-4.1 needs KVM_FEATURE_PV_UNHALT, which QEMU leaves off unless asked (kvm-pv-unhalt)",
+        notes: "rwsem writers spin on a running writer owner (3.16); ticket spinlocks: the PV ticket lock of 3.12-4.1 needs KVM_FEATURE_PV_UNHALT, which QEMU leaves off unless asked (kvm-pv-unhalt); Ubuntu 14.04's glibc 2.19: broadcasts requeue",
     },
     GuestKernel {
         name: "linux-6.6",
@@ -417,8 +424,9 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         wake_ipi: "on-preempt",
         rwsem_spin: "reader-bounded",
         rwsem_steal: true,
+        cond_requeue: false,
         haltpoll_available: true,
-        notes: "PV queued spinlocks, wake_q (4.2), PV TLB flush (4.16), vcpu_is_preempted (4.10), rwsem writers spin on readers for a bounded time (5.x), rwsem reader lock stealing and hand-off (5.11), cpuidle-haltpoll (5.4)",
+        notes: "PV queued spinlocks, wake_q (4.2), PV TLB flush (4.16), vcpu_is_preempted (4.10), rwsem writers spin on readers for a bounded time (5.x), rwsem reader lock stealing and hand-off (5.11), cpuidle-haltpoll (5.4); glibc 2.25+: a broadcast wakes every waiter",
     },
 ];
 
@@ -627,6 +635,7 @@ impl GuestKernel {
         t.insert("wake_ipi".into(), Value::String(self.wake_ipi.into()));
         t.insert("rwsem_spin".into(), Value::String(self.rwsem_spin.into()));
         t.insert("rwsem_steal".into(), Value::Boolean(self.rwsem_steal));
+        t.insert("cond_requeue".into(), Value::Boolean(self.cond_requeue));
         t.insert(
             "haltpoll_available".into(),
             Value::Boolean(self.haltpoll_available),

@@ -84,6 +84,7 @@ impl SyncArenas {
         self.conds.push(Cond {
             waiters: Default::default(),
             bucket,
+            mutex: u32::MAX,
         });
         self.conds.len() as u32 - 1
     }
@@ -284,6 +285,7 @@ pub(crate) fn guest_params(g: &GuestConfig, vcpus: u32) -> GuestParams {
         vcpu_is_preempted: g.vcpu_is_preempted,
         rwsem_spin: g.rwsem_spin,
         rwsem_steal: g.rwsem_steal,
+        cond_requeue: g.cond_requeue,
         wake_ipi: g.wake_ipi,
         haltpoll_max: if g.idle == IdleMode::Haltpoll {
             us(g.haltpoll_max_us)
