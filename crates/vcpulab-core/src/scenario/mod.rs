@@ -1087,7 +1087,7 @@ impl Default for GuestConfig {
             vcpu_is_preempted: false,
             rwsem_spin: RwsemSpin::Off,
             rwsem_steal: false,
-            cond_requeue: false,
+            cond_requeue: true,
             wake_ipi: WakeIpi::Always,
             haltpoll_available: true,
             load_balance: true,
