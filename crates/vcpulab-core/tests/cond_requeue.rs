@@ -85,3 +85,34 @@ fn the_platform_profiles_set_the_glibc_of_their_time() {
         assert_eq!(sc.vm[0].guest.cond_requeue, requeue, "{kernel}");
     }
 }
+
+/// glibc's lock word: a waiter returning from pthread_cond_wait retakes the mutex with
+/// __pthread_mutex_cond_lock, which leaves the word at 2, so its unlock calls
+/// futex_wake even when nobody waits (nptl/lowlevellock.h `lll_unlock`).
+#[test]
+fn a_waiter_back_from_a_condition_variable_calls_futex_wake_at_its_unlock() {
+    let text = r#"
+seed = 1
+[run]
+duration = "1s"
+[host]
+pcpus = 2
+[[vm]]
+name = "app"
+vcpus = 2
+[vm.workload]
+model = "program"
+[[vm.workload.group]]
+name = "waiter"
+ops = [{loop = {n = 100, body = [{lock = "m"}, {cond_wait = {cond = "c", mutex = "m"}}, {unlock = "m"}, {count = 1}]}}]
+[[vm.workload.group]]
+name = "signaler"
+ops = [{loop = {n = "forever", body = [{compute = "100us"}, {lock = "m"}, {cond_signal = "c"}, {unlock = "m"}]}}]
+"#;
+    let r = run_toml(text);
+    assert_eq!(r.stop_reason, "all-finished");
+    assert_eq!(r.vms[0].work_units, 100);
+    // Per round: the wait, the signal and the waiter's unlock (the signaler's unlock
+    // finds the word at 1: the waiter had not slept on the mutex).
+    assert_eq!(r.vms[0].futex_calls, 3 * 100);
+}

@@ -822,11 +822,13 @@ fn an_innodb_mutex_release_wakes_every_sleeper_and_each_spins_again() {
         assert_eq!(r.stop_reason, "all-finished");
         assert_eq!(r.vms[0].work_units, 3);
     }
-    // glibc: three sleeps and three single wake-ups. InnoDB: the three sleep; the first
+    // glibc: three sleeps and four wake calls — each of the three woken takes the mutex
+    // on the slow path, leaving the lock word at 2, so the last one's unlock calls
+    // futex_wake too and finds nobody. InnoDB: the three sleep; the first
     // release wakes all three, one takes it and two spin 10 us and sleep again; the
     // next release wakes both, one sleeps again; the last wakes one: 3 + 1 + 2 + 1 + 1
     // + 1 futex calls.
-    assert_eq!(glibc.vms[0].futex_calls, 6);
+    assert_eq!(glibc.vms[0].futex_calls, 7);
     assert_eq!(innodb.vms[0].futex_calls, 9);
     assert!(innodb.vms[0].time.spin_ns > glibc.vms[0].time.spin_ns + 25_000);
 }

@@ -28,6 +28,12 @@ pub struct Mutex {
     /// InnoDB's event mutex: a release wakes every sleeper, which spins again
     /// (`LockSpinSpec::wake_all`).
     pub wake_all: bool,
+    /// glibc's lock word is 2 (`lll_lock`'s "locked, maybe waiters"): set by a thread
+    /// that sleeps on the futex or takes the mutex on the slow path, cleared by the
+    /// unlock, which calls futex_wake only when it was set (nptl/lowlevellock.h
+    /// `lll_unlock`). A thread woken while the word is 1 takes the mutex on the slow
+    /// path and so wakes the next at its own unlock.
+    pub word_contended: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -213,6 +219,9 @@ impl World {
         mu.acquired_at = now;
         let class = mu.class as usize;
         let th = &mut self.threads[t.idx()];
+        if std::mem::replace(&mut th.mutex_slow, false) {
+            mu.word_contended = true;
+        }
         let since = std::mem::replace(&mut th.mutex_wait_since, Nanos::MAX);
         let c = &mut self.lock_classes[class];
         c.acquisitions += 1;
@@ -600,6 +609,10 @@ impl World {
                 let bucket = self.mutexes[mx as usize].bucket;
                 let mu = &mut self.mutexes[mx as usize];
                 let th = &mut self.threads[t.idx()];
+                // __lll_lock_wait: the word goes to 2 whether it takes the mutex now
+                // (the exchange found it free) or sleeps.
+                th.mutex_slow = true;
+                mu.word_contended = true;
                 if mu.holder.is_none() {
                     mu.holder = Some(t);
                     th.micro.push_front(Micro::KUnlock(bucket));
@@ -630,8 +643,17 @@ impl World {
                 if self.mutexes[mx as usize].spinners > 0 {
                     self.poke_spinners(t, |a| a == ThreadActivity::SpinMutex(mx), true);
                 }
-                let mu = &self.mutexes[mx as usize];
-                if !mu.waiters.is_empty() {
+                let mu = &mut self.mutexes[mx as usize];
+                // glibc calls futex_wake when the word was 2, waiters or not (and not
+                // when it was 1: a waiter woken earlier is on its way and will take the
+                // mutex on the slow path). InnoDB's event mutex wakes when anyone sleeps.
+                let contended = std::mem::replace(&mut mu.word_contended, false);
+                let wake = if mu.wake_all {
+                    !mu.waiters.is_empty()
+                } else {
+                    contended
+                };
+                if wake {
                     let bucket = mu.bucket;
                     let f = self.futex_cost(t);
                     self.push_wake_path(t, bucket, Micro::WakeMutexWaiter(mx), f);
@@ -1074,7 +1096,11 @@ impl World {
                         q.pop_front().into_iter().collect()
                     }
                 };
+                let from_cond = cond <= u32::MAX / 2;
                 for w in ws {
+                    // A condition variable's waiter retakes its mutex with
+                    // __pthread_mutex_cond_lock (the slow path's exchange to 2).
+                    self.threads[w.idx()].mutex_slow |= from_cond;
                     self.futex_wake_one(t, v, w);
                 }
                 Flow::Next
@@ -1086,11 +1112,13 @@ impl World {
                 // mutex: woken by an unlock, each retakes it (their next step).
                 let mut ws = std::mem::take(&mut self.conds[cond as usize].waiters);
                 if let Some(w) = ws.pop_front() {
+                    self.threads[w.idx()].mutex_slow = true;
                     self.futex_wake_one(t, v, w);
                 }
                 let now = self.now;
                 for &w in &ws {
                     let th = &mut self.threads[w.idx()];
+                    th.mutex_slow = true;
                     if th.mutex_wait_since == Nanos::MAX {
                         th.mutex_wait_since = now;
                     }

@@ -250,6 +250,11 @@ pub struct Thread {
     pub finite: bool,
     /// A wake-up arrived before the thread got to block.
     pub wake_pending: bool,
+    /// Its current user-mutex acquisition is on glibc's slow path: it slept on the
+    /// mutex's futex, or it retakes the mutex after a condition-variable wait
+    /// (`__pthread_mutex_cond_lock`). Such an acquisition leaves the lock word at 2
+    /// (contended), so its unlock calls futex_wake.
+    pub mutex_slow: bool,
     /// Iterations left of the program's loops (`Instr::LoopStart` slots; u64::MAX:
     /// for ever): the first two here, in the line the interpreter reads with the
     /// wake-up fields — most programs have one or two loops, and a loop's end reads its
@@ -319,6 +324,7 @@ impl Thread {
             timer_gen: 0,
             woken_at: None,
             mutex_wait_since: Nanos::MAX,
+            mutex_slow: false,
             wake_path: 0,
             rng,
             idle_prio: false,

@@ -75,6 +75,7 @@ impl SyncArenas {
             class,
             acquired_at: Nanos::ZERO,
             wake_all: false,
+            word_contended: false,
         });
         self.mutexes.len() as u32 - 1
     }
