@@ -30,11 +30,20 @@ ops = [{{loop = {{n = "forever", body = [{{compute = "300us"}}, {{lock = "m"}}, 
     )
 }
 
-fn bucket_hold_p99(r: &vcpulab_core::Report) -> u64 {
+/// The app VM's row of lock class `name`.
+fn lock_row<'a>(
+    r: &'a vcpulab_core::Report,
+    name: &str,
+) -> &'a vcpulab_core::metrics::report::LockRow {
     r.locks
         .iter()
-        .find(|l| l.vm == "app" && l.lock == "futex-bucket")
-        .and_then(|l| l.hold_p99_ns)
+        .find(|l| l.vm == "app" && l.lock == name)
+        .unwrap_or_else(|| panic!("lock class {name} is reported"))
+}
+
+fn bucket_hold_p99(r: &vcpulab_core::Report) -> u64 {
+    lock_row(r, "futex-bucket")
+        .hold_p99_ns
         .expect("futex bucket locks are taken")
 }
 
@@ -58,13 +67,7 @@ fn a_requeueing_broadcast_wakes_one_waiter_and_the_unlocks_wake_the_rest() {
     // Requeued, the waiters are woken one after another, each by the unlock of the one
     // before it (a halted vCPU's wake-up apiece): they wait longer for the mutex than
     // when all are woken at once.
-    let wait = |r: &vcpulab_core::Report| {
-        r.locks
-            .iter()
-            .find(|l| l.vm == "app" && l.lock == "m")
-            .expect("the mutex is reported")
-            .wait_mean_ns
-    };
+    let wait = |r: &vcpulab_core::Report| lock_row(r, "m").wait_mean_ns;
     let (wa, wq) = (wait(&all), wait(&requeue));
     assert!(
         wq > 1.5 * wa,
