@@ -15,6 +15,7 @@
 //! cpuset (which migrates its threads). A deactivated vCPU's yielding thread parks
 //! (blocks) so the vCPU halts; reactivation wakes it.
 
+use crate::guest::balance::{BalanceClock, BalanceSettings};
 use crate::guest::consolidation::{Controller, Decision, Measurement, Thresholds, VcpuSample};
 use crate::guest::thread::{Thread, ThreadState};
 use crate::host::cpumask::CpuMask;
@@ -33,6 +34,12 @@ const NO_VCPU: VcpuId = VcpuId(u32::MAX);
 /// Pure retention never sleeps; its yield loop is still cut into segments of this
 /// length (an event granularity, not a behaviour).
 const RETENTION_SEGMENT_NS: u64 = 10_000_000;
+
+/// A pure-retention segment from `now`: it ends at the vCPU's next periodic balance if
+/// that comes first.
+fn retention_segment(now: Nanos, next_balance: Nanos) -> u64 {
+    RETENTION_SEGMENT_NS.min(next_balance.0.saturating_sub(now.0).max(1))
+}
 
 /// What a halt/wake round trip costs the guest, as Gleaner measures it at start-up: the
 /// NOHZ timer write and the HLT exit entering idle, the host's wake-up of the vCPU
@@ -69,6 +76,9 @@ pub struct YielderState {
     /// Workload switches when it last went to sleep, and the current sleep doubling.
     switches_at_sleep: u64,
     backoff: u32,
+    /// The vCPU's periodic load balance, which the yielding thread's vCPU runs instead
+    /// of going idle (guest/balance.rs).
+    balance: BalanceClock,
     /// Counter values at the last measurement: work ns, idle ns, idle periods,
     /// workload switches.
     snap: [u64; 4],
@@ -107,6 +117,9 @@ pub struct GleanerVm {
     pub min_active: u32,
     pub active_ns: f64,
     pub since: Nanos,
+    /// The guest's periodic load balance, which the yielding threads' vCPUs run
+    /// (guest/balance.rs), and whether such a vCPU counts as idle.
+    pub balance: BalanceSettings,
 }
 
 impl GleanerVm {
@@ -115,6 +128,7 @@ impl GleanerVm {
         costs: &CostTable,
         nvcpus: u32,
         min_time_slice_ns: u64,
+        balance: BalanceSettings,
     ) -> Option<GleanerVm> {
         if g.mode == GleanerMode::Off {
             return None;
@@ -139,6 +153,7 @@ impl GleanerVm {
             min_active: nvcpus,
             active_ns: 0.0,
             since: Nanos::ZERO,
+            balance,
         })
     }
 
@@ -267,8 +282,18 @@ impl World {
             return true;
         }
         if !self.normal_queued(v) {
-            // An idle CPU looks for queued work on its busy siblings first.
-            self.guest_pull(v);
+            // The yield itself does not balance (the yielder is on the runqueue, so
+            // schedule() runs no newidle balance); the tick's periodic balance may be due.
+            if let Some((settings, mut clock)) = self.vms[vm]
+                .gleaner
+                .as_ref()
+                .map(|g| (g.balance, g.yielders[i].balance))
+            {
+                self.periodic_balance(v, settings, &mut clock);
+                if let Some(g) = self.vms[vm].gleaner.as_mut() {
+                    g.yielders[i].balance = clock;
+                }
+            }
         }
         if self.normal_queued(v) {
             // sched_yield finds a runnable thread: it runs, the yielder queues behind.
@@ -294,14 +319,14 @@ impl World {
             st.streaks += 1;
             st.deadline = self.now + Nanos(timeout.max(1));
             th.remaining = Nanos(if mode == GleanerMode::Retention {
-                RETENTION_SEGMENT_NS
+                retention_segment(self.now, st.balance.next)
             } else {
                 timeout.max(1)
             });
             return false;
         }
         if mode == GleanerMode::Retention {
-            th.remaining = Nanos(RETENTION_SEGMENT_NS);
+            th.remaining = Nanos(retention_segment(self.now, st.balance.next));
             return false;
         }
         // The idle time passed the timeout: nanosleep, and the vCPU halts. A vCPU that

@@ -56,9 +56,10 @@ pub(crate) fn wake_path_of(how: Delivered) -> u8 {
 impl World {
     fn vcpu_idle(&self, v: VcpuId) -> bool {
         let vc = &self.vcpus[v.idx()];
-        // Gleaner's yielding thread stands in for the idle loop: its vCPU counts as idle
-        // (as Linux counts a CPU running only SCHED_IDLE tasks, sched_idle_cpu()), unless
-        // the host preempted it (KVM's vcpu_is_preempted()).
+        // Gleaner's yielding thread stands in for the idle loop: where the guest counts a
+        // CPU running only SCHED_IDLE tasks as idle (select_idle_sibling's
+        // sched_idle_cpu(), Linux 5.4+) its vCPU is a placement target, unless the host
+        // preempted it (KVM's vcpu_is_preempted()); before 5.4 idle_cpu() is false there.
         match vc.cur {
             // available_idle_cpu(): with vcpu_is_preempted() (Linux 4.10+, used for
             // wake placement since 4.17) an idle vCPU the host preempted is not idle.
@@ -67,7 +68,15 @@ impl World {
                     && !(self.vms[vc.vm.idx()].guest.vcpu_is_preempted
                         && vc.hv == HvState::Runnable)
             }
-            Some(c) => self.threads[c.idx()].yielder && vc.rq.is_empty() && vc.is_running(),
+            Some(c) => {
+                self.threads[c.idx()].yielder
+                    && self.vms[vc.vm.idx()]
+                        .gleaner
+                        .as_ref()
+                        .is_some_and(|g| g.balance.sched_idle_cpu)
+                    && vc.rq.is_empty()
+                    && vc.is_running()
+            }
         }
     }
 

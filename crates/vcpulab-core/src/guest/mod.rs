@@ -1,6 +1,7 @@
 //! The guest kernel: per-vCPU thread runqueues (CFS or EEVDF), idle, wake-ups, and the
 //! execution of workload programs.
 
+pub mod balance;
 pub mod consolidation;
 pub mod eevdf;
 pub mod gleaner;

@@ -66,11 +66,13 @@ impl World {
         Some(t)
     }
 
-    pub(crate) fn guest_pull(&mut self, v: VcpuId) {
+    /// Pulls one queued thread from `v`'s busiest sibling onto `v` (load_balance's
+    /// detach_tasks / attach_tasks, one task). True when it moved one.
+    pub(crate) fn guest_pull(&mut self, v: VcpuId) -> bool {
         let vm = self.vcpus[v.idx()].vm.idx();
         let m = &self.vms[vm];
         if m.queued == 0 || !m.guest.load_balance || !m.cpuset.contains(v.0 - m.first_vcpu) {
-            return;
+            return false;
         }
         let busiest = (m.first_vcpu..m.first_vcpu + m.nvcpus)
             .map(VcpuId)
@@ -90,12 +92,14 @@ impl World {
                 .iter()
                 .position(|t| !self.threads[t.idx()].yielder)
             else {
-                return;
+                return false;
             };
             let t = self.vcpus[s.idx()].rq.remove(i);
             self.move_thread(t, v);
             self.vcpus[v.idx()].rq.push(t);
+            return true;
         }
+        false
     }
 
     /// Queues `t` on `v`'s runqueue.

@@ -916,6 +916,18 @@ pub enum WakeIpi {
     OnPreempt,
 }
 
+/// How a guest sched domain's periodic load-balance interval is set (guest/balance.rs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BalanceInterval {
+    /// Linux before 3.16 (include/linux/topology.h SD_CPU_INIT / SD_MC_INIT): 1 ms,
+    /// doubled after each balance that moved nothing, up to 4 ms.
+    Fixed,
+    /// Linux 3.16+ (kernel/sched/topology.c sd_init): the domain's CPU count in ms, up
+    /// to twice that.
+    DomainWeight,
+}
+
 /// Optimistic spinning of a writer on a kernel read-write semaphore (guest/sync.rs;
 /// docs/model.md, "Read-write semaphores").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -1056,6 +1068,17 @@ pub struct GuestConfig {
     pub haltpoll_available: bool,
     /// Guest load balancing: an idle vCPU pulls a queued thread from a busy sibling.
     pub load_balance: bool,
+    /// A vCPU running only SCHED_IDLE threads (Gleaner's yielding thread) counts as
+    /// idle: wake-up placement may choose it (select_idle_sibling's sched_idle_cpu(),
+    /// Linux 5.4+) and its periodic load balance runs at the idle interval
+    /// (rebalance_domains, 5.6+). Before, it is a busy CPU to both.
+    pub sched_idle_cpu: bool,
+    /// The periodic load balance of a CPU that is not idle runs `balance_busy_factor`
+    /// times less often (sd->busy_factor: 64 before Linux 3.16, 32 to 5.9, 16 from
+    /// 5.10).
+    pub balance_busy_factor: u32,
+    /// The sched domain's balance interval: `fixed` (before 3.16) or `domain-weight`.
+    pub balance_interval: BalanceInterval,
     /// vCPUs the workload's threads may use (a cpuset), e.g. "0-3"; all when absent.
     pub cpuset: Option<String>,
     /// Gleaner: resource retention by yielding threads, and consolidation.
@@ -1091,6 +1114,9 @@ impl Default for GuestConfig {
             wake_ipi: WakeIpi::Always,
             haltpoll_available: true,
             load_balance: true,
+            sched_idle_cpu: false,
+            balance_busy_factor: 64,
+            balance_interval: BalanceInterval::Fixed,
             cpuset: None,
             gleaner: GleanerConfig::default(),
         }

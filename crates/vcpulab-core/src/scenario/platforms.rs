@@ -155,6 +155,11 @@ pub struct GuestKernel {
     pub cond_requeue: bool,
     /// The cpuidle-haltpoll driver (guest Linux 5.4+).
     pub haltpoll_available: bool,
+    /// `guest.sched_idle_cpu`, `guest.balance_busy_factor`, `guest.balance_interval`:
+    /// how a CPU running only SCHED_IDLE threads is placed on and balanced.
+    pub sched_idle_cpu: bool,
+    pub balance_busy_factor: u32,
+    pub balance_interval: &'static str,
     pub notes: &'static str,
 }
 
@@ -342,6 +347,9 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         rwsem_steal: false,
         cond_requeue: true,
         haltpoll_available: false,
+        sched_idle_cpu: false,
+        balance_busy_factor: 64,
+        balance_interval: "fixed",
         notes: "ticket spinlocks (PV ticket locks came in 3.12); a glibc of its time (before 2.25): broadcasts requeue",
     },
     GuestKernel {
@@ -363,6 +371,9 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         rwsem_steal: false,
         cond_requeue: true,
         haltpoll_available: false,
+        sched_idle_cpu: false,
+        balance_busy_factor: 64,
+        balance_interval: "fixed",
         notes: "ticket spinlocks; a glibc of its time (before 2.25): broadcasts requeue",
     },
     GuestKernel {
@@ -384,6 +395,9 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         rwsem_steal: false,
         cond_requeue: true,
         haltpoll_available: false,
+        sched_idle_cpu: false,
+        balance_busy_factor: 64,
+        balance_interval: "fixed",
         notes: "ticket spinlocks; a glibc of its time (before 2.25): broadcasts requeue",
     },
     GuestKernel {
@@ -405,6 +419,9 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         rwsem_steal: false,
         cond_requeue: true,
         haltpoll_available: false,
+        sched_idle_cpu: false,
+        balance_busy_factor: 32,
+        balance_interval: "domain-weight",
         notes: "rwsem writers spin on a running writer owner (3.16); ticket spinlocks: the PV ticket lock of 3.12-4.1 needs KVM_FEATURE_PV_UNHALT, which QEMU leaves off unless asked (kvm-pv-unhalt); Ubuntu 14.04's glibc 2.19: broadcasts requeue",
     },
     GuestKernel {
@@ -426,6 +443,9 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         rwsem_steal: true,
         cond_requeue: false,
         haltpoll_available: true,
+        sched_idle_cpu: true,
+        balance_busy_factor: 16,
+        balance_interval: "domain-weight",
         notes: "PV queued spinlocks, wake_q (4.2), PV TLB flush (4.16), vcpu_is_preempted (4.10), rwsem writers spin on readers for a bounded time (5.x), rwsem reader lock stealing and hand-off (5.11), cpuidle-haltpoll (5.4); glibc 2.25+: a broadcast wakes every waiter",
     },
 ];
@@ -639,6 +659,15 @@ impl GuestKernel {
         t.insert(
             "haltpoll_available".into(),
             Value::Boolean(self.haltpoll_available),
+        );
+        t.insert("sched_idle_cpu".into(), Value::Boolean(self.sched_idle_cpu));
+        t.insert(
+            "balance_busy_factor".into(),
+            Value::Integer(self.balance_busy_factor as i64),
+        );
+        t.insert(
+            "balance_interval".into(),
+            Value::String(self.balance_interval.into()),
         );
         t
     }

@@ -390,6 +390,12 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
                 ),
             ));
         }
+        range_u(
+            &k("guest.balance_busy_factor"),
+            g.balance_busy_factor as u64,
+            1,
+            1024,
+        )?;
         range_f(
             &k("guest.min_granularity_ms"),
             g.min_granularity_ms,

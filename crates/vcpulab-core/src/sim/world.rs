@@ -247,6 +247,7 @@ impl World {
                 &sc.host.costs,
                 vc.vcpus,
                 build::guest_cfs_tunable(g.min_granularity_ms, vc.vcpus),
+                crate::guest::balance::BalanceSettings::of(g),
             )
             .map(|mut gv| {
                 // One yielding thread per vCPU, after the workload's threads.
