@@ -297,14 +297,15 @@ impl World {
 
     /// The vCPU of `v` was preempted: a pv-qspinlock waiter's successor notices it
     /// through vcpu_is_preempted, and so do writers spinning on a read-write semaphore
-    /// its thread owns (owner_on_cpu, `reader-bounded` kernels).
+    /// or kernel mutex its thread owns (owner_on_cpu; rwsem_spin_step decides whether
+    /// the semaphore's kernel looks).
     pub(crate) fn spin_waiter_preempted(&mut self, v: VcpuId) {
         let Some(t) = self.vcpus[v.idx()].cur else {
             return;
         };
         if self.rwsem_spinning > 0 {
             let g = &self.vms[self.threads[t.idx()].vm.idx()].guest;
-            if g.vcpu_is_preempted && g.rwsem_spin == crate::scenario::RwsemSpin::ReaderBounded {
+            if g.vcpu_is_preempted {
                 self.rwsem_owner_left(t);
             }
         }

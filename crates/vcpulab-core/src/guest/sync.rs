@@ -141,6 +141,12 @@ pub struct RwSem {
     /// A user read-write lock (InnoDB's rw_lock_t, `rw_spin_read`/`rw_spin_write`): a
     /// release wakes every waiter.
     pub user: bool,
+    /// A kernel mutex (`kmutex_lock`, kernel/locking/mutex.c): taken for writing only;
+    /// a free mutex is taken whoever waits (the fast path's cmpxchg, the slow path's
+    /// xchg), a taker spins on a running owner before it sleeps (mutex_optimistic_spin,
+    /// every kernel since 2.6.29), and a woken waiter that finds it taken again keeps its
+    /// place at the front (it stays on the wait list until it has the mutex).
+    pub mutex: bool,
 }
 
 impl RwSem {
@@ -384,6 +390,23 @@ impl World {
         }
         let now = self.now;
         let rw = &self.rwsems[s as usize];
+        if rw.mutex {
+            // mutex_optimistic_spin: spin while the owner is on a CPU
+            // (mutex_spin_on_owner; from Linux 4.10 not while its vCPU is preempted),
+            // take the mutex when it is free.
+            return match rw.writer {
+                Some(o) => {
+                    let ov = &self.vcpus[self.threads[o.idx()].vcpu.idx()];
+                    let preempted = preempted_check && ov.hv == crate::hv::vcpu::HvState::Runnable;
+                    if ov.cur == Some(o) && !preempted {
+                        RwsemSpinStep::Spin
+                    } else {
+                        RwsemSpinStep::Stop
+                    }
+                }
+                None => RwsemSpinStep::Take,
+            };
+        }
         if let Some(o) = rw.writer {
             // owner_on_cpu(): the owner is its CPU's current task; from Linux 4.10 also
             // !vcpu_is_preempted(task_cpu(owner)) (reader-bounded kernels only).
@@ -821,7 +844,10 @@ impl World {
                 let vm = self.threads[t.idx()].vm.idx();
                 let stealing = self.vms[vm].guest.rwsem_steal;
                 let rw = &mut self.rwsems[s as usize];
-                let ok = if stealing {
+                let mutex = rw.mutex;
+                let ok = if mutex {
+                    rw.writer.is_none()
+                } else if stealing {
                     rw.grantable_stealing(write, retry)
                 } else {
                     rw.grantable(write, !retry)
@@ -850,7 +876,7 @@ impl World {
                     }
                     return Flow::Next;
                 }
-                if stealing && retry {
+                if stealing && retry && !mutex {
                     // Woken and beaten to it: the first waiter sets the hand-off bit once
                     // it has waited RWSEM_WAIT_TIMEOUT = DIV_ROUND_UP(HZ, 250) jiffies.
                     let tick = self.vms[vm].guest.tick.max(1);
@@ -865,10 +891,11 @@ impl World {
                 } else {
                     self.threads[t.idx()].wait_start = self.now;
                 }
-                // rwsem_down_write_failed: optimistic spinning first (Linux 3.16+).
+                // rwsem_down_write_failed: optimistic spinning first (Linux 3.16+); a
+                // mutex's __mutex_lock_common on every kernel.
                 if write
                     && !retry
-                    && self.vms[vm].guest.rwsem_spin != crate::scenario::RwsemSpin::Off
+                    && (mutex || self.vms[vm].guest.rwsem_spin != crate::scenario::RwsemSpin::Off)
                 {
                     match self.rwsem_spin_step(t, s, true) {
                         RwsemSpinStep::Take => {
@@ -894,7 +921,7 @@ impl World {
                 th.micro.push_front(Micro::RwSleep {
                     s,
                     write,
-                    front: stealing && retry,
+                    front: (stealing || mutex) && retry,
                 });
                 th.micro.push_front(Micro::KLock(wait_lock));
                 Flow::Next
@@ -903,7 +930,11 @@ impl World {
                 let rw = &mut self.rwsems[s as usize];
                 let wait_lock = rw.wait_lock;
                 let th = &mut self.threads[t.idx()];
-                let ok = if front {
+                let ok = if rw.mutex {
+                    // Queued, __mutex_lock_common still takes a free mutex (its xchg)
+                    // before it sleeps, whoever else waits.
+                    rw.writer.is_none()
+                } else if front {
                     rw.grantable_stealing(write, true)
                 } else {
                     rw.grantable(write, true)

@@ -200,7 +200,9 @@ impl SyncArenas {
         let rwsem = self.rwsems.len() as u32;
         for (ri, c) in rw_classes.into_iter().enumerate() {
             let wait_lock = self.new_lock(kind, c);
-            let user = w.symbols.user_rwlock.get(ri).copied().flatten() == Some(true);
+            let kind = w.symbols.rw_kind.get(ri).copied().flatten();
+            let user = kind == Some(crate::workload::program::RwKind::User);
+            let mutex = kind == Some(crate::workload::program::RwKind::KernelMutex);
             self.rwsems.push(RwSem {
                 readers: 0,
                 writer: None,
@@ -211,6 +213,7 @@ impl SyncArenas {
                 nonspinnable: false,
                 handoff: false,
                 user,
+                mutex,
             });
         }
         for io in &w.symbols.flusher_io {

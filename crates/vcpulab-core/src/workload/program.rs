@@ -61,6 +61,14 @@ pub enum OpSpec {
     RwRead(String),
     RwWrite(String),
     RwUnlock(String),
+    /// A guest-kernel mutex (Linux's struct mutex, kernel/locking/mutex.c, e.g.
+    /// i_mmap_mutex, a directory's i_mutex): a taker that finds it held spins while the
+    /// owner runs on a CPU (mutex_optimistic_spin; from Linux 4.10 not while the
+    /// owner's vCPU is preempted, with `guest.vcpu_is_preempted`), then queues under the
+    /// mutex's wait_lock and sleeps; the unlock wakes the first waiter when there is
+    /// one. No futex and no system call: it is kernel code.
+    KmutexLock(String),
+    KmutexUnlock(String),
     /// A user-level read-write lock that spins before it sleeps (InnoDB's rw_lock_t:
     /// rw_lock_s_lock_spin / rw_lock_x_lock_func spin up to `spin`, then wait on the
     /// lock's event — a futex): take it shared / exclusive; release with `rw_unlock`.
@@ -326,10 +334,10 @@ pub struct Symbols {
     /// The mutexes taken with `lock_spin` and whether they wake every sleeper on
     /// release (`LockSpinSpec::wake_all`).
     pub mutex_wake_all: Vec<(u32, bool)>,
-    /// Which of `rwsems` are user read-write locks (`rw_spin_read`/`rw_spin_write`,
-    /// InnoDB's rw_lock_t) rather than kernel rw-semaphores (None: only released so
-    /// far in the program text).
-    pub user_rwlock: Vec<Option<bool>>,
+    /// What each of `rwsems` is: a kernel rw-semaphore, a user read-write lock
+    /// (`rw_spin_read`/`rw_spin_write`, InnoDB's rw_lock_t) or a kernel mutex
+    /// (`kmutex_lock`; None: only released with `rw_unlock` so far in the program text).
+    pub rw_kind: Vec<Option<RwKind>>,
     /// Group-commit logs (`OpSpec::GroupFlush`) and their flush time.
     pub flushers: Vec<String>,
     pub flusher_io: Vec<Dist>,
@@ -354,18 +362,42 @@ fn intern_barrier(syms: &mut Symbols, name: &str, parsec: bool) -> Result<u32, S
     Ok(b)
 }
 
-/// Interns read-write lock `name` as a user lock (InnoDB's rw_lock_t) or a kernel
-/// rw-semaphore; a name is one or the other.
-fn intern_rw(syms: &mut Symbols, name: &str, user: bool) -> Result<u32, String> {
+/// The sleeping locks that share the read-write semaphore's machinery (guest/sync.rs
+/// `RwSem`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RwKind {
+    /// A kernel rw-semaphore (`rw_read` / `rw_write`).
+    Rwsem,
+    /// A user read-write lock that spins, then sleeps (`rw_spin_read` / `rw_spin_write`).
+    User,
+    /// A kernel mutex (`kmutex_lock` / `kmutex_unlock`): a semaphore with writers only.
+    KernelMutex,
+}
+
+impl RwKind {
+    fn ops(self) -> &'static str {
+        match self {
+            RwKind::Rwsem => "rw_read/rw_write (a kernel rw-semaphore)",
+            RwKind::User => "rw_spin_read/rw_spin_write (a user lock)",
+            RwKind::KernelMutex => "kmutex_lock/kmutex_unlock (a kernel mutex)",
+        }
+    }
+}
+
+/// Interns lock `name` as a kernel rw-semaphore, a user read-write lock (InnoDB's
+/// rw_lock_t) or a kernel mutex; a name is one of them.
+fn intern_rw(syms: &mut Symbols, name: &str, kind: RwKind) -> Result<u32, String> {
     let s = intern(&mut syms.rwsems, name);
     let i = s as usize;
-    if i >= syms.user_rwlock.len() {
-        syms.user_rwlock.resize(i + 1, None);
+    if i >= syms.rw_kind.len() {
+        syms.rw_kind.resize(i + 1, None);
     }
-    if *syms.user_rwlock[i].get_or_insert(user) != user {
+    let had = *syms.rw_kind[i].get_or_insert(kind);
+    if had != kind {
         return Err(format!(
-            "read-write lock {name:?} is taken both with rw_spin_read/rw_spin_write (a user \
-             lock) and with rw_read/rw_write (a kernel rw-semaphore); a lock is one or the other"
+            "lock {name:?} is taken both with {} and with {}; a lock is one or the other",
+            had.ops(),
+            kind.ops()
         ));
     }
     Ok(s)
@@ -514,11 +546,25 @@ impl Program {
                     sem: intern(&mut syms.sems, &w.sem),
                     spin: w.spin.clone(),
                 }),
-                OpSpec::RwRead(s) => self.code.push(Instr::RwRead(intern_rw(syms, s, false)?)),
-                OpSpec::RwWrite(s) => self.code.push(Instr::RwWrite(intern_rw(syms, s, false)?)),
+                OpSpec::RwRead(s) => {
+                    self.code
+                        .push(Instr::RwRead(intern_rw(syms, s, RwKind::Rwsem)?))
+                }
+                OpSpec::RwWrite(s) => {
+                    self.code
+                        .push(Instr::RwWrite(intern_rw(syms, s, RwKind::Rwsem)?))
+                }
+                OpSpec::KmutexLock(s) => {
+                    self.code
+                        .push(Instr::RwWrite(intern_rw(syms, s, RwKind::KernelMutex)?))
+                }
+                OpSpec::KmutexUnlock(s) => {
+                    self.code
+                        .push(Instr::RwUnlock(intern_rw(syms, s, RwKind::KernelMutex)?))
+                }
                 OpSpec::RwUnlock(s) => self.code.push(Instr::RwUnlock(intern(&mut syms.rwsems, s))),
                 OpSpec::RwSpinRead(r) | OpSpec::RwSpinWrite(r) => self.code.push(Instr::RwSpin {
-                    lock: intern_rw(syms, &r.lock, true)?,
+                    lock: intern_rw(syms, &r.lock, RwKind::User)?,
                     write: matches!(op, OpSpec::RwSpinWrite(_)),
                     spin: r.spin.clone(),
                 }),

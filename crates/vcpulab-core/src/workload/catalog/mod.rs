@@ -184,6 +184,13 @@ pub(crate) fn lock(m: &str) -> OpSpec {
 pub(crate) fn unlock(m: &str) -> OpSpec {
     OpSpec::Unlock(m.into())
 }
+/// A guest-kernel mutex (struct mutex): see `OpSpec::KmutexLock`.
+pub(crate) fn kmutex_lock(m: &str) -> OpSpec {
+    OpSpec::KmutexLock(m.into())
+}
+pub(crate) fn kmutex_unlock(m: &str) -> OpSpec {
+    OpSpec::KmutexUnlock(m.into())
+}
 /// lock(m); compute(hold); unlock(m).
 pub(crate) fn critical(m: &str, hold: Dist) -> Vec<OpSpec> {
     vec![lock(m), cpu(hold), unlock(m)]

@@ -13,12 +13,10 @@ fn slots(total: u64, t: u32, forever: bool) -> Vec<u64> {
         .collect()
 }
 
-/// A guest-kernel sleeping lock (mutex / rw-semaphore held for writing) around kernel
-/// work: lock(m); kernel(hold); unlock(m). The simulator's mutex spins briefly, then
-/// blocks, as Linux's mutex spins on a running owner (kernel/mutex.c
-/// mutex_optimistic_spin) before sleeping; its futex counts are an approximation.
+/// A guest-kernel mutex around kernel work: mutex_lock(m); kernel(hold);
+/// mutex_unlock(m) (kernel/locking/mutex.c: spin on a running owner, then sleep).
 fn critical_kern(m: &str, hold: Dist) -> Vec<OpSpec> {
-    vec![lock(m), kern(hold), unlock(m)]
+    vec![kmutex_lock(m), kern(hold), kmutex_unlock(m)]
 }
 
 // ---------------------------------------------------------------- kernbench
@@ -171,7 +169,7 @@ pub(super) const DBENCH: ModelInfo = ModelInfo {
                 body.push(kspin(&dir_d, khold()));
                 let metadata = j % 2 == 0;
                 if metadata {
-                    body.push(lock(&dir_i));
+                    body.push(kmutex_lock(&dir_i));
                 }
                 body.push(kern(dexp(18_000.0)));
                 if metadata {
@@ -187,7 +185,7 @@ pub(super) const DBENCH: ModelInfo = ModelInfo {
                     body.push(kspin("db_wb_list_lock", khold()));
                 }
                 if metadata {
-                    body.push(unlock(&dir_i));
+                    body.push(kmutex_unlock(&dir_i));
                 }
                 body.push(kern(dexp(16_000.0)));
                 body.push(kspin("db_dcache_lru_lock", khold()));
