@@ -198,11 +198,12 @@ fn dedup_suffers_lock_holder_preemption_only_when_co_running() {
             lh0 + 1
         };
         assert!(lh1 >= want, "with {co}: {lh1} LHP/LWP vs {lh0} alone");
-        // Lock waits grow (seeds 1-3: 3.8x with cpu-bomb, 1.46x with matmul, since
-        // glibc's mutexes sleep at once instead of spinning 1 us, which lengthens the
-        // dedicated run's waits too; 11x and 5.5x before; the factors also move with
-        // the random streams).
-        let factor = if co == "cpu-bomb" { 3.0 } else { 1.3 };
+        // Lock waits grow (seeds 1-3: 2.1x with cpu-bomb, since a vCPU going idle
+        // pulls no cache-hot thread and, on this 3.x guest, none at all while its idle
+        // periods average under 0.5 ms — the dedicated run's 26 threads queue on their
+        // vCPUs and wait longer too; 3.8x before, 11x before glibc's mutexes slept at
+        // once; the factors also move with the random streams).
+        let factor = if co == "cpu-bomb" { 1.6 } else { 1.3 };
         assert!(
             w1 > factor * w0.max(1.0),
             "with {co}: lock wait {w1} vs {w0} alone"

@@ -291,3 +291,15 @@ fn the_guest_profiles_balance_as_their_kernels() {
         );
     }
 }
+
+/// Without Gleaner: the four threads crowded onto vCPU 0 spread over the halted vCPUs
+/// at the nohz idle balance (a busy vCPU's tick kicks an idle one, which pulls on
+/// behalf of the idle vCPUs); without it they would share vCPU 0 to the end.
+#[test]
+fn halted_vcpus_take_crowded_work_at_the_nohz_balance() {
+    let text = crowded_then_released_toml(false).replace("mode = \"retention\"", "mode = \"off\"");
+    let r = run_toml(&text);
+    let vm = &r.vms[0];
+    assert!(vm.work_units > 4 * 180, "{} units", vm.work_units);
+    assert!(vm.share_ratio > 0.9, "share {}", vm.share_ratio);
+}

@@ -1,9 +1,10 @@
-//! The guest's periodic load balance (kernel/sched/fair.c: scheduler_tick →
-//! trigger_load_balance → rebalance_domains → load_balance), on the vCPUs where the
+//! The guest's load balancing besides wake-up placement (kernel/sched/fair.c): the
+//! newidle balance of a vCPU going idle and the nohz idle balance that busy vCPUs' ticks
+//! start for idle ones (`IdleBalance`), and the periodic balance (scheduler_tick →
+//! trigger_load_balance → rebalance_domains → load_balance) on the vCPUs where the
 //! model needs it: those that never go idle because a SCHED_IDLE thread runs there
-//! (Gleaner's yielding thread). An idle vCPU balances when it goes idle
-//! (newidle_balance, `guest_pull` from guest_pick) and wake-up placement spreads woken
-//! threads, so the periodic balance of vCPUs running workload threads is not modelled.
+//! (Gleaner's yielding thread). The periodic balance of vCPUs running workload threads
+//! is not modelled.
 //!
 //! A sched_yield that finds its own runqueue holding only the yielder does not balance:
 //! schedule() runs newidle_balance only when the runqueue is empty, and the yielder is
@@ -20,8 +21,8 @@
 
 use crate::guest::preempt::tick_after;
 use crate::scenario::{BalanceInterval, GuestConfig};
-use crate::sim::world::World;
-use crate::sim::{Nanos, VcpuId};
+use crate::sim::world::{Ev, World};
+use crate::sim::{Nanos, VcpuId, VmId};
 
 const MS: u64 = 1_000_000;
 
@@ -59,6 +60,64 @@ impl BalanceSettings {
     }
 }
 
+/// How a VM's idle vCPUs take queued work from busy ones.
+///
+/// Newidle (newidle_balance, idle_balance before 3.17; kernel/sched/fair.c): a vCPU
+/// going idle pulls a queued thread, except a cache-hot one — one that ran within the
+/// migration cost (`can_migrate_task` → task_hot; a newidle balance never counts a
+/// failure, so never overrides it) — and, before Linux 5.16, not at all while the
+/// vCPU's idle periods average less than that cost.
+///
+/// Nohz idle balance (nohz_balancer_kick → nohz_idle_balance): an idle vCPU halts
+/// with its tick stopped; a busy vCPU whose tick finds threads queued while a vCPU idles
+/// kicks an idle one, which balances on behalf of every idle vCPU, at the idle
+/// vCPUs' next balance time (the domain's interval). Here: when a vCPU goes idle or a
+/// thread is queued while threads wait and a vCPU idles, a balance of the VM's idle
+/// vCPUs is armed one interval on, at a tick; each idle vCPU pulls one queued thread
+/// (hot ones too: the periodic balance's failures soon override task_hot) and is
+/// kicked awake.
+#[derive(Clone, Copy, Debug)]
+pub struct IdleBalance {
+    pub migration_cost: u64,
+    pub avg_idle_gate: bool,
+    /// The domain's least balance interval (ns).
+    pub interval: u64,
+    /// A nohz balance of the VM is armed (`Ev::NohzBalance`).
+    pub pending: bool,
+    /// vCPUs of the VM in the idle loop or halted (between idle entry and exit).
+    pub idle_vcpus: u32,
+}
+
+impl IdleBalance {
+    pub fn of(g: &GuestConfig, vcpus: u32) -> IdleBalance {
+        IdleBalance {
+            migration_cost: (g.migration_cost_us * 1e3).round() as u64,
+            avg_idle_gate: g.newidle_avg_idle_gate,
+            interval: domain_interval_ns(g.balance_interval, vcpus).0,
+            pending: false,
+            // Every vCPU starts in the idle loop.
+            idle_vcpus: vcpus,
+        }
+    }
+
+    /// rq->avg_idle after an idle period of `idle` ns (update_avg, capped at twice the
+    /// migration cost as ttwu_do_wakeup caps it).
+    pub fn next_avg_idle(&self, avg: u64, idle: u64) -> u64 {
+        let max = 2 * self.migration_cost;
+        let avg = avg.min(max);
+        if idle > max {
+            max
+        } else {
+            (avg as i64 + (idle as i64 - avg as i64) / 8) as u64
+        }
+    }
+
+    /// Whether a vCPU whose average idle is `avg` runs its newidle balance.
+    pub fn balances(&self, avg: u64) -> bool {
+        !self.avg_idle_gate || avg.min(2 * self.migration_cost) >= self.migration_cost
+    }
+}
+
 /// A vCPU's periodic-balance clock.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct BalanceClock {
@@ -81,7 +140,7 @@ impl World {
         if self.now < clock.next {
             return false;
         }
-        let pulled = self.guest_pull(v);
+        let pulled = self.guest_pull(v, false);
         let vm = &self.vms[self.vcpus[v.idx()].vm.idx()];
         let (min, max) = domain_interval_ns(settings.interval, vm.nvcpus);
         clock.interval = if pulled || clock.interval == 0 {
@@ -96,6 +155,46 @@ impl World {
         };
         clock.next = tick_after(self.now + Nanos(clock.interval * factor), vm.guest.tick);
         pulled
+    }
+
+    /// Threads may wait on busy vCPUs of VM `vm` while another idles: arm its nohz
+    /// balance if it is not armed.
+    pub(crate) fn nohz_arm(&mut self, vm: usize) {
+        let m = &self.vms[vm];
+        let b = &m.idle_balance;
+        if b.pending || b.idle_vcpus == 0 || m.queued == 0 || !m.guest.load_balance {
+            return;
+        }
+        let at = tick_after(self.now + Nanos(b.interval), m.guest.tick);
+        self.vms[vm].idle_balance.pending = true;
+        self.q.push(at, Ev::NohzBalance(VmId(vm as u32)));
+    }
+
+    /// The nohz balance of VM `vm`: each idle vCPU of its cpuset pulls a queued thread
+    /// from the busiest sibling and is kicked to run it. Armed again while it moves
+    /// threads and some still wait.
+    pub(crate) fn on_nohz_balance(&mut self, vm: VmId) {
+        let m = vm.idx();
+        self.vms[m].idle_balance.pending = false;
+        let (first, n) = (self.vms[m].first_vcpu, self.vms[m].nvcpus);
+        let mut moved = false;
+        for i in 0..n {
+            if self.vms[m].queued == 0 {
+                break;
+            }
+            let v = VcpuId(first + i);
+            let vc = &self.vcpus[v.idx()];
+            if vc.cur.is_some() || !vc.rq.is_empty() || vc.idle_since == Nanos::MAX {
+                continue;
+            }
+            if self.guest_pull(v, false) {
+                moved = true;
+                self.kick_vcpu_for_work(v);
+            }
+        }
+        if moved {
+            self.nohz_arm(m);
+        }
     }
 }
 
@@ -114,5 +213,26 @@ mod tests {
             domain_interval_ns(BalanceInterval::DomainWeight, 0),
             (MS, 2 * MS)
         );
+    }
+
+    #[test]
+    fn avg_idle_is_an_eighth_weighted_average_capped_at_twice_the_cost() {
+        let g = IdleBalance {
+            migration_cost: 500_000,
+            avg_idle_gate: true,
+            interval: 1_000_000,
+            pending: false,
+            idle_vcpus: 0,
+        };
+        // The first period starts from the cap (rq->avg_idle's initial value).
+        assert_eq!(g.next_avg_idle(u64::MAX, 200_000), 1_000_000 - 100_000);
+        assert_eq!(g.next_avg_idle(400_000, 5_000_000), 1_000_000);
+        assert_eq!(g.next_avg_idle(400_000, 0), 350_000);
+        assert!(g.balances(u64::MAX) && g.balances(500_000) && !g.balances(499_999));
+        let open = IdleBalance {
+            avg_idle_gate: false,
+            ..g
+        };
+        assert!(open.balances(0));
     }
 }

@@ -17,7 +17,11 @@ impl World {
         let vc = &mut self.vcpus[v.idx()];
         if vc.idle_since == Nanos::MAX {
             vc.idle_since = now;
+            self.vms[vm].idle_balance.idle_vcpus += 1;
+            // Newidle found nothing to pull: the busy vCPUs' ticks will kick it.
+            self.nohz_arm(vm);
         }
+        let vc = &mut self.vcpus[v.idx()];
         // How long to poll: idle=poll for ever; haltpoll to the end of a poll that a PLE
         // exit or a preemption interrupted (poll_idle measures its limit from its own
         // start), else for the current window.
@@ -86,10 +90,17 @@ impl World {
     pub(crate) fn idle_leave(&mut self, v: VcpuId) {
         let now = self.now;
         let vm = self.vcpus[v.idx()].vm.idx();
+        let idle_since = self.vcpus[v.idx()].idle_since;
+        if idle_since != Nanos::MAX {
+            self.vms[vm].idle_balance.idle_vcpus -= 1;
+        }
         let g = &self.vms[vm].guest;
         let vc = &mut self.vcpus[v.idx()];
-        let idle_since = vc.idle_since;
         vc.idle_since = Nanos::MAX;
+        // rq->avg_idle (ttwu_do_wakeup's update when an idle CPU gets work).
+        vc.avg_idle = self.vms[vm]
+            .idle_balance
+            .next_avg_idle(vc.avg_idle, now.0.saturating_sub(idle_since.0));
         vc.poll_until = Nanos::MAX;
         // Halted during this idle period (`halted_at` is set when the HLT exit ends).
         if g.haltpoll_max > 0 && vc.halted_at >= idle_since {

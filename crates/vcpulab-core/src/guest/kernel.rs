@@ -179,6 +179,7 @@ impl World {
                             }
                             self.guest_tlb_leave(v, t);
                             self.vcpus[v.idx()].cur = None;
+                            self.threads[t.idx()].last_ran = self.now;
                             self.rwsem_owner_left(t);
                         }
                         continue;

@@ -39,7 +39,10 @@ impl World {
     /// first pulls a queued thread from its busiest sibling (newidle balancing).
     pub(crate) fn guest_pick(&mut self, v: VcpuId) -> Option<ThreadId> {
         if self.vcpus[v.idx()].rq.is_empty() {
-            self.guest_pull(v);
+            let vc = &self.vcpus[v.idx()];
+            if self.vms[vc.vm.idx()].idle_balance.balances(vc.avg_idle) {
+                self.guest_pull(v, true);
+            }
         }
         if self.guest_eevdf(v) {
             let i = self.eevdf_pick_index(v)?;
@@ -67,8 +70,9 @@ impl World {
     }
 
     /// Pulls one queued thread from `v`'s busiest sibling onto `v` (load_balance's
-    /// detach_tasks / attach_tasks, one task). True when it moved one.
-    pub(crate) fn guest_pull(&mut self, v: VcpuId) -> bool {
+    /// detach_tasks / attach_tasks, one task); a newidle balance (`newidle`) leaves
+    /// cache-hot threads where they are. True when it moved one.
+    pub(crate) fn guest_pull(&mut self, v: VcpuId, newidle: bool) -> bool {
         let vm = self.vcpus[v.idx()].vm.idx();
         let m = &self.vms[vm];
         if m.queued == 0 || !m.guest.load_balance || !m.cpuset.contains(v.0 - m.first_vcpu) {
@@ -87,11 +91,19 @@ impl World {
             })
             .max_by_key(|s| (self.vcpus[s.idx()].rq.len(), std::cmp::Reverse(s.0)));
         if let Some(s) = busiest {
-            let Some(i) = self.vcpus[s.idx()]
-                .rq
-                .iter()
-                .position(|t| !self.threads[t.idx()].yielder)
-            else {
+            let hot_until = if newidle {
+                self.vms[vm].idle_balance.migration_cost
+            } else {
+                0
+            };
+            let now = self.now;
+            let Some(i) = self.vcpus[s.idx()].rq.iter().position(|t| {
+                let th = &self.threads[t.idx()];
+                // task_hot(): it ran within the migration cost (MAX: never ran).
+                let hot =
+                    th.last_ran != Nanos::MAX && now.0.saturating_sub(th.last_ran.0) < hot_until;
+                !th.yielder && !hot
+            }) else {
                 return false;
             };
             let t = self.vcpus[s.idx()].rq.remove(i);
@@ -215,6 +227,7 @@ impl World {
         vc.cur = None;
         self.rq_push(v, t);
         self.threads[t.idx()].state = ThreadState::Runnable;
+        self.threads[t.idx()].last_ran = self.now;
         self.rwsem_owner_left(t);
     }
 

@@ -276,6 +276,9 @@ pub struct Thread {
     pub vlag: i64,
     pub protect: bool,
     pub name: String,
+    /// When it last stopped running (blocked, exited or was preempted): the kernel's
+    /// se.exec_start for a thread off its CPU (task_hot). MAX: never ran.
+    pub last_ran: Nanos,
 }
 
 /// Loop counters kept in a thread's record (`Thread::loop_counter`).
@@ -331,6 +334,7 @@ impl Thread {
             process: 0,
             pv_halted: false,
             yielder: false,
+            last_ran: Nanos::MAX,
         }
     }
 }

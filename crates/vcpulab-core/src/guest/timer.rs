@@ -46,6 +46,10 @@ impl World {
             th.vruntime = th.vruntime.max(min_vr.saturating_sub(latency / 2));
         }
         self.rq_push(v, t);
+        if self.vcpus[v.idx()].cur.is_some() {
+            // Woken where it slept, behind a running thread: an idle vCPU may take it.
+            self.nohz_arm(self.vcpus[v.idx()].vm.idx());
+        }
         let how = self.irq_deliver(v, Irq::Timer);
         self.threads[t.idx()].wake_path = wake_path_of(how);
         if how == Delivered::Running {

@@ -195,6 +195,10 @@ pub struct Vcpu {
     /// The marks of processes 1 onwards (see `guest_tlb_loaded`).
     other_process_tlb_marks: Vec<u64>,
     pub mask: CpuMask,
+    /// The guest's rq->avg_idle: the running average of its idle periods (ns; an
+    /// eighth of each new one, capped at twice the migration cost; u64::MAX before the
+    /// first, which counts as that cap).
+    pub avg_idle: u64,
 }
 
 impl Vcpu {
@@ -203,6 +207,7 @@ impl Vcpu {
             vm,
             index,
             mask,
+            avg_idle: u64::MAX,
             hv: HvState::Halted,
             act: VcpuActivity::Off,
             gen: 0,

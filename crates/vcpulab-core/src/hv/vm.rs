@@ -113,6 +113,8 @@ pub struct Vm {
     pub completion: Option<Nanos>,
     /// The workload's cpuset: bit i allows the VM's vCPU i.
     pub cpuset: CpuMask,
+    /// Newidle balancing's gates (guest/runqueue.rs `guest_pick`).
+    pub idle_balance: crate::guest::balance::IdleBalance,
 }
 
 impl Vm {

@@ -1073,6 +1073,15 @@ pub struct GuestConfig {
     /// Linux 5.4+) and its periodic load balance runs at the idle interval
     /// (rebalance_domains, 5.6+). Before, it is a busy CPU to both.
     pub sched_idle_cpu: bool,
+    /// sysctl_sched_migration_cost (kernel/sched/fair.c; 500 us in every version): a
+    /// thread that ran within it is cache-hot (task_hot), and a newidle balance does
+    /// not pull a cache-hot thread.
+    pub migration_cost_us: f64,
+    /// A vCPU going idle skips its newidle balance while its average idle period
+    /// (rq->avg_idle) is shorter than `migration_cost_us` (idle_balance, Linux before
+    /// 5.16; from 5.16, "sched/fair: Remove sysctl_sched_migration_cost condition", the
+    /// bar is the balance's own cost, microseconds).
+    pub newidle_avg_idle_gate: bool,
     /// The periodic load balance of a CPU that is not idle runs `balance_busy_factor`
     /// times less often (sd->busy_factor: 64 before Linux 3.16, 32 to 5.9, 16 from
     /// 5.10).
@@ -1115,6 +1124,8 @@ impl Default for GuestConfig {
             haltpoll_available: true,
             load_balance: true,
             sched_idle_cpu: false,
+            migration_cost_us: 500.0,
+            newidle_avg_idle_gate: true,
             balance_busy_factor: 64,
             balance_interval: BalanceInterval::Fixed,
             cpuset: None,

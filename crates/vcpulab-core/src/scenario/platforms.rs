@@ -158,6 +158,9 @@ pub struct GuestKernel {
     /// `guest.sched_idle_cpu`, `guest.balance_busy_factor`, `guest.balance_interval`:
     /// how a CPU running only SCHED_IDLE threads is placed on and balanced.
     pub sched_idle_cpu: bool,
+    /// `guest.newidle_avg_idle_gate`: newidle balance skipped while the CPU's average
+    /// idle is under the migration cost (Linux before 5.16).
+    pub newidle_avg_idle_gate: bool,
     pub balance_busy_factor: u32,
     pub balance_interval: &'static str,
     pub notes: &'static str,
@@ -348,6 +351,7 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         cond_requeue: true,
         haltpoll_available: false,
         sched_idle_cpu: false,
+        newidle_avg_idle_gate: true,
         balance_busy_factor: 64,
         balance_interval: "fixed",
         notes: "ticket spinlocks (PV ticket locks came in 3.12); a glibc of its time (before 2.25): broadcasts requeue",
@@ -372,6 +376,7 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         cond_requeue: true,
         haltpoll_available: false,
         sched_idle_cpu: false,
+        newidle_avg_idle_gate: true,
         balance_busy_factor: 64,
         balance_interval: "fixed",
         notes: "ticket spinlocks; a glibc of its time (before 2.25): broadcasts requeue",
@@ -396,6 +401,7 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         cond_requeue: true,
         haltpoll_available: false,
         sched_idle_cpu: false,
+        newidle_avg_idle_gate: true,
         balance_busy_factor: 64,
         balance_interval: "fixed",
         notes: "ticket spinlocks; a glibc of its time (before 2.25): broadcasts requeue",
@@ -420,6 +426,7 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         cond_requeue: true,
         haltpoll_available: false,
         sched_idle_cpu: false,
+        newidle_avg_idle_gate: true,
         balance_busy_factor: 32,
         balance_interval: "domain-weight",
         notes: "rwsem writers spin on a running writer owner (3.16); ticket spinlocks: the PV ticket lock of 3.12-4.1 needs KVM_FEATURE_PV_UNHALT, which QEMU leaves off unless asked (kvm-pv-unhalt); Ubuntu 14.04's glibc 2.19: broadcasts requeue",
@@ -444,6 +451,7 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         cond_requeue: false,
         haltpoll_available: true,
         sched_idle_cpu: true,
+        newidle_avg_idle_gate: false,
         balance_busy_factor: 16,
         balance_interval: "domain-weight",
         notes: "PV queued spinlocks, wake_q (4.2), PV TLB flush (4.16), vcpu_is_preempted (4.10), rwsem writers spin on readers for a bounded time (5.x), rwsem reader lock stealing and hand-off (5.11), cpuidle-haltpoll (5.4); glibc 2.25+: a broadcast wakes every waiter",
@@ -661,6 +669,10 @@ impl GuestKernel {
             Value::Boolean(self.haltpoll_available),
         );
         t.insert("sched_idle_cpu".into(), Value::Boolean(self.sched_idle_cpu));
+        t.insert(
+            "newidle_avg_idle_gate".into(),
+            Value::Boolean(self.newidle_avg_idle_gate),
+        );
         t.insert(
             "balance_busy_factor".into(),
             Value::Integer(self.balance_busy_factor as i64),

@@ -390,6 +390,13 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
                 ),
             ));
         }
+        range_f(
+            &k("guest.migration_cost_us"),
+            g.migration_cost_us,
+            0.0,
+            1e6,
+            " us",
+        )?;
         range_u(
             &k("guest.balance_busy_factor"),
             g.balance_busy_factor as u64,

@@ -47,6 +47,8 @@ pub enum Ev {
     GleanerTick(VmId),
     /// A datagram reaches a NIC (guest/nic.rs).
     NicArrival(u32),
+    /// A VM's idle vCPUs balance (nohz idle balance, guest/balance.rs).
+    NohzBalance(VmId),
 }
 
 /// A kernel-spinlock event, logged when `World::lock_log` is set.
@@ -302,6 +304,7 @@ impl World {
                 remote_speed: crate::host::speed::ONE,
                 dispenser_base,
                 flusher_base,
+                idle_balance: crate::guest::balance::IdleBalance::of(g, vc.vcpus),
             });
         }
         let numa = crate::host::numa::Numa::new(
@@ -689,6 +692,7 @@ impl World {
                 self.stop = Some(StopCause::Duration);
             }
             Ev::GleanerTick(vm) => self.on_gleaner_tick(vm),
+            Ev::NohzBalance(vm) => self.on_nohz_balance(vm),
             Ev::NicArrival(i) => self.on_nic_arrival(i),
         }
         true
