@@ -295,3 +295,36 @@ fn a_scenario_naming_no_platform_gets_todays() {
     let e = vcpulab_core::explain(HOGS, &["preset=kvm-default".into()], None).unwrap();
     assert!(!e.contains("no preset or platform named"), "{e}");
 }
+
+/// A sleeper's timer fires while its vCPU runs another thread: try_to_wake_up sends it
+/// to an idle vCPU (select_idle_sibling), which from then on halts and wakes with it.
+/// Balancing is off, so only the wake-up's placement can move it: before, it stayed
+/// behind the busy thread on its own vCPU and the idle vCPU never woke.
+#[test]
+fn a_timer_wake_up_moves_to_an_idle_vcpu_when_its_own_is_busy() {
+    let text = r#"
+preset = "kvm-default"
+seed = 1
+[run]
+duration = "200ms"
+[host]
+pcpus = 2
+[[vm]]
+name = "a"
+vcpus = 2
+guest = { kernel = "linux-3.9", load_balance = false }
+[vm.workload]
+model = "program"
+[[vm.workload.group]]
+name = "nap"
+threads = 1
+ops = [{ cpuset = "0" }, { compute = "1ms" }, { cpuset = "0-1" }, { loop = { n = "forever", body = [{ compute = "50us" }, { sleep = "200us" }, { count = 1 }] } }]
+[[vm.workload.group]]
+name = "cpu"
+threads = 1
+ops = [{ loop = { n = "forever", body = [{ compute = "1ms" }] } }]
+"#;
+    let r = run_toml(text);
+    let vm = &r.vms[0];
+    assert!(vm.wakes > 100, "halted-vCPU wake-ups {}", vm.wakes);
+}

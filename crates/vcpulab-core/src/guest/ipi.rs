@@ -82,7 +82,7 @@ impl World {
 
     /// Wake-up placement: the previous vCPU if idle, else an idle vCPU of the VM, else
     /// the previous one (all within the thread's cpuset).
-    fn select_wake_vcpu(&self, t: ThreadId) -> VcpuId {
+    pub(crate) fn select_wake_vcpu(&self, t: ThreadId) -> VcpuId {
         let th = &self.threads[t.idx()];
         let vm = &self.vms[th.vm.idx()];
         let allowed = |v: VcpuId| vm.cpuset.contains(v.0 - vm.first_vcpu);

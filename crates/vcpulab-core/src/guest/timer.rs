@@ -1,5 +1,6 @@
 //! Timed blocking (sleep, device I/O) and the timer interrupt that wakes a sleeping
-//! thread on the vCPU it slept on (hrtimer expiry, try_to_wake_up, check_preempt_wakeup).
+//! thread (hrtimer expiry, try_to_wake_up, check_preempt_wakeup): on the vCPU it slept
+//! on, unless that vCPU is busy and an idle one can take it.
 
 use crate::guest::ipi::wake_path_of;
 use crate::guest::thread::ThreadState;
@@ -26,13 +27,30 @@ impl World {
     }
 
     /// A sleeping thread's timer fires: the timer interrupt goes to the vCPU the thread
-    /// slept on, which wakes it there.
+    /// slept on, which wakes it there — or, when that vCPU runs another thread and wake-up
+    /// placement finds an idle one, there, with a reschedule IPI.
     pub(crate) fn on_thread_timer(&mut self, t: ThreadId) {
         let now = self.now;
         let v = self.threads[t.idx()].vcpu;
         let latency = self.vms[self.vcpus[v.idx()].vm.idx()].guest.latency;
         let min_vr = self.vcpus[v.idx()].min_vr;
         if self.threads[t.idx()].state != ThreadState::Blocked {
+            return;
+        }
+        // The timer's interrupt runs try_to_wake_up on `v`: select_task_rq_fair keeps
+        // the thread there if `v` is idle, and otherwise sends it to an idle vCPU
+        // (select_idle_sibling) — a cross-vCPU wake-up from the interrupt handler, as a
+        // device completion's.
+        let busy = {
+            let vc = &self.vcpus[v.idx()];
+            vc.cur.is_some() && vc.is_running()
+        };
+        if busy && self.select_wake_vcpu(t) != v {
+            self.irq_deliver(v, Irq::Timer);
+            self.send_wake(v, t);
+            if self.vcpus[v.idx()].is_running() {
+                self.vcpu_continue(v);
+            }
             return;
         }
         let eevdf = self.guest_eevdf(v);
