@@ -160,6 +160,8 @@ impl World {
     /// Threads may wait on busy vCPUs of VM `vm` while another idles: arm its nohz
     /// balance if it is not armed.
     pub(crate) fn nohz_arm(&mut self, vm: usize) {
+        #[cfg(test)]
+        self.assert_idle_count(vm);
         let m = &self.vms[vm];
         let b = &m.idle_balance;
         if b.pending || b.idle_vcpus == 0 || m.queued == 0 || !m.guest.load_balance {
@@ -175,6 +177,8 @@ impl World {
     /// threads and some still wait.
     pub(crate) fn on_nohz_balance(&mut self, vm: VmId) {
         let m = vm.idx();
+        #[cfg(test)]
+        self.assert_idle_count(m);
         self.vms[m].idle_balance.pending = false;
         let (first, n) = (self.vms[m].first_vcpu, self.vms[m].nvcpus);
         let mut moved = false;
@@ -196,6 +200,16 @@ impl World {
             self.nohz_arm(m);
         }
     }
+
+    /// `IdleBalance::idle_vcpus` counts the VM's vCPUs between idle entry and exit.
+    #[cfg(test)]
+    fn assert_idle_count(&self, vm: usize) {
+        let m = &self.vms[vm];
+        let idle = (m.first_vcpu..m.first_vcpu + m.nvcpus)
+            .filter(|&i| self.vcpus[i as usize].idle_since != Nanos::MAX)
+            .count() as u32;
+        assert_eq!(idle, m.idle_balance.idle_vcpus, "idle vCPUs of VM {vm}");
+    }
 }
 
 #[cfg(test)]
@@ -213,6 +227,51 @@ mod tests {
             domain_interval_ns(BalanceInterval::DomainWeight, 0),
             (MS, 2 * MS)
         );
+    }
+
+    /// The idle-vCPU count the nohz balance relies on stays exact (`assert_idle_count`
+    /// runs at every arming and balance) through halts, polling, Gleaner's parking and
+    /// cpuset changes.
+    #[test]
+    fn the_idle_vcpu_count_stays_exact() {
+        let crowd = r#"
+preset = "kvm-default"
+[run]
+duration = "50ms"
+[host]
+pcpus = 3
+[[vm]]
+vcpus = 4
+guest = { idle = "haltpoll" }
+[vm.workload]
+model = "program"
+[[vm.workload.group]]
+threads = 5
+ops = [{ cpuset = "0" }, { compute = "1ms" }, { cpuset = "0-3" }, { loop = { n = "forever", body = [{ compute = "exp(200us)" }, { sleep = "exp(100us)" }, { lock = "m" }, { compute = "5us" }, { unlock = "m" }, { count = 1 }] } }]
+[[vm]]
+vcpus = 2
+workload = { model = "cpu-bomb" }
+"#;
+        let gleaner = r#"
+preset = "kvm-default"
+[run]
+duration = "300ms"
+[host]
+pcpus = 8
+[[vm]]
+vcpus = 8
+guest = { gleaner = { mode = "gleaner", interval_ms = 20 } }
+workload = { model = "dedup", params = { forever = true } }
+[[vm]]
+vcpus = 8
+workload = { model = "matmul", params = { forever = true } }
+"#;
+        for text in [crowd, gleaner] {
+            let sc = crate::resolve(text, &[], None).expect("scenario resolves");
+            let mut w = World::new(&sc).expect("world builds");
+            w.run();
+            assert!(w.events > 300, "the run did something: {}", w.events);
+        }
     }
 
     #[test]
