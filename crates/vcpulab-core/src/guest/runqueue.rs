@@ -35,8 +35,9 @@ impl World {
         (g.latency / nr).max(g.min_gran)
     }
 
-    /// Takes the thread with the least vruntime off `v`'s runqueue; an idle vCPU
-    /// first pulls a queued thread from its busiest sibling (newidle balancing).
+    /// Takes the thread with the least vruntime off `v`'s runqueue; a vCPU with nothing
+    /// queued first pulls a queued thread from its busiest sibling (newidle balancing,
+    /// within its gates: guest/balance.rs `IdleBalance`).
     pub(crate) fn guest_pick(&mut self, v: VcpuId) -> Option<ThreadId> {
         if self.vcpus[v.idx()].rq.is_empty() {
             let vc = &self.vcpus[v.idx()];
