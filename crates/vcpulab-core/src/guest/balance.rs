@@ -1,6 +1,6 @@
 //! The guest's load balancing besides wake-up placement (kernel/sched/fair.c): the
 //! newidle balance of a vCPU going idle and the nohz idle balance that busy vCPUs' ticks
-//! start for idle ones (`IdleBalance`), and the periodic balance (scheduler_tick →
+//! start for idle ones (`GuestBalance`), and the periodic balance (scheduler_tick →
 //! trigger_load_balance → rebalance_domains → load_balance) on the vCPUs where the
 //! model needs it: those that never go idle because a SCHED_IDLE thread runs there
 //! (Gleaner's yielding thread). The periodic balance of vCPUs running workload threads
@@ -40,27 +40,13 @@ pub fn domain_interval_ns(kind: BalanceInterval, vcpus: u32) -> (u64, u64) {
     }
 }
 
-/// The guest kernel's periodic-balance settings (`guest.sched_idle_cpu`,
-/// `guest.balance_interval`, `guest.balance_busy_factor`).
-#[derive(Clone, Copy, Debug)]
-pub struct BalanceSettings {
-    /// A CPU running only SCHED_IDLE threads counts as idle.
-    pub sched_idle_cpu: bool,
-    pub interval: BalanceInterval,
-    pub busy_factor: u64,
-}
-
-impl BalanceSettings {
-    pub fn of(g: &GuestConfig) -> BalanceSettings {
-        BalanceSettings {
-            sched_idle_cpu: g.sched_idle_cpu,
-            interval: g.balance_interval,
-            busy_factor: g.balance_busy_factor as u64,
-        }
-    }
-}
-
-/// How a VM's idle vCPUs take queued work from busy ones.
+/// How a VM's guest balances its vCPUs' runqueues (besides wake-up placement), with its
+/// kernel's settings (`guest.sched_idle_cpu`, `guest.balance_interval`,
+/// `guest.balance_busy_factor`, `guest.migration_cost_us`,
+/// `guest.newidle_avg_idle_gate`).
+///
+/// Periodic (a vCPU running only Gleaner's yielding thread, `periodic_balance`): every
+/// domain interval, times the busy factor unless SCHED_IDLE CPUs count as idle.
 ///
 /// Newidle (newidle_balance, idle_balance before 3.17; kernel/sched/fair.c): a vCPU
 /// going idle pulls a queued thread, except a cache-hot one — one that ran within the
@@ -77,23 +63,31 @@ impl BalanceSettings {
 /// (hot ones too: the periodic balance's failures soon override task_hot) and is
 /// kicked awake.
 #[derive(Clone, Copy, Debug)]
-pub struct IdleBalance {
+pub struct GuestBalance {
+    /// A CPU running only SCHED_IDLE threads counts as idle (placement, balance interval).
+    pub sched_idle_cpu: bool,
+    pub busy_factor: u64,
     pub migration_cost: u64,
     pub avg_idle_gate: bool,
-    /// The domain's least balance interval (ns).
+    /// The domain's least and greatest balance interval (ns).
     pub interval: u64,
+    pub max_interval: u64,
     /// A nohz balance of the VM is armed (`Ev::NohzBalance`).
     pub pending: bool,
     /// vCPUs of the VM in the idle loop or halted (between idle entry and exit).
     pub idle_vcpus: u32,
 }
 
-impl IdleBalance {
-    pub fn of(g: &GuestConfig, vcpus: u32) -> IdleBalance {
-        IdleBalance {
+impl GuestBalance {
+    pub fn of(g: &GuestConfig, vcpus: u32) -> GuestBalance {
+        let (interval, max_interval) = domain_interval_ns(g.balance_interval, vcpus);
+        GuestBalance {
+            sched_idle_cpu: g.sched_idle_cpu,
+            busy_factor: g.balance_busy_factor as u64,
             migration_cost: (g.migration_cost_us * 1e3).round() as u64,
             avg_idle_gate: g.newidle_avg_idle_gate,
-            interval: domain_interval_ns(g.balance_interval, vcpus).0,
+            interval,
+            max_interval,
             pending: false,
             // Every vCPU starts in the idle loop.
             idle_vcpus: vcpus,
@@ -131,28 +125,19 @@ impl World {
     /// `v`, running only a SCHED_IDLE thread, reaches a point where its tick may have
     /// run the periodic balance: if it is due, pull a queued thread from the busiest
     /// sibling. True when a thread was pulled.
-    pub(crate) fn periodic_balance(
-        &mut self,
-        v: VcpuId,
-        settings: BalanceSettings,
-        clock: &mut BalanceClock,
-    ) -> bool {
+    pub(crate) fn periodic_balance(&mut self, v: VcpuId, clock: &mut BalanceClock) -> bool {
         if self.now < clock.next {
             return false;
         }
         let pulled = self.guest_pull(v, false);
         let vm = &self.vms[self.vcpus[v.idx()].vm.idx()];
-        let (min, max) = domain_interval_ns(settings.interval, vm.nvcpus);
+        let b = &vm.balance;
         clock.interval = if pulled || clock.interval == 0 {
-            min
+            b.interval
         } else {
-            (clock.interval * 2).min(max)
+            (clock.interval * 2).min(b.max_interval)
         };
-        let factor = if settings.sched_idle_cpu {
-            1
-        } else {
-            settings.busy_factor
-        };
+        let factor = if b.sched_idle_cpu { 1 } else { b.busy_factor };
         clock.next = tick_after(self.now + Nanos(clock.interval * factor), vm.guest.tick);
         pulled
     }
@@ -163,12 +148,12 @@ impl World {
         #[cfg(test)]
         self.assert_idle_count(vm);
         let m = &self.vms[vm];
-        let b = &m.idle_balance;
+        let b = &m.balance;
         if b.pending || b.idle_vcpus == 0 || m.queued == 0 || !m.guest.load_balance {
             return;
         }
         let at = tick_after(self.now + Nanos(b.interval), m.guest.tick);
-        self.vms[vm].idle_balance.pending = true;
+        self.vms[vm].balance.pending = true;
         self.q.push(at, Ev::NohzBalance(VmId(vm as u32)));
     }
 
@@ -179,7 +164,7 @@ impl World {
         let m = vm.idx();
         #[cfg(test)]
         self.assert_idle_count(m);
-        self.vms[m].idle_balance.pending = false;
+        self.vms[m].balance.pending = false;
         let (first, n) = (self.vms[m].first_vcpu, self.vms[m].nvcpus);
         let mut moved = false;
         for i in 0..n {
@@ -201,14 +186,14 @@ impl World {
         }
     }
 
-    /// `IdleBalance::idle_vcpus` counts the VM's vCPUs between idle entry and exit.
+    /// `GuestBalance::idle_vcpus` counts the VM's vCPUs between idle entry and exit.
     #[cfg(test)]
     fn assert_idle_count(&self, vm: usize) {
         let m = &self.vms[vm];
         let idle = (m.first_vcpu..m.first_vcpu + m.nvcpus)
             .filter(|&i| self.vcpus[i as usize].idle_since != Nanos::MAX)
             .count() as u32;
-        assert_eq!(idle, m.idle_balance.idle_vcpus, "idle vCPUs of VM {vm}");
+        assert_eq!(idle, m.balance.idle_vcpus, "idle vCPUs of VM {vm}");
     }
 }
 
@@ -276,10 +261,13 @@ workload = { model = "matmul", params = { forever = true } }
 
     #[test]
     fn avg_idle_is_an_eighth_weighted_average_capped_at_twice_the_cost() {
-        let g = IdleBalance {
+        let g = GuestBalance {
             migration_cost: 500_000,
             avg_idle_gate: true,
+            sched_idle_cpu: false,
+            busy_factor: 64,
             interval: 1_000_000,
+            max_interval: 4_000_000,
             pending: false,
             idle_vcpus: 0,
         };
@@ -288,7 +276,7 @@ workload = { model = "matmul", params = { forever = true } }
         assert_eq!(g.next_avg_idle(400_000, 5_000_000), 1_000_000);
         assert_eq!(g.next_avg_idle(400_000, 0), 350_000);
         assert!(g.balances(u64::MAX) && g.balances(500_000) && !g.balances(499_999));
-        let open = IdleBalance {
+        let open = GuestBalance {
             avg_idle_gate: false,
             ..g
         };

@@ -15,7 +15,7 @@
 //! cpuset (which migrates its threads). A deactivated vCPU's yielding thread parks
 //! (blocks) so the vCPU halts; reactivation wakes it.
 
-use crate::guest::balance::{BalanceClock, BalanceSettings};
+use crate::guest::balance::BalanceClock;
 use crate::guest::consolidation::{Controller, Decision, Measurement, Thresholds, VcpuSample};
 use crate::guest::thread::{Thread, ThreadState};
 use crate::host::cpumask::CpuMask;
@@ -117,9 +117,6 @@ pub struct GleanerVm {
     pub min_active: u32,
     pub active_ns: f64,
     pub since: Nanos,
-    /// The guest's periodic load balance, which the yielding threads' vCPUs run
-    /// (guest/balance.rs), and whether such a vCPU counts as idle.
-    pub balance: BalanceSettings,
 }
 
 impl GleanerVm {
@@ -128,7 +125,6 @@ impl GleanerVm {
         costs: &CostTable,
         nvcpus: u32,
         min_time_slice_ns: u64,
-        balance: BalanceSettings,
     ) -> Option<GleanerVm> {
         if g.mode == GleanerMode::Off {
             return None;
@@ -153,7 +149,6 @@ impl GleanerVm {
             min_active: nvcpus,
             active_ns: 0.0,
             since: Nanos::ZERO,
-            balance,
         })
     }
 
@@ -284,12 +279,8 @@ impl World {
         if !self.normal_queued(v) {
             // The yield itself does not balance (the yielder is on the runqueue, so
             // schedule() runs no newidle balance); the tick's periodic balance may be due.
-            if let Some((settings, mut clock)) = self.vms[vm]
-                .gleaner
-                .as_ref()
-                .map(|g| (g.balance, g.yielders[i].balance))
-            {
-                self.periodic_balance(v, settings, &mut clock);
+            if let Some(mut clock) = self.vms[vm].gleaner.as_ref().map(|g| g.yielders[i].balance) {
+                self.periodic_balance(v, &mut clock);
                 if let Some(g) = self.vms[vm].gleaner.as_mut() {
                     g.yielders[i].balance = clock;
                 }

@@ -14,10 +14,9 @@ impl World {
             self.vms[vm].guest.idle_poll,
             self.vms[vm].guest.haltpoll_max > 0,
         );
-        let vc = &mut self.vcpus[v.idx()];
-        if vc.idle_since == Nanos::MAX {
-            vc.idle_since = now;
-            self.vms[vm].idle_balance.idle_vcpus += 1;
+        if self.vcpus[v.idx()].idle_since == Nanos::MAX {
+            self.vcpus[v.idx()].idle_since = now;
+            self.vms[vm].balance.idle_vcpus += 1;
             // Newidle found nothing to pull: the busy vCPUs' ticks will kick it.
             self.nohz_arm(vm);
         }
@@ -92,14 +91,14 @@ impl World {
         let vm = self.vcpus[v.idx()].vm.idx();
         let idle_since = self.vcpus[v.idx()].idle_since;
         if idle_since != Nanos::MAX {
-            self.vms[vm].idle_balance.idle_vcpus -= 1;
+            self.vms[vm].balance.idle_vcpus -= 1;
         }
         let g = &self.vms[vm].guest;
         let vc = &mut self.vcpus[v.idx()];
         vc.idle_since = Nanos::MAX;
         // rq->avg_idle (ttwu_do_wakeup's update when an idle CPU gets work).
         vc.avg_idle = self.vms[vm]
-            .idle_balance
+            .balance
             .next_avg_idle(vc.avg_idle, now.0.saturating_sub(idle_since.0));
         vc.poll_until = Nanos::MAX;
         // Halted during this idle period (`halted_at` is set when the HLT exit ends).

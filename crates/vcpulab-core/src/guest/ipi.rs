@@ -70,10 +70,7 @@ impl World {
             }
             Some(c) => {
                 self.threads[c.idx()].yielder
-                    && self.vms[vc.vm.idx()]
-                        .gleaner
-                        .as_ref()
-                        .is_some_and(|g| g.balance.sched_idle_cpu)
+                    && self.vms[vc.vm.idx()].balance.sched_idle_cpu
                     && vc.rq.is_empty()
                     && vc.is_running()
             }

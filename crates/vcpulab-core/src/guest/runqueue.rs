@@ -37,11 +37,11 @@ impl World {
 
     /// Takes the thread with the least vruntime off `v`'s runqueue; a vCPU with nothing
     /// queued first pulls a queued thread from its busiest sibling (newidle balancing,
-    /// within its gates: guest/balance.rs `IdleBalance`).
+    /// within its gates: guest/balance.rs `GuestBalance`).
     pub(crate) fn guest_pick(&mut self, v: VcpuId) -> Option<ThreadId> {
         if self.vcpus[v.idx()].rq.is_empty() {
             let vc = &self.vcpus[v.idx()];
-            if self.vms[vc.vm.idx()].idle_balance.balances(vc.avg_idle) {
+            if self.vms[vc.vm.idx()].balance.balances(vc.avg_idle) {
                 self.guest_pull(v, true);
             }
         }
@@ -93,7 +93,7 @@ impl World {
             .max_by_key(|s| (self.vcpus[s.idx()].rq.len(), std::cmp::Reverse(s.0)));
         if let Some(s) = busiest {
             let hot_until = if newidle {
-                self.vms[vm].idle_balance.migration_cost
+                self.vms[vm].balance.migration_cost
             } else {
                 0
             };

@@ -114,7 +114,7 @@ pub struct Vm {
     /// The workload's cpuset: bit i allows the VM's vCPU i.
     pub cpuset: CpuMask,
     /// Newidle balancing's gates (guest/runqueue.rs `guest_pick`).
-    pub idle_balance: crate::guest::balance::IdleBalance,
+    pub balance: crate::guest::balance::GuestBalance,
 }
 
 impl Vm {

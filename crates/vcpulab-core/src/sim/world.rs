@@ -249,7 +249,6 @@ impl World {
                 &sc.host.costs,
                 vc.vcpus,
                 build::guest_cfs_tunable(g.min_granularity_ms, vc.vcpus),
-                crate::guest::balance::BalanceSettings::of(g),
             )
             .map(|mut gv| {
                 // One yielding thread per vCPU, after the workload's threads.
@@ -304,7 +303,7 @@ impl World {
                 remote_speed: crate::host::speed::ONE,
                 dispenser_base,
                 flusher_base,
-                idle_balance: crate::guest::balance::IdleBalance::of(g, vc.vcpus),
+                balance: crate::guest::balance::GuestBalance::of(g, vc.vcpus),
             });
         }
         let numa = crate::host::numa::Numa::new(
