@@ -78,9 +78,13 @@ impl World {
     }
 
     /// Wake-up placement: the previous vCPU if idle, else an idle vCPU of the VM, else
-    /// the previous one (all within the thread's cpuset).
+    /// the previous one (all within the thread's cpuset); a yielding thread's own vCPU.
     pub(crate) fn select_wake_vcpu(&self, t: ThreadId) -> VcpuId {
         let th = &self.threads[t.idx()];
+        if th.yielder {
+            // Gleaner's yielding threads are pinned to their vCPU.
+            return th.vcpu;
+        }
         let vm = &self.vms[th.vm.idx()];
         let allowed = |v: VcpuId| vm.cpuset.contains(v.0 - vm.first_vcpu);
         let prev = th.vcpu;

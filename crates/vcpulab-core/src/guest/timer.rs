@@ -41,10 +41,9 @@ impl World {
         // the thread there if `v` is idle, and otherwise sends it to an idle vCPU
         // (select_idle_sibling) — a cross-vCPU wake-up from the interrupt handler, as a
         // device completion's.
-        // Gleaner's yielding threads are pinned to their vCPU.
         let busy = {
             let vc = &self.vcpus[v.idx()];
-            vc.cur.is_some() && vc.is_running() && !self.threads[t.idx()].yielder
+            vc.cur.is_some() && vc.is_running()
         };
         if busy && self.select_wake_vcpu(t) != v {
             self.irq_deliver(v, Irq::Timer);
