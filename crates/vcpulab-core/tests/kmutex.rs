@@ -98,3 +98,111 @@ fn a_lock_is_a_kernel_mutex_or_a_semaphore_not_both() {
         "{err}"
     );
 }
+
+/// The row of kernel mutex "m" in VM "a"'s lock statistics.
+fn mutex_row(r: &vcpulab_core::metrics::report::Report) -> &vcpulab_core::metrics::report::LockRow {
+    r.locks
+        .iter()
+        .find(|l| l.vm == "a" && l.lock == "m")
+        .expect("the kernel mutex has a lock row")
+}
+
+/// From Linux 3.15 spinners queue on the mutex's OSQ (an MCS queue) and take the freed
+/// mutex in the order they came: with four threads on four running vCPUs none waits
+/// more than a few holds. Before (3.2's race, every spinner watching the owner) the
+/// freed mutex goes to any of them, and a thread can lose many releases in a row.
+#[test]
+fn osq_spinners_take_the_freed_mutex_in_the_order_they_queued() {
+    let text = program(4, "kmutex_lock", "kmutex_unlock", "exp(5us)");
+    let queued = run_with(&text, &["vm.0.guest.mutex_osq=true"]);
+    let racing = run_toml(&text);
+    let (q, r) = (mutex_row(&queued), mutex_row(&racing));
+    assert_eq!(q.kind, "kernel-mutex");
+    assert!(
+        q.contended * 2 > q.acquisitions,
+        "contended {}",
+        q.contended
+    );
+    // Three spinners ahead at most, 20 us each plus the hand-over.
+    let (qmax, rmax) = (
+        q.wait_max_ns.unwrap_or(u64::MAX),
+        r.wait_max_ns.unwrap_or(0),
+    );
+    assert!(qmax < 200_000, "longest wait in order {qmax} ns");
+    assert!(
+        rmax > 2 * qmax,
+        "longest wait racing {rmax} ns, in order {qmax} ns"
+    );
+}
+
+/// A Linux 6.6 guest with the host over-committed (four vCPUs and four CPU-bound vCPUs
+/// of another VM on two pCPUs). From 4.10 a woken waiter that loses sets the hand-off
+/// flag and the next unlock makes it the owner — also when its vCPU has been preempted,
+/// and then nobody holds the mutex in practice until that vCPU runs again (a
+/// lock-waiter preemption). Without the hand-off (3.x) a running taker gets the freed
+/// mutex instead: more work done, and no hand-offs at all.
+#[test]
+fn the_hand_off_strands_the_mutex_on_a_preempted_first_waiter() {
+    let text = program(2, "kmutex_lock", "kmutex_unlock", "exp(5us)")
+        .replace("linux-3.2", "linux-6.6")
+        + "[[vm]]\nname = \"b\"\nvcpus = 4\nworkload = { model = \"cpu-bomb\" }\n";
+    let on = run_toml(&text);
+    let off = run_with(&text, &["vm.0.guest.mutex_handoff=false"]);
+    let (mon, moff) = (mutex_row(&on), mutex_row(&off));
+    assert_eq!(moff.lwp, 0);
+    assert!(mon.lwp > 5, "hand-offs to preempted waiters: {}", mon.lwp);
+    assert!(
+        on.vms[0].work_units * 10 < off.vms[0].work_units * 9,
+        "units with the hand-off {} without {}",
+        on.vms[0].work_units,
+        off.vms[0].work_units
+    );
+}
+
+/// The hand-off is Linux 4.10's, the OSQ 3.15's: the profiles have them by version.
+#[test]
+fn the_guest_profiles_queue_and_hand_off_by_version() {
+    for (kernel, osq, handoff) in [
+        ("linux-3.2", false, false),
+        ("linux-3.9", false, false),
+        ("linux-3.19", true, false),
+        ("linux-6.6", true, true),
+    ] {
+        let text = program(4, "kmutex_lock", "kmutex_unlock", "5us").replace("linux-3.2", kernel);
+        let sc = vcpulab_core::resolve(&text, &[], None).unwrap_or_else(|e| panic!("{e}"));
+        let g = &sc.vm[0].guest;
+        assert_eq!((g.mutex_osq, g.mutex_handoff), (osq, handoff), "{kernel}");
+    }
+}
+
+/// On the OSQ, a spinner queued behind one whose vCPU the host preempted waits for that
+/// vCPU (Linux 3.15–4.9: PAUSE-loop exits pile up) unless the guest asks
+/// vcpu_is_preempted (4.10+: it leaves the queue and sleeps). (The 4.10 guest's head
+/// also stops on a preempted owner; this checks the two together.)
+#[test]
+fn osq_spinners_behind_a_preempted_vcpu_leave_only_with_vcpu_is_preempted() {
+    let text = program(2, "kmutex_lock", "kmutex_unlock", "exp(5us)");
+    let blind = run_with(
+        &text,
+        &[
+            "vm.0.guest.mutex_osq=true",
+            "vm.0.guest.vcpu_is_preempted=false",
+        ],
+    );
+    let seeing = run_with(
+        &text,
+        &[
+            "vm.0.guest.mutex_osq=true",
+            "vm.0.guest.vcpu_is_preempted=true",
+        ],
+    );
+    let (b, s) = (&blind.vms[0], &seeing.vms[0]);
+    assert_eq!(b.halts, 0, "blind: a spinner slept");
+    assert!(s.halts > 0, "seeing: no spinner slept");
+    assert!(
+        s.ple_exits * 2 < b.ple_exits,
+        "PLE exits: blind {} seeing {}",
+        b.ple_exits,
+        s.ple_exits
+    );
+}

@@ -302,9 +302,10 @@ impl World {
             t0 + Nanos(th.spin_left.max(1))
         } else if let ThreadActivity::SpinRwsem(s) = th.act {
             // A writer spinning on readers gives up at the semaphore's deadline
-            // (`reader-bounded`; set by rwsem_spin_step, MAX otherwise).
+            // (`reader-bounded`; set by rwsem_spin_step, MAX otherwise) — the head of
+            // the OSQ; those behind it wait for their turn.
             let rw = &self.rwsems[s as usize];
-            if rw.writer.is_none() {
+            if rw.writer.is_none() && rw.osq.front().is_none_or(|&h| h == t) {
                 rw.rspin_deadline.max(t0)
             } else {
                 Nanos::MAX

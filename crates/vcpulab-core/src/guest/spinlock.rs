@@ -78,14 +78,41 @@ impl SpinLock {
     }
 }
 
-/// Statistics of a class of locks (a named kernel lock, a VM's futex buckets, or a
-/// named user-space mutex of the workload).
+/// What kind of lock a statistics class counts (the report's `locks.kind`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockClassKind {
+    /// A guest kernel spinlock (a named lock site, a futex bucket, a semaphore's
+    /// wait_lock).
+    Spinlock,
+    /// A user-space mutex (pthread-like: spin, then futex sleep).
+    UserMutex,
+    /// A guest kernel mutex (`kmutex_lock`: spin on a running owner, then sleep).
+    KernelMutex,
+    /// A guest kernel read-write semaphore (`rw_read` / `rw_write`).
+    Rwsem,
+    /// A user read-write lock (InnoDB's rw_lock_t: `rw_spin_read` / `rw_spin_write`).
+    UserRwlock,
+}
+
+impl LockClassKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LockClassKind::Spinlock => "kernel",
+            LockClassKind::UserMutex => "user",
+            LockClassKind::KernelMutex => "kernel-mutex",
+            LockClassKind::Rwsem => "rwsem",
+            LockClassKind::UserRwlock => "user-rwlock",
+        }
+    }
+}
+
+/// Statistics of a class of locks (a named kernel lock, a VM's futex buckets, a
+/// named user-space mutex of the workload, a kernel mutex or a read-write semaphore).
 #[derive(Clone, Debug)]
 pub struct LockClass {
     pub vm: VmId,
     pub name: String,
-    /// A user-space mutex (pthread-like: spin, then futex sleep), not a kernel lock.
-    pub user: bool,
+    pub kind: LockClassKind,
     pub acquisitions: u64,
     pub contended: u64,
     pub wait: Hist,
@@ -105,7 +132,7 @@ impl LockClass {
         LockClass {
             vm,
             name,
-            user: false,
+            kind: LockClassKind::Spinlock,
             acquisitions: 0,
             contended: 0,
             wait: Hist::default(),

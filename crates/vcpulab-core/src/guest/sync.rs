@@ -147,6 +147,17 @@ pub struct RwSem {
     /// every kernel since 2.6.29), and a woken waiter that finds it taken again keeps its
     /// place at the front (it stays on the wait list until it has the mutex).
     pub mutex: bool,
+    /// A mutex's first waiter that set MUTEX_FLAG_HANDOFF (`guest.mutex_handoff`): the
+    /// next unlock makes it the owner. It spins on the owner or sleeps at the head of
+    /// `waiters`; `handoff` is set with it.
+    pub handoff_to: Option<ThreadId>,
+    /// Writers spinning optimistically, in the order they queued on its OSQ (the MCS
+    /// queue of kernel/locking/osq_lock.c): the head spins on the owner and takes it
+    /// when it is free; the others wait for their turn.
+    pub osq: VecDeque<ThreadId>,
+    /// Its statistics class (world.lock_classes), and when its writer took it.
+    pub class: u32,
+    pub acquired_at: Nanos,
 }
 
 impl RwSem {
@@ -217,6 +228,98 @@ pub enum Flow {
 }
 
 impl World {
+    /// `t` takes read-write semaphore, kernel mutex or user rw-lock `s` (`write`: as
+    /// its writer): count the acquisition in its class, with the wait since its first
+    /// failed attempt (0 when it got it at once).
+    fn rw_take(&mut self, s: u32, t: ThreadId, write: bool) {
+        let now = self.now;
+        let rw = &mut self.rwsems[s as usize];
+        rw.take(t, write);
+        if write {
+            rw.acquired_at = now;
+        }
+        if rw.handoff_to == Some(t) {
+            // A mutex's first waiter has it: its hand-off flag is spent.
+            rw.handoff_to = None;
+            rw.handoff = false;
+        }
+        let class = rw.class as usize;
+        let since = std::mem::replace(&mut self.threads[t.idx()].lock_wait_since, Nanos::MAX);
+        let c = &mut self.lock_classes[class];
+        c.acquisitions += 1;
+        if since != Nanos::MAX {
+            c.contended += 1;
+            c.wait.record(now.0.saturating_sub(since.0));
+        } else {
+            c.wait.record(0);
+        }
+    }
+
+    /// `t`, unlocking kernel mutex `s` on vCPU `v` under its wait_lock, hands it to the
+    /// first waiter that set MUTEX_FLAG_HANDOFF (__mutex_handoff, Linux 4.10+): that
+    /// waiter owns it from now on, running or not, and picks it up when it next looks —
+    /// woken if it sleeps, at once if it spins on a running vCPU. A hand-off to a waiter
+    /// whose vCPU the host has preempted is counted as a lock-waiter preemption.
+    fn mutex_handoff(&mut self, t: ThreadId, v: VcpuId, s: u32) {
+        let rw = &mut self.rwsems[s as usize];
+        let Some(w) = rw.handoff_to else {
+            return;
+        };
+        rw.writer = Some(w);
+        let class = rw.class as usize;
+        let queued = rw.waiters.iter().position(|&(f, _)| f == w);
+        let asleep = queued.is_some();
+        if let Some(i) = queued {
+            rw.waiters.remove(i);
+        }
+        let wv = &self.vcpus[self.threads[w.idx()].vcpu.idx()];
+        if wv.hv == crate::hv::vcpu::HvState::Runnable {
+            self.lock_classes[class].lwp += 1;
+        }
+        if asleep {
+            self.futex_wake_one(t, v, w);
+        } else if self.threads[w.idx()].act == ThreadActivity::SpinRwsem(s) {
+            // Every spinner of the mutex looks: the first waiter picks it up, the
+            // others spin on in its name (its vCPU runs).
+            self.poke_spinners(
+                t,
+                |a| matches!(a, ThreadActivity::SpinRwsem(x) if x == s),
+                false,
+            );
+        }
+        // Otherwise it is on its way between spinning and sleeping, and finds the mutex
+        // its own when it next looks (RwSleep).
+    }
+
+    /// Kernel mutex `s`, freed by `t`, goes to one of the spinners on running vCPUs
+    /// that watch its owner (no OSQ: mutex_spin_on_owner sees the owner leave, and
+    /// each spinner's `mutex_try_to_acquire` races for it). The winner is drawn
+    /// uniformly, from a hash of the time and the mutex — no random stream is consumed,
+    /// so the threads' own draws stay as they were.
+    fn mutex_race(&mut self, t: ThreadId, s: u32) {
+        let vm = self.threads[t.idx()].vm.idx();
+        let first = self.vms[vm].first_vcpu as usize;
+        let end = first + self.vms[vm].nvcpus as usize;
+        let spinning = |w: &World, i: usize| -> bool {
+            let vc = &w.vcpus[i];
+            vc.is_running()
+                && vc.cur.is_some_and(|c| {
+                    c != t && w.threads[c.idx()].act == ThreadActivity::SpinRwsem(s)
+                })
+        };
+        let n = (first..end).filter(|&i| spinning(self, i)).count();
+        if n == 0 {
+            return;
+        }
+        let mut x = self.now.0 ^ (u64::from(s) << 40);
+        let pick = (crate::sim::rng::splitmix64(&mut x) % n as u64) as usize;
+        if let Some(i) = (first..end).filter(|&i| spinning(self, i)).nth(pick) {
+            let v = VcpuId(i as u32);
+            self.sync_progress(v);
+            self.vcpu_continue(v);
+        }
+    }
+
     /// `t` took user mutex `m`: count the acquisition, and the wait if it had to wait
     /// (from its first failed attempt, through spinning and sleeping, to now).
     fn mutex_acquired(&mut self, m: u32, t: ThreadId) {
@@ -228,7 +331,7 @@ impl World {
         if std::mem::replace(&mut th.mutex_slow, false) {
             mu.word_contended = true;
         }
-        let since = std::mem::replace(&mut th.mutex_wait_since, Nanos::MAX);
+        let since = std::mem::replace(&mut th.lock_wait_since, Nanos::MAX);
         let c = &mut self.lock_classes[class];
         c.acquisitions += 1;
         // As for kernel locks, every acquisition records its wait (0 when uncontended).
@@ -267,8 +370,8 @@ impl World {
             ThreadActivity::SpinRw(s, write) => {
                 let rw = &mut self.rwsems[s as usize];
                 if rw.grantable(write, false) {
-                    rw.take(t, write);
                     rw.spinners -= 1;
+                    self.rw_take(s, t, write);
                     self.threads[t.idx()].act = ThreadActivity::Work;
                     true
                 } else {
@@ -289,18 +392,22 @@ impl World {
             ThreadActivity::SpinRwsem(s) => match self.rwsem_spin_step(t, s, false) {
                 RwsemSpinStep::Spin => false,
                 RwsemSpinStep::Take => {
-                    self.rwsems[s as usize].take(t, true);
+                    self.rw_take(s, t, true);
                     self.rwsem_spin_end(t, s);
                     true
                 }
                 RwsemSpinStep::Stop => {
                     self.rwsem_spin_end(t, s);
-                    let wait_lock = self.rwsems[s as usize].wait_lock;
+                    let rw = &self.rwsems[s as usize];
+                    let wait_lock = rw.wait_lock;
+                    // A mutex's first waiter that spun (`guest.mutex_handoff`) sleeps
+                    // again at the head of the queue.
+                    let front = rw.handoff_to == Some(t);
                     let th = &mut self.threads[t.idx()];
                     th.micro.push_front(Micro::RwSleep {
                         s,
                         write: true,
-                        front: false,
+                        front,
                     });
                     th.micro.push_front(Micro::KLock(wait_lock));
                     true
@@ -390,11 +497,26 @@ impl World {
         }
         let now = self.now;
         let rw = &self.rwsems[s as usize];
+        if let Some(pos) = rw.osq.iter().position(|&x| x == t).filter(|&p| p > 0) {
+            // Queued behind another spinner (osq_lock): it waits for its turn; from Linux
+            // 4.10 it leaves the queue when the spinner ahead of it is on a preempted
+            // vCPU (vcpu_is_preempted(node_cpu(node->prev))), and before that it waits
+            // for that vCPU to run again.
+            let ahead = rw.osq[pos - 1];
+            let av = &self.vcpus[self.threads[ahead.idx()].vcpu.idx()];
+            return if preempted_check && av.hv == crate::hv::vcpu::HvState::Runnable {
+                RwsemSpinStep::Stop
+            } else {
+                RwsemSpinStep::Spin
+            };
+        }
         if rw.mutex {
             // mutex_optimistic_spin: spin while the owner is on a CPU
             // (mutex_spin_on_owner; from Linux 4.10 not while its vCPU is preempted),
             // take the mutex when it is free.
             return match rw.writer {
+                // Handed off to it (MUTEX_FLAG_PICKUP): it picks the mutex up.
+                Some(o) if o == t => RwsemSpinStep::Take,
                 Some(o) => {
                     let ov = &self.vcpus[self.threads[o.idx()].vcpu.idx()];
                     let preempted = preempted_check && ov.hv == crate::hv::vcpu::HvState::Runnable;
@@ -456,10 +578,25 @@ impl World {
     }
 
     /// `t` stops spinning on read-write semaphore `s` (it took it, or goes to sleep).
+    /// If it headed the OSQ, the next spinner heads it now and looks at the owner.
     fn rwsem_spin_end(&mut self, t: ThreadId, s: u32) {
-        self.rwsems[s as usize].spinners -= 1;
+        let rw = &mut self.rwsems[s as usize];
+        rw.spinners -= 1;
+        let pos = rw.osq.iter().position(|&x| x == t);
+        if let Some(p) = pos {
+            rw.osq.remove(p);
+        }
+        let next_head = rw.osq.front().copied().filter(|_| pos == Some(0));
         self.rwsem_spinning -= 1;
         self.threads[t.idx()].act = ThreadActivity::Work;
+        if let Some(h) = next_head {
+            let v = self.threads[h.idx()].vcpu;
+            let vc = &self.vcpus[v.idx()];
+            if vc.cur == Some(h) && vc.is_running() {
+                self.sync_progress(v);
+                self.vcpu_continue(v);
+            }
+        }
     }
 
     /// `t` left its CPU (it blocked, was preempted in the guest, or — where the guest
@@ -572,8 +709,8 @@ impl World {
         }
         let th = &mut self.threads[t.idx()];
         th.wait_start = self.now;
-        if th.mutex_wait_since == Nanos::MAX {
-            th.mutex_wait_since = self.now;
+        if th.lock_wait_since == Nanos::MAX {
+            th.lock_wait_since = self.now;
         }
         self.mutexes[mx as usize].spinners += 1;
         let th = &mut self.threads[t.idx()];
@@ -843,10 +980,12 @@ impl World {
             Micro::RwDown { s, write, retry } => {
                 let vm = self.threads[t.idx()].vm.idx();
                 let stealing = self.vms[vm].guest.rwsem_steal;
+                let handoff = self.vms[vm].guest.mutex_handoff;
                 let rw = &mut self.rwsems[s as usize];
                 let mutex = rw.mutex;
                 let ok = if mutex {
-                    rw.writer.is_none()
+                    // Free, or handed off to it (MUTEX_FLAG_PICKUP).
+                    rw.writer.is_none() || rw.writer == Some(t)
                 } else if stealing {
                     rw.grantable_stealing(write, retry)
                 } else {
@@ -854,11 +993,12 @@ impl World {
                 };
                 if ok {
                     let stole = stealing && !retry && !rw.waiters.is_empty();
-                    rw.take(t, write);
-                    if stealing && retry {
+                    if stealing && retry && !mutex {
                         // The first waiter has it: the hand-off is done.
                         rw.handoff = false;
                     }
+                    self.rw_take(s, t, write);
+                    let rw = &mut self.rwsems[s as usize];
                     // A reader that stole it as the first reader wakes the queued
                     // readers if a reader is first in the queue (rwsem_mark_wake,
                     // RWSEM_WAKE_READ_OWNED).
@@ -875,6 +1015,25 @@ impl World {
                         self.push_wake_path(t, wait_lock, Micro::WakeRw(s), cost);
                     }
                     return Flow::Next;
+                }
+                let th = &mut self.threads[t.idx()];
+                if th.lock_wait_since == Nanos::MAX {
+                    th.lock_wait_since = self.now;
+                }
+                // A mutex's waiter woken that finds it taken again is its first waiter:
+                // from Linux 4.10 (`guest.mutex_handoff`) it sets MUTEX_FLAG_HANDOFF
+                // (__mutex_trylock_or_handoff) and spins on the owner
+                // (mutex_optimistic_spin with its waiter) before it sleeps again.
+                // Two waiters can be awake at once (a second unlock woke the next one
+                // before the first looked): the first to look is the first waiter.
+                let waiter_spins = mutex
+                    && retry
+                    && handoff
+                    && self.rwsems[s as usize].handoff_to.is_none_or(|w| w == t);
+                if waiter_spins {
+                    let rw = &mut self.rwsems[s as usize];
+                    rw.handoff = true;
+                    rw.handoff_to = Some(t);
                 }
                 if stealing && retry && !mutex {
                     // Woken and beaten to it: the first waiter sets the hand-off bit once
@@ -894,16 +1053,23 @@ impl World {
                 // rwsem_down_write_failed: optimistic spinning first (Linux 3.16+); a
                 // mutex's __mutex_lock_common on every kernel.
                 if write
-                    && !retry
+                    && (!retry || waiter_spins)
                     && (mutex || self.vms[vm].guest.rwsem_spin != crate::scenario::RwsemSpin::Off)
                 {
                     match self.rwsem_spin_step(t, s, true) {
                         RwsemSpinStep::Take => {
-                            self.rwsems[s as usize].take(t, true);
+                            self.rw_take(s, t, true);
                             return Flow::Next;
                         }
                         RwsemSpinStep::Spin => {
-                            self.rwsems[s as usize].spinners += 1;
+                            let rw = &mut self.rwsems[s as usize];
+                            rw.spinners += 1;
+                            // The mutex's first waiter spins without the OSQ
+                            // (mutex_optimistic_spin with its waiter); before Linux
+                            // 3.10 a mutex has no queue of spinners (`guest.mutex_osq`).
+                            if !waiter_spins && (!mutex || self.vms[vm].guest.mutex_osq) {
+                                rw.osq.push_back(t);
+                            }
                             self.rwsem_spinning += 1;
                             let th = &mut self.threads[t.idx()];
                             th.act = ThreadActivity::SpinRwsem(s);
@@ -929,24 +1095,34 @@ impl World {
             Micro::RwSleep { s, write, front } => {
                 let rw = &mut self.rwsems[s as usize];
                 let wait_lock = rw.wait_lock;
-                let th = &mut self.threads[t.idx()];
                 let ok = if rw.mutex {
                     // Queued, __mutex_lock_common still takes a free mutex (its xchg)
-                    // before it sleeps, whoever else waits.
-                    rw.writer.is_none()
+                    // before it sleeps, whoever else waits — or one handed off to it.
+                    rw.writer.is_none() || rw.writer == Some(t)
                 } else if front {
                     rw.grantable_stealing(write, true)
                 } else {
                     rw.grantable(write, true)
                 };
                 if ok {
-                    rw.take(t, write);
-                    if front {
+                    if front && !rw.mutex {
                         rw.handoff = false;
                     }
+                    self.rw_take(s, t, write);
+                    let th = &mut self.threads[t.idx()];
                     th.micro.push_front(Micro::KUnlock(wait_lock));
                 } else {
-                    if front {
+                    let th = &mut self.threads[t.idx()];
+                    let behind_first = rw.handoff_to.is_some_and(|w| w != t)
+                        && rw
+                            .waiters
+                            .front()
+                            .is_some_and(|&(f, _)| Some(f) == rw.handoff_to);
+                    if front && behind_first {
+                        // The mutex's first waiter (it set the hand-off flag) keeps its
+                        // place ahead of a second woken waiter.
+                        rw.waiters.insert(1, (t, write));
+                    } else if front {
                         rw.waiters.push_front((t, write));
                     } else {
                         rw.waiters.push_back((t, write));
@@ -965,7 +1141,7 @@ impl World {
                 let rw = &mut self.rwsems[s as usize];
                 let wait_lock = rw.wait_lock;
                 if rw.grantable(write, false) {
-                    rw.take(t, write);
+                    self.rw_take(s, t, write);
                     let th = &mut self.threads[t.idx()];
                     th.micro.push_front(Micro::KUnlock(wait_lock));
                     return Flow::Next;
@@ -984,13 +1160,16 @@ impl World {
             Micro::RwSpinDown { s, write, spin } => {
                 let rw = &mut self.rwsems[s as usize];
                 if rw.grantable(write, false) {
-                    rw.take(t, write);
+                    self.rw_take(s, t, write);
                     return Flow::Next;
                 }
                 rw.spinners += 1;
                 let th = &mut self.threads[t.idx()];
                 th.rw_spin = spin;
                 th.wait_start = self.now;
+                if th.lock_wait_since == Nanos::MAX {
+                    th.lock_wait_since = self.now;
+                }
                 th.act = ThreadActivity::SpinRw(s, write);
                 watch_spinner(&mut self.spin_watch, th.vcpu);
                 if spin == 0 {
@@ -1003,6 +1182,22 @@ impl World {
             Micro::RwUp(s) => {
                 let rw = &mut self.rwsems[s as usize];
                 if rw.writer == Some(t) {
+                    let held = self.now.0.saturating_sub(rw.acquired_at.0);
+                    let class = rw.class as usize;
+                    self.lock_classes[class].hold.record(held);
+                    let rw = &mut self.rwsems[s as usize];
+                    if rw.handoff_to.is_some() {
+                        // __mutex_unlock_slowpath with MUTEX_FLAG_HANDOFF: the owner word
+                        // is left as it is, and under the wait_lock the first waiter
+                        // becomes the owner (__mutex_handoff) and is woken.
+                        let wait_lock = rw.wait_lock;
+                        let cost = Micro::Work {
+                            ns: self.costs.futex_ns,
+                            kernel: true,
+                        };
+                        self.push_wake_path(t, wait_lock, Micro::WakeRw(s), cost);
+                        return Flow::Next;
+                    }
                     rw.writer = None;
                 } else {
                     rw.readers = rw.readers.saturating_sub(1);
@@ -1016,9 +1211,17 @@ impl World {
                     }
                 }
                 // Spinners on running vCPUs see the release at once: every reader can
-                // take it, the first writer only (the others find it taken).
-                if self.rwsems[s as usize].spinners > 0 && self.rwsems[s as usize].writer.is_none()
-                {
+                // take it, the first writer only (the others find it taken). A mutex
+                // without the OSQ (`guest.mutex_osq`) goes to whichever spinner's
+                // cmpxchg lands first.
+                let rw = &self.rwsems[s as usize];
+                let racing = rw.mutex
+                    && !self.vms[self.threads[t.idx()].vm.idx()].guest.mutex_osq
+                    && rw.spinners > 0
+                    && rw.writer.is_none();
+                if racing {
+                    self.mutex_race(t, s);
+                } else if rw.spinners > 0 && rw.writer.is_none() {
                     self.poke_spinners(
                         t,
                         |a| {
@@ -1046,6 +1249,10 @@ impl World {
                 while let Some((w, _)) = self.rwsems[s as usize].waiters.pop_front() {
                     self.futex_wake_one(t, v, w);
                 }
+                Flow::Next
+            }
+            Micro::WakeRw(s) if self.rwsems[s as usize].handoff_to.is_some() => {
+                self.mutex_handoff(t, v, s);
                 Flow::Next
             }
             Micro::WakeRw(s) => {
@@ -1150,8 +1357,8 @@ impl World {
                 for &w in &ws {
                     let th = &mut self.threads[w.idx()];
                     th.mutex_slow = true;
-                    if th.mutex_wait_since == Nanos::MAX {
-                        th.mutex_wait_since = now;
+                    if th.lock_wait_since == Nanos::MAX {
+                        th.lock_wait_since = now;
                     }
                 }
                 self.mutexes[mutex as usize].waiters.extend(ws.drain(..));

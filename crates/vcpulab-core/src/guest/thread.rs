@@ -243,8 +243,9 @@ pub struct Thread {
     /// The vCPU it is queued on, runs on, or last ran on.
     pub vcpu: VcpuId,
     pub timer_gen: u32,
-    /// When it first failed to take the user mutex it is waiting for (MAX: not waiting).
-    pub mutex_wait_since: Nanos,
+    /// When it first failed to take the user mutex, kernel mutex or read-write lock it
+    /// is waiting for (MAX: not waiting).
+    pub lock_wait_since: Nanos,
     /// The path of the wake-up at `woken_at` (hv/wake_path.rs).
     pub wake_path: u8,
     pub finite: bool,
@@ -326,7 +327,7 @@ impl Thread {
             protect: false,
             timer_gen: 0,
             woken_at: None,
-            mutex_wait_since: Nanos::MAX,
+            lock_wait_since: Nanos::MAX,
             mutex_slow: false,
             wake_path: 0,
             rng,

@@ -34,6 +34,10 @@ pub struct GuestParams {
     pub rwsem_spin: crate::scenario::RwsemSpin,
     /// Read-write semaphores steal and hand off as Linux 5.11+ (guest/sync.rs).
     pub rwsem_steal: bool,
+    /// The kernel mutex hands itself to its first waiter (Linux 4.10+; guest/sync.rs).
+    pub mutex_handoff: bool,
+    /// The kernel mutex's spinners queue on an OSQ (Linux 3.15+; guest/sync.rs).
+    pub mutex_osq: bool,
     /// A condition variable's broadcast requeues its waiters onto the mutex (glibc
     /// before 2.25; guest/sync.rs).
     pub cond_requeue: bool,

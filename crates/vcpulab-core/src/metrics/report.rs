@@ -243,7 +243,9 @@ impl ModeRow {
 pub struct LockRow {
     pub vm: String,
     pub lock: String,
-    /// "kernel" (a guest kernel spinlock) or "user" (a workload's pthread-like mutex).
+    /// "kernel" (a guest kernel spinlock), "user" (a workload's pthread-like mutex),
+    /// "kernel-mutex", "rwsem" (a guest kernel read-write semaphore) or "user-rwlock"
+    /// (InnoDB's rw_lock_t); guest/spinlock.rs `LockClassKind`.
     pub kind: &'static str,
     pub acquisitions: u64,
     pub contended: u64,
@@ -724,7 +726,7 @@ impl Report {
             .map(|c| LockRow {
                 vm: w.vms[c.vm.idx()].name.clone(),
                 lock: c.name.clone(),
-                kind: if c.user { "user" } else { "kernel" },
+                kind: c.kind.as_str(),
                 acquisitions: c.acquisitions,
                 contended: c.contended,
                 wait_mean_ns: c.wait.mean_or_nan(),

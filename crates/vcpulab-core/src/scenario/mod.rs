@@ -1056,6 +1056,19 @@ pub struct GuestConfig {
     /// ahead of that waiter. Off: Linux 3.x (rwsem-xadd.c), readers queue behind any
     /// waiter.
     pub rwsem_steal: bool,
+    /// The kernel mutex hands itself to its first waiter (Linux 4.10+,
+    /// kernel/locking/mutex.c: MUTEX_FLAG_HANDOFF): a waiter woken that finds the mutex
+    /// taken again sets the hand-off flag and spins on the owner, and the owner's unlock
+    /// then makes that waiter the owner, whether it runs or not, instead of freeing the
+    /// mutex for whoever comes first. Off: Linux 3.x, where a woken waiter that loses
+    /// sleeps again at the head of the queue.
+    pub mutex_handoff: bool,
+    /// The kernel mutex's spinners queue on an OSQ (Linux 3.15+,
+    /// kernel/locking/osq_lock.c): the head spins on the owner and takes the freed
+    /// mutex, the others wait their turn in order. Off (before 3.10): every spinner
+    /// watches the owner and they race for the freed mutex. (3.10–3.14 queued them on a
+    /// plain MCS lock, which no profile has; `true` is the closest.)
+    pub mutex_osq: bool,
     /// The guest's C library requeues a condition variable's waiters onto the mutex at
     /// a broadcast: glibc 2.3 to 2.24 (nptl/pthread_cond_broadcast.c) wakes one waiter
     /// and moves the others to the mutex's futex (FUTEX_CMP_REQUEUE), so each is woken
@@ -1119,6 +1132,8 @@ impl Default for GuestConfig {
             vcpu_is_preempted: false,
             rwsem_spin: RwsemSpin::Off,
             rwsem_steal: false,
+            mutex_handoff: false,
+            mutex_osq: false,
             cond_requeue: true,
             wake_ipi: WakeIpi::Always,
             haltpoll_available: true,

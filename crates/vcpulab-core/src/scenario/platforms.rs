@@ -150,6 +150,11 @@ pub struct GuestKernel {
     /// `guest.rwsem_steal`: read-write semaphores with reader lock stealing and the
     /// hand-off bit (Linux 5.11+).
     pub rwsem_steal: bool,
+    /// `guest.mutex_handoff`: the kernel mutex's hand-off to its first waiter (Linux
+    /// 4.10+).
+    pub mutex_handoff: bool,
+    /// `guest.mutex_osq`: the kernel mutex's spinners queue on an OSQ (Linux 3.15+).
+    pub mutex_osq: bool,
     /// `guest.cond_requeue`: the distribution's glibc requeues a broadcast's waiters
     /// onto the mutex (glibc before 2.25).
     pub cond_requeue: bool,
@@ -348,6 +353,8 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         wake_ipi: "always",
         rwsem_spin: "off",
         rwsem_steal: false,
+        mutex_handoff: false,
+        mutex_osq: false,
         cond_requeue: true,
         haltpoll_available: false,
         sched_idle_cpu: false,
@@ -373,6 +380,8 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         wake_ipi: "on-preempt",
         rwsem_spin: "off",
         rwsem_steal: false,
+        mutex_handoff: false,
+        mutex_osq: false,
         cond_requeue: true,
         haltpoll_available: false,
         sched_idle_cpu: false,
@@ -398,6 +407,8 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         wake_ipi: "on-preempt",
         rwsem_spin: "off",
         rwsem_steal: false,
+        mutex_handoff: false,
+        mutex_osq: false,
         cond_requeue: true,
         haltpoll_available: false,
         sched_idle_cpu: false,
@@ -423,13 +434,15 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         wake_ipi: "on-preempt",
         rwsem_spin: "writer-owner",
         rwsem_steal: false,
+        mutex_handoff: false,
+        mutex_osq: true,
         cond_requeue: true,
         haltpoll_available: false,
         sched_idle_cpu: false,
         newidle_avg_idle_gate: true,
         balance_busy_factor: 32,
         balance_interval: "domain-weight",
-        notes: "rwsem writers spin on a running writer owner (3.16); ticket spinlocks: the PV ticket lock of 3.12-4.1 needs KVM_FEATURE_PV_UNHALT, which QEMU leaves off unless asked (kvm-pv-unhalt); Ubuntu 14.04's glibc 2.19: broadcasts requeue",
+        notes: "rwsem writers spin on a running writer owner (3.16); mutex spinners queue on the OSQ (3.15); ticket spinlocks: the PV ticket lock of 3.12-4.1 needs KVM_FEATURE_PV_UNHALT, which QEMU leaves off unless asked (kvm-pv-unhalt); Ubuntu 14.04's glibc 2.19: broadcasts requeue",
     },
     GuestKernel {
         name: "linux-6.6",
@@ -448,13 +461,15 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         wake_ipi: "on-preempt",
         rwsem_spin: "reader-bounded",
         rwsem_steal: true,
+        mutex_handoff: true,
+        mutex_osq: true,
         cond_requeue: false,
         haltpoll_available: true,
         sched_idle_cpu: true,
         newidle_avg_idle_gate: false,
         balance_busy_factor: 16,
         balance_interval: "domain-weight",
-        notes: "PV queued spinlocks, wake_q (4.2), PV TLB flush (4.16), vcpu_is_preempted (4.10), rwsem writers spin on readers for a bounded time (5.x), rwsem reader lock stealing and hand-off (5.11), cpuidle-haltpoll (5.4); glibc 2.25+: a broadcast wakes every waiter",
+        notes: "PV queued spinlocks, wake_q (4.2), PV TLB flush (4.16), vcpu_is_preempted (4.10), rwsem writers spin on readers for a bounded time (5.x), rwsem reader lock stealing and hand-off (5.11), the mutex's hand-off to its first waiter (4.10), cpuidle-haltpoll (5.4); glibc 2.25+: a broadcast wakes every waiter",
     },
 ];
 
@@ -663,6 +678,8 @@ impl GuestKernel {
         t.insert("wake_ipi".into(), Value::String(self.wake_ipi.into()));
         t.insert("rwsem_spin".into(), Value::String(self.rwsem_spin.into()));
         t.insert("rwsem_steal".into(), Value::Boolean(self.rwsem_steal));
+        t.insert("mutex_handoff".into(), Value::Boolean(self.mutex_handoff));
+        t.insert("mutex_osq".into(), Value::Boolean(self.mutex_osq));
         t.insert("cond_requeue".into(), Value::Boolean(self.cond_requeue));
         t.insert(
             "haltpoll_available".into(),

@@ -6,7 +6,7 @@
 use super::rng::Stream;
 use super::{Nanos, Rng, ThreadId, VcpuId, VmId};
 use crate::guest::kernel::ObjBases;
-use crate::guest::spinlock::{LockClass, SpinLock};
+use crate::guest::spinlock::{LockClass, LockClassKind, SpinLock};
 use crate::guest::sync::{Barrier, Cond, Dispenser, Flusher, Mutex, Queue, RwSem, Sem};
 use crate::guest::thread::Thread;
 use crate::host::cpumask::CpuMask;
@@ -58,9 +58,9 @@ impl SyncArenas {
         LockId((self.locks.len() - 1) as u32)
     }
 
-    fn new_class(&mut self, vm: VmId, name: String, user: bool) -> u32 {
+    fn new_class(&mut self, vm: VmId, name: String, kind: LockClassKind) -> u32 {
         let mut c = LockClass::new(vm, name);
-        c.user = user;
+        c.kind = kind;
         self.lock_classes.push(c);
         (self.lock_classes.len() - 1) as u32
     }
@@ -101,7 +101,7 @@ impl SyncArenas {
     ) -> ObjBases {
         let spin = self.locks.len() as u32;
         for (i, name) in w.symbols.spinlocks.iter().enumerate() {
-            let c = self.new_class(vm, name.clone(), false);
+            let c = self.new_class(vm, name.clone(), LockClassKind::Spinlock);
             // An rwlock_t's writer before queued rwlocks (Linux 3.16, x86): the
             // unfair spin of arch/x86/lib/rwlock.S __write_lock_failed.
             let rwlock = w.symbols.rwlock.get(i).copied().unwrap_or(false);
@@ -112,13 +112,13 @@ impl SyncArenas {
             };
             self.new_lock(k, c);
         }
-        let futex_class = self.new_class(vm, "futex-bucket".into(), false);
+        let futex_class = self.new_class(vm, "futex-bucket".into(), LockClassKind::Spinlock);
         // Each read-write semaphore's wait_lock is a kernel spinlock class of its own.
         let rw_classes: Vec<u32> = w
             .symbols
             .rwsems
             .iter()
-            .map(|n| self.new_class(vm, format!("{n}.wait_lock"), false))
+            .map(|n| self.new_class(vm, format!("{n}.wait_lock"), LockClassKind::Spinlock))
             .collect();
         // User mutexes: one statistics class per name (hash-bucket mutexes of one name
         // share it); queue mutexes are the class "queue".
@@ -126,7 +126,7 @@ impl SyncArenas {
         let mut user_class = |arenas: &mut SyncArenas, name: &str| -> u32 {
             *user_classes
                 .entry(name.to_string())
-                .or_insert_with(|| arenas.new_class(vm, name.to_string(), true))
+                .or_insert_with(|| arenas.new_class(vm, name.to_string(), LockClassKind::UserMutex))
         };
         let mutex = self.mutexes.len() as u32;
         let mutex_classes: Vec<u32> = w
@@ -200,9 +200,17 @@ impl SyncArenas {
         let rwsem = self.rwsems.len() as u32;
         for (ri, c) in rw_classes.into_iter().enumerate() {
             let wait_lock = self.new_lock(kind, c);
-            let kind = w.symbols.rw_kind.get(ri).copied().flatten();
-            let user = kind == Some(crate::workload::program::RwKind::User);
-            let mutex = kind == Some(crate::workload::program::RwKind::KernelMutex);
+            let rw_kind = w.symbols.rw_kind.get(ri).copied().flatten();
+            let user = rw_kind == Some(crate::workload::program::RwKind::User);
+            let mutex = rw_kind == Some(crate::workload::program::RwKind::KernelMutex);
+            let class_kind = if user {
+                LockClassKind::UserRwlock
+            } else if mutex {
+                LockClassKind::KernelMutex
+            } else {
+                LockClassKind::Rwsem
+            };
+            let class = self.new_class(vm, w.symbols.rwsems[ri].clone(), class_kind);
             self.rwsems.push(RwSem {
                 readers: 0,
                 writer: None,
@@ -212,8 +220,12 @@ impl SyncArenas {
                 rspin_deadline: Nanos::MAX,
                 nonspinnable: false,
                 handoff: false,
+                handoff_to: None,
+                osq: Default::default(),
                 user,
                 mutex,
+                class,
+                acquired_at: Nanos::ZERO,
             });
         }
         for io in &w.symbols.flusher_io {
@@ -289,6 +301,8 @@ pub(crate) fn guest_params(g: &GuestConfig, vcpus: u32) -> GuestParams {
         vcpu_is_preempted: g.vcpu_is_preempted,
         rwsem_spin: g.rwsem_spin,
         rwsem_steal: g.rwsem_steal,
+        mutex_handoff: g.mutex_handoff,
+        mutex_osq: g.mutex_osq,
         cond_requeue: g.cond_requeue,
         wake_ipi: g.wake_ipi,
         haltpoll_max: if g.idle == IdleMode::Haltpoll {
