@@ -155,6 +155,10 @@ pub struct RwSem {
     /// queue of kernel/locking/osq_lock.c): the head spins on the owner and takes it
     /// when it is free; the others wait for their turn.
     pub osq: VecDeque<ThreadId>,
+    /// A mutex's waiter an unlock woke that has not looked at the mutex again. It is
+    /// still on the kernel's wait list (it leaves it only with the mutex), so another
+    /// unlock meanwhile wakes it again — a no-op — rather than the waiter behind it.
+    pub woken: Option<ThreadId>,
     /// Its statistics class (world.lock_classes), and when its writer took it.
     pub class: u32,
     pub acquired_at: Nanos,
@@ -267,10 +271,10 @@ impl World {
         };
         rw.writer = Some(w);
         let class = rw.class as usize;
-        let queued = rw.waiters.iter().position(|&(f, _)| f == w);
-        let asleep = queued.is_some();
-        if let Some(i) = queued {
-            rw.waiters.remove(i);
+        // Asleep, it is at the head of the queue (one waiter is awake at a time: `woken`).
+        let asleep = rw.waiters.front().is_some_and(|&(f, _)| f == w);
+        if asleep {
+            rw.waiters.pop_front();
         }
         let wv = &self.vcpus[self.threads[w.idx()].vcpu.idx()];
         if wv.hv == crate::hv::vcpu::HvState::Runnable {
@@ -983,6 +987,9 @@ impl World {
                 let handoff = self.vms[vm].guest.mutex_handoff;
                 let rw = &mut self.rwsems[s as usize];
                 let mutex = rw.mutex;
+                if retry && rw.woken == Some(t) {
+                    rw.woken = None;
+                }
                 let ok = if mutex {
                     // Free, or handed off to it (MUTEX_FLAG_PICKUP).
                     rw.writer.is_none() || rw.writer == Some(t)
@@ -1024,12 +1031,7 @@ impl World {
                 // from Linux 4.10 (`guest.mutex_handoff`) it sets MUTEX_FLAG_HANDOFF
                 // (__mutex_trylock_or_handoff) and spins on the owner
                 // (mutex_optimistic_spin with its waiter) before it sleeps again.
-                // Two waiters can be awake at once (a second unlock woke the next one
-                // before the first looked): the first to look is the first waiter.
-                let waiter_spins = mutex
-                    && retry
-                    && handoff
-                    && self.rwsems[s as usize].handoff_to.is_none_or(|w| w == t);
+                let waiter_spins = mutex && retry && handoff;
                 if waiter_spins {
                     let rw = &mut self.rwsems[s as usize];
                     rw.handoff = true;
@@ -1113,16 +1115,7 @@ impl World {
                     th.micro.push_front(Micro::KUnlock(wait_lock));
                 } else {
                     let th = &mut self.threads[t.idx()];
-                    let behind_first = rw.handoff_to.is_some_and(|w| w != t)
-                        && rw
-                            .waiters
-                            .front()
-                            .is_some_and(|&(f, _)| Some(f) == rw.handoff_to);
-                    if front && behind_first {
-                        // The mutex's first waiter (it set the hand-off flag) keeps its
-                        // place ahead of a second woken waiter.
-                        rw.waiters.insert(1, (t, write));
-                    } else if front {
+                    if front {
                         rw.waiters.push_front((t, write));
                     } else {
                         rw.waiters.push_back((t, write));
@@ -1253,6 +1246,17 @@ impl World {
             }
             Micro::WakeRw(s) if self.rwsems[s as usize].handoff_to.is_some() => {
                 self.mutex_handoff(t, v, s);
+                Flow::Next
+            }
+            Micro::WakeRw(s) if self.rwsems[s as usize].mutex => {
+                // __mutex_unlock_slowpath: wake the first waiter on the wait list.
+                let rw = &mut self.rwsems[s as usize];
+                if rw.woken.is_none() {
+                    if let Some((w, _)) = rw.waiters.pop_front() {
+                        rw.woken = Some(w);
+                        self.futex_wake_one(t, v, w);
+                    }
+                }
                 Flow::Next
             }
             Micro::WakeRw(s) => {

@@ -222,6 +222,7 @@ impl SyncArenas {
                 handoff: false,
                 handoff_to: None,
                 osq: Default::default(),
+                woken: None,
                 user,
                 mutex,
                 class,
