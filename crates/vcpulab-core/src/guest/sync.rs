@@ -295,35 +295,6 @@ impl World {
         // its own when it next looks (RwSleep).
     }
 
-    /// Kernel mutex `s`, freed by `t`, goes to one of the spinners on running vCPUs
-    /// that watch its owner (no OSQ: mutex_spin_on_owner sees the owner leave, and
-    /// each spinner's `mutex_try_to_acquire` races for it). The winner is drawn
-    /// uniformly, from a hash of the time and the mutex — no random stream is consumed,
-    /// so the threads' own draws stay as they were.
-    fn mutex_race(&mut self, t: ThreadId, s: u32) {
-        let vm = self.threads[t.idx()].vm.idx();
-        let first = self.vms[vm].first_vcpu as usize;
-        let end = first + self.vms[vm].nvcpus as usize;
-        let spinning = |w: &World, i: usize| -> bool {
-            let vc = &w.vcpus[i];
-            vc.is_running()
-                && vc.cur.is_some_and(|c| {
-                    c != t && w.threads[c.idx()].act == ThreadActivity::SpinRwsem(s)
-                })
-        };
-        let n = (first..end).filter(|&i| spinning(self, i)).count();
-        if n == 0 {
-            return;
-        }
-        let mut x = self.now.0 ^ (u64::from(s) << 40);
-        let pick = (crate::sim::rng::splitmix64(&mut x) % n as u64) as usize;
-        if let Some(i) = (first..end).filter(|&i| spinning(self, i)).nth(pick) {
-            let v = VcpuId(i as u32);
-            self.sync_progress(v);
-            self.vcpu_continue(v);
-        }
-    }
-
     /// `t` took user mutex `m`: count the acquisition, and the wait if it had to wait
     /// (from its first failed attempt, through spinning and sleeping, to now).
     fn mutex_acquired(&mut self, m: u32, t: ThreadId) {
@@ -619,11 +590,29 @@ impl World {
         self.vms[vm].tlb_wait.record(w);
     }
 
+    /// The first vCPU of `i..end` marked in `spin_watch`.
+    fn next_watched(&self, mut i: usize, end: usize) -> Option<usize> {
+        while i < end {
+            let bits = self.spin_watch[i / 64] >> (i % 64);
+            if bits == 0 {
+                i = (i / 64 + 1) * 64;
+                continue;
+            }
+            i += bits.trailing_zeros() as usize;
+            return (i < end).then_some(i);
+        }
+        None
+    }
+
     /// Lets threads of `t`'s VM that spin (on a running vCPU) for what `waits_for`
     /// matches re-check at once; `first_only`: only one of them can win. Looks at the
-    /// vCPUs of `spin_watch` only, in ascending order as a scan of the VM's vCPUs would
-    /// (a vCPU marked during the loop is visited if it comes later); a marked vCPU whose
-    /// current thread no longer spins is unmarked.
+    /// vCPUs of `spin_watch` only; a marked vCPU whose current thread no longer spins is
+    /// unmarked. Which spinner's atomic lands first after a release is a race: the scan
+    /// starts at one of the spinners that may see it, drawn uniformly (from a hash of
+    /// the time and the releasing thread, so that no thread's random stream moves), and
+    /// wraps around (a vCPU marked during the loop is visited if it comes later in that
+    /// order). (Visiting them in vCPU order let the lowest-numbered spinner win every
+    /// race.)
     fn poke_spinners(
         &mut self,
         t: ThreadId,
@@ -635,33 +624,61 @@ impl World {
         let end = first + self.vms[vm].nvcpus as usize;
         #[cfg(test)]
         self.assert_spinners_watched(first, end);
+        let sees = |w: &World, i: usize| -> bool {
+            let vc = &w.vcpus[i];
+            vc.is_running()
+                && vc.cur.is_some_and(|c| {
+                    let act = w.threads[c.idx()].act;
+                    c != t && act.is_poked_spin() && waits_for(act)
+                })
+        };
+        let mut n = 0u64;
         let mut i = first;
-        while i < end {
-            let bits = self.spin_watch[i / 64] >> (i % 64);
-            if bits == 0 {
-                i = (i / 64 + 1) * 64;
-                continue;
+        while let Some(j) = self.next_watched(i, end) {
+            n += sees(self, j) as u64;
+            i = j + 1;
+        }
+        if n == 0 {
+            return;
+        }
+        let mut k = if n == 1 {
+            0
+        } else {
+            let mut x = self.now.0 ^ (u64::from(t.0) << 32);
+            crate::sim::rng::splitmix64(&mut x) % n
+        };
+        let mut start = first;
+        let mut i = first;
+        while let Some(j) = self.next_watched(i, end) {
+            if sees(self, j) {
+                if k == 0 {
+                    start = j;
+                    break;
+                }
+                k -= 1;
             }
-            i += bits.trailing_zeros() as usize;
-            if i >= end {
-                break;
-            }
-            let vc = &self.vcpus[i];
-            let spinning = vc.cur.filter(|c| self.threads[c.idx()].act.is_poked_spin());
-            match spinning {
-                None => self.spin_watch[i / 64] &= !(1u64 << (i % 64)),
-                Some(c) => {
-                    if c != t && vc.is_running() && waits_for(self.threads[c.idx()].act) {
-                        let v = VcpuId(i as u32);
-                        self.sync_progress(v);
-                        self.vcpu_continue(v);
-                        if first_only {
-                            return;
+            i = j + 1;
+        }
+        for (lo, hi) in [(start, end), (first, start)] {
+            let mut i = lo;
+            while let Some(j) = self.next_watched(i, hi) {
+                let vc = &self.vcpus[j];
+                let spinning = vc.cur.filter(|c| self.threads[c.idx()].act.is_poked_spin());
+                match spinning {
+                    None => self.spin_watch[j / 64] &= !(1u64 << (j % 64)),
+                    Some(_) => {
+                        if sees(self, j) {
+                            let v = VcpuId(j as u32);
+                            self.sync_progress(v);
+                            self.vcpu_continue(v);
+                            if first_only {
+                                return;
+                            }
                         }
                     }
                 }
+                i = j + 1;
             }
-            i += 1;
         }
     }
 
@@ -1206,22 +1223,17 @@ impl World {
                 // Spinners on running vCPUs see the release at once: every reader can
                 // take it, the first writer only (the others find it taken). A mutex
                 // without the OSQ (`guest.mutex_osq`) goes to whichever spinner's
-                // cmpxchg lands first.
+                // cmpxchg lands first; on the OSQ, to its head.
                 let rw = &self.rwsems[s as usize];
-                let racing = rw.mutex
-                    && !self.vms[self.threads[t.idx()].vm.idx()].guest.mutex_osq
-                    && rw.spinners > 0
-                    && rw.writer.is_none();
-                if racing {
-                    self.mutex_race(t, s);
-                } else if rw.spinners > 0 && rw.writer.is_none() {
+                let racing = rw.mutex && !self.vms[self.threads[t.idx()].vm.idx()].guest.mutex_osq;
+                if rw.spinners > 0 && rw.writer.is_none() {
                     self.poke_spinners(
                         t,
                         |a| {
                             matches!(a, ThreadActivity::SpinRw(x, _) | ThreadActivity::SpinRwsem(x)
                             if x == s)
                         },
-                        false,
+                        racing,
                     );
                 }
                 let rw = &mut self.rwsems[s as usize];
