@@ -608,11 +608,13 @@ impl World {
     /// matches re-check at once; `first_only`: only one of them can win. Looks at the
     /// vCPUs of `spin_watch` only; a marked vCPU whose current thread no longer spins is
     /// unmarked. Which spinner's atomic lands first after a release is a race: the scan
-    /// starts at one of the spinners that may see it, drawn uniformly (from a hash of
-    /// the time and the releasing thread, so that no thread's random stream moves), and
-    /// wraps around (a vCPU marked during the loop is visited if it comes later in that
-    /// order). (Visiting them in vCPU order let the lowest-numbered spinner win every
-    /// race.)
+    /// starts at a vCPU drawn uniformly (from a hash of the time and the releasing
+    /// thread, so that no thread's random stream moves) and wraps around, so no vCPU
+    /// number is favoured (a vCPU marked during the loop is visited if it comes later in
+    /// that order). A spinner after a run of vCPUs that do not spin is found first more
+    /// often — an approximation of a uniform draw among the spinners that keeps a poke
+    /// as cheap as the first spinner found. (Scanning from the VM's first vCPU let the
+    /// lowest-numbered spinner win every race.)
     fn poke_spinners(
         &mut self,
         t: ThreadId,
@@ -621,44 +623,16 @@ impl World {
     ) {
         let vm = self.threads[t.idx()].vm.idx();
         let first = self.vms[vm].first_vcpu as usize;
-        let end = first + self.vms[vm].nvcpus as usize;
+        let n = self.vms[vm].nvcpus as usize;
+        let end = first + n;
         #[cfg(test)]
         self.assert_spinners_watched(first, end);
-        let sees = |w: &World, i: usize| -> bool {
-            let vc = &w.vcpus[i];
-            vc.is_running()
-                && vc.cur.is_some_and(|c| {
-                    let act = w.threads[c.idx()].act;
-                    c != t && act.is_poked_spin() && waits_for(act)
-                })
-        };
-        let mut n = 0u64;
-        let mut i = first;
-        while let Some(j) = self.next_watched(i, end) {
-            n += sees(self, j) as u64;
-            i = j + 1;
-        }
-        if n == 0 {
-            return;
-        }
-        let mut k = if n == 1 {
-            0
-        } else {
+        let start = if n > 1 {
             let mut x = self.now.0 ^ (u64::from(t.0) << 32);
-            crate::sim::rng::splitmix64(&mut x) % n
+            first + (crate::sim::rng::splitmix64(&mut x) % n as u64) as usize
+        } else {
+            first
         };
-        let mut start = first;
-        let mut i = first;
-        while let Some(j) = self.next_watched(i, end) {
-            if sees(self, j) {
-                if k == 0 {
-                    start = j;
-                    break;
-                }
-                k -= 1;
-            }
-            i = j + 1;
-        }
         for (lo, hi) in [(start, end), (first, start)] {
             let mut i = lo;
             while let Some(j) = self.next_watched(i, hi) {
@@ -666,8 +640,8 @@ impl World {
                 let spinning = vc.cur.filter(|c| self.threads[c.idx()].act.is_poked_spin());
                 match spinning {
                     None => self.spin_watch[j / 64] &= !(1u64 << (j % 64)),
-                    Some(_) => {
-                        if sees(self, j) {
+                    Some(c) => {
+                        if c != t && vc.is_running() && waits_for(self.threads[c.idx()].act) {
                             let v = VcpuId(j as u32);
                             self.sync_progress(v);
                             self.vcpu_continue(v);
