@@ -128,6 +128,20 @@ pub struct LockClass {
 }
 
 impl LockClass {
+    /// An acquisition at `now` by a thread that first failed to take the lock at
+    /// `since` (`Nanos::MAX`: it took it at once): every acquisition records its wait,
+    /// 0 when uncontended (a mutex, rw-semaphore or user lock; spinlocks count in
+    /// guest/spinlock.rs's own paths).
+    pub fn count_acquisition(&mut self, since: Nanos, now: Nanos) {
+        self.acquisitions += 1;
+        if since != Nanos::MAX {
+            self.contended += 1;
+            self.wait.record(now.0.saturating_sub(since.0));
+        } else {
+            self.wait.record(0);
+        }
+    }
+
     pub fn new(vm: VmId, name: String) -> LockClass {
         LockClass {
             vm,

@@ -249,14 +249,7 @@ impl World {
         }
         let class = rw.class as usize;
         let since = std::mem::replace(&mut self.threads[t.idx()].lock_wait_since, Nanos::MAX);
-        let c = &mut self.lock_classes[class];
-        c.acquisitions += 1;
-        if since != Nanos::MAX {
-            c.contended += 1;
-            c.wait.record(now.0.saturating_sub(since.0));
-        } else {
-            c.wait.record(0);
-        }
+        self.lock_classes[class].count_acquisition(since, now);
     }
 
     /// `t`, unlocking kernel mutex `s` on vCPU `v` under its wait_lock, hands it to the
@@ -307,15 +300,7 @@ impl World {
             mu.word_contended = true;
         }
         let since = std::mem::replace(&mut th.lock_wait_since, Nanos::MAX);
-        let c = &mut self.lock_classes[class];
-        c.acquisitions += 1;
-        // As for kernel locks, every acquisition records its wait (0 when uncontended).
-        if since != Nanos::MAX {
-            c.contended += 1;
-            c.wait.record(now.0.saturating_sub(since.0));
-        } else {
-            c.wait.record(0);
-        }
+        self.lock_classes[class].count_acquisition(since, now);
     }
 
     /// Whether spinning thread `t` may stop spinning now (and takes what it waited for).
