@@ -149,7 +149,7 @@ pub struct RwSem {
     pub mutex: bool,
     /// A mutex's first waiter that set MUTEX_FLAG_HANDOFF (`guest.mutex_handoff`): the
     /// next unlock makes it the owner. It spins on the owner or sleeps at the head of
-    /// `waiters`; `handoff` is set with it.
+    /// `waiters`. (`handoff` is the rw-semaphore's flag; a mutex's is this.)
     pub handoff_to: Option<ThreadId>,
     /// Writers spinning optimistically, in the order they queued on its OSQ (the MCS
     /// queue of kernel/locking/osq_lock.c): the head spins on the owner and takes it
@@ -245,7 +245,6 @@ impl World {
         if rw.handoff_to == Some(t) {
             // A mutex's first waiter has it: its hand-off flag is spent.
             rw.handoff_to = None;
-            rw.handoff = false;
         }
         let class = rw.class as usize;
         let since = std::mem::replace(&mut self.threads[t.idx()].lock_wait_since, Nanos::MAX);
@@ -1009,9 +1008,7 @@ impl World {
                 // (mutex_optimistic_spin with its waiter) before it sleeps again.
                 let waiter_spins = mutex && retry && handoff;
                 if waiter_spins {
-                    let rw = &mut self.rwsems[s as usize];
-                    rw.handoff = true;
-                    rw.handoff_to = Some(t);
+                    self.rwsems[s as usize].handoff_to = Some(t);
                 }
                 if stealing && retry && !mutex {
                     // Woken and beaten to it: the first waiter sets the hand-off bit once
