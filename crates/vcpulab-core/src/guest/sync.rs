@@ -251,6 +251,17 @@ impl World {
         self.lock_classes[class].count_acquisition(since, now);
     }
 
+    /// `t` wakes the waiters of read-write semaphore (or kernel mutex) `s` that a release
+    /// lets in: `WakeRw` under the semaphore's wait_lock, after a futex-sized kernel path.
+    fn push_rwsem_wake(&mut self, t: ThreadId, s: u32) {
+        let wait_lock = self.rwsems[s as usize].wait_lock;
+        let cost = Micro::Work {
+            ns: self.costs.futex_ns,
+            kernel: true,
+        };
+        self.push_wake_path(t, wait_lock, Micro::WakeRw(s), cost);
+    }
+
     /// `t`, unlocking kernel mutex `s` on vCPU `v` under its wait_lock, hands it to the
     /// first waiter that set MUTEX_FLAG_HANDOFF (__mutex_handoff, Linux 4.10+): that
     /// waiter owns it from now on, running or not, and picks it up when it next looks —
@@ -989,12 +1000,7 @@ impl World {
                         && rw.readers == 1
                         && rw.waiters.front().is_some_and(|w| !w.1)
                     {
-                        let wait_lock = rw.wait_lock;
-                        let cost = Micro::Work {
-                            ns: self.costs.futex_ns,
-                            kernel: true,
-                        };
-                        self.push_wake_path(t, wait_lock, Micro::WakeRw(s), cost);
+                        self.push_rwsem_wake(t, s);
                     }
                     return Flow::Next;
                 }
@@ -1156,12 +1162,7 @@ impl World {
                         // __mutex_unlock_slowpath with MUTEX_FLAG_HANDOFF: the owner word
                         // is left as it is, and under the wait_lock the first waiter
                         // becomes the owner (__mutex_handoff) and is woken.
-                        let wait_lock = rw.wait_lock;
-                        let cost = Micro::Work {
-                            ns: self.costs.futex_ns,
-                            kernel: true,
-                        };
-                        self.push_wake_path(t, wait_lock, Micro::WakeRw(s), cost);
+                        self.push_rwsem_wake(t, s);
                         return Flow::Next;
                     }
                     rw.writer = None;
@@ -1194,12 +1195,7 @@ impl World {
                 }
                 let rw = &mut self.rwsems[s as usize];
                 if rw.writer.is_none() && rw.readers == 0 && !rw.waiters.is_empty() {
-                    let wait_lock = rw.wait_lock;
-                    let cost = Micro::Work {
-                        ns: self.costs.futex_ns,
-                        kernel: true,
-                    };
-                    self.push_wake_path(t, wait_lock, Micro::WakeRw(s), cost);
+                    self.push_rwsem_wake(t, s);
                 }
                 Flow::Next
             }
