@@ -236,3 +236,23 @@ fn a_released_user_mutex_goes_to_any_of_its_spinners() {
     assert!(max < 2_000_000, "longest wait {max} ns");
     assert_eq!(r.vms[0].futex_calls, 0, "a spinner ran out of its budget");
 }
+
+/// The race is fair whatever the vCPU numbers: four spinners on vCPUs 0-3 of a 16-vCPU
+/// VM (twelve vCPUs idle). Drawing a vCPU and taking the first spinner after it gave the
+/// one on vCPU 0 thirteen releases in sixteen — the others waited past their 1 ms spin
+/// budget and slept on the futex; a draw among the spinners themselves gives each a
+/// quarter.
+#[test]
+fn a_released_user_mutex_goes_to_any_spinner_whatever_the_gaps_between_their_vcpus() {
+    let text = program(16, "lock", "unlock", "exp(5us)").replace("vcpus = 4", "vcpus = 16");
+    let r = run_with(&text, &["vm.0.guest.mutex_spin_us=1000"]);
+    let m = mutex_row(&r);
+    assert!(
+        m.contended * 2 > m.acquisitions,
+        "contended {}",
+        m.contended
+    );
+    let max = m.wait_max_ns.unwrap_or(u64::MAX);
+    assert!(max < 2_000_000, "longest wait {max} ns");
+    assert_eq!(r.vms[0].futex_calls, 0, "a spinner ran out of its budget");
+}

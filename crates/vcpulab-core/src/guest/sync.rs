@@ -602,14 +602,15 @@ impl World {
     /// Lets threads of `t`'s VM that spin (on a running vCPU) for what `waits_for`
     /// matches re-check at once; `first_only`: only one of them can win. Looks at the
     /// vCPUs of `spin_watch` only; a marked vCPU whose current thread no longer spins is
-    /// unmarked. Which spinner's atomic lands first after a release is a race: the scan
-    /// starts at a vCPU drawn uniformly (from a hash of the time and the releasing
-    /// thread, so that no thread's random stream moves) and wraps around, so no vCPU
-    /// number is favoured (a vCPU marked during the loop is visited if it comes later in
-    /// that order). A spinner after a run of vCPUs that do not spin is found first more
-    /// often — an approximation of a uniform draw among the spinners that keeps a poke
-    /// as cheap as the first spinner found. (Scanning from the VM's first vCPU let the
-    /// lowest-numbered spinner win every race.)
+    /// unmarked. Which spinner's atomic lands first after a release is a race, and no
+    /// vCPU number has an edge in it: with `first_only` the winner is drawn uniformly
+    /// among the spinners that can see the release (`poke_one_spinner`); otherwise all
+    /// are poked, in an order that starts at a uniformly drawn vCPU and wraps around (a
+    /// vCPU marked during the loop is visited if it comes later in that order). The
+    /// draws come from a hash of the time and the releasing thread, so that no thread's
+    /// random stream moves. (Scanning from the VM's first vCPU let the lowest-numbered
+    /// spinner win every race; taking the first spinner after a uniformly drawn vCPU let
+    /// one after a run of vCPUs that do not spin win most of them.)
     fn poke_spinners(
         &mut self,
         t: ThreadId,
@@ -622,31 +623,111 @@ impl World {
         let end = first + n;
         #[cfg(test)]
         self.assert_spinners_watched(first, end);
+        let mut draw = self.now.0 ^ (u64::from(t.0) << 32);
+        if first_only {
+            self.poke_one_spinner(t, &waits_for, first, end, &mut draw);
+            return;
+        }
         let start = if n > 1 {
-            let mut x = self.now.0 ^ (u64::from(t.0) << 32);
-            first + (crate::sim::rng::splitmix64(&mut x) % n as u64) as usize
+            first + (crate::sim::rng::splitmix64(&mut draw) % n as u64) as usize
         } else {
             first
         };
         for (lo, hi) in [(start, end), (first, start)] {
             let mut i = lo;
             while let Some(j) = self.next_watched(i, hi) {
-                let vc = &self.vcpus[j];
-                let spinning = vc.cur.filter(|c| self.threads[c.idx()].act.is_poked_spin());
-                match spinning {
-                    None => self.spin_watch[j / 64] &= !(1u64 << (j % 64)),
-                    Some(c) => {
-                        if c != t && vc.is_running() && waits_for(self.threads[c.idx()].act) {
-                            let v = VcpuId(j as u32);
-                            self.sync_progress(v);
-                            self.vcpu_continue(v);
-                            if first_only {
-                                return;
-                            }
-                        }
-                    }
+                self.poke_if_spinning(t, &waits_for, j);
+                i = j + 1;
+            }
+        }
+    }
+
+    /// Pokes vCPU `j` of `spin_watch` if its current thread spins (on a running vCPU)
+    /// for what `waits_for` matches; unmarks it if its thread no longer spins. True when
+    /// it poked.
+    fn poke_if_spinning(
+        &mut self,
+        t: ThreadId,
+        waits_for: &impl Fn(ThreadActivity) -> bool,
+        j: usize,
+    ) -> bool {
+        let vc = &self.vcpus[j];
+        let spinning = vc.cur.filter(|c| self.threads[c.idx()].act.is_poked_spin());
+        match spinning {
+            None => {
+                self.spin_watch[j / 64] &= !(1u64 << (j % 64));
+                false
+            }
+            Some(c) => {
+                if c != t && vc.is_running() && waits_for(self.threads[c.idx()].act) {
+                    let v = VcpuId(j as u32);
+                    self.sync_progress(v);
+                    self.vcpu_continue(v);
+                    true
+                } else {
+                    false
+                }
+            }
+        }
+    }
+
+    /// The race for a released lock that one spinner can win: visits the vCPUs of
+    /// `first..end` marked in `spin_watch` in a uniformly random order (a draw without
+    /// replacement among the marked ones) and pokes the first whose spinner can take
+    /// it — so each such spinner wins with the same probability, whatever the vCPU
+    /// numbers. Costs what a scan to the first spinner found costs: the marks are
+    /// copied once (a word per 64 vCPUs) and a probe only reads the vCPU it draws.
+    fn poke_one_spinner(
+        &mut self,
+        t: ThreadId,
+        waits_for: &impl Fn(ThreadActivity) -> bool,
+        first: usize,
+        end: usize,
+        draw: &mut u64,
+    ) {
+        // A VM has at most 1,024 vCPUs (scenario/validate.rs): 17 words cover any range.
+        const WORDS: usize = 17;
+        if end <= first {
+            return;
+        }
+        let (w0, w1) = (first / 64, (end - 1) / 64);
+        let nw = w1 - w0 + 1;
+        if nw > WORDS {
+            // Not reached with validated scenarios; scan as for a poke of all, stopping
+            // at the first.
+            let mut i = first;
+            while let Some(j) = self.next_watched(i, end) {
+                if self.poke_if_spinning(t, waits_for, j) {
+                    return;
                 }
                 i = j + 1;
+            }
+            return;
+        }
+        let mut marks = [0u64; WORDS];
+        marks[..nw].copy_from_slice(&self.spin_watch[w0..=w1]);
+        marks[0] &= !0u64 << (first % 64);
+        let top = end - w1 * 64; // 1..=64 bits of the last word are in range
+        if top < 64 {
+            marks[nw - 1] &= (1u64 << top) - 1;
+        }
+        let mut left: u32 = marks[..nw].iter().map(|w| w.count_ones()).sum();
+        while left > 0 {
+            let mut rank = (crate::sim::rng::splitmix64(draw) % u64::from(left)) as u32;
+            let mut k = 0;
+            while rank >= marks[k].count_ones() {
+                rank -= marks[k].count_ones();
+                k += 1;
+            }
+            let mut word = marks[k];
+            for _ in 0..rank {
+                word &= word - 1;
+            }
+            let bit = word.trailing_zeros() as usize;
+            marks[k] &= !(1u64 << bit);
+            left -= 1;
+            if self.poke_if_spinning(t, waits_for, (w0 + k) * 64 + bit) {
+                return;
             }
         }
     }
