@@ -256,3 +256,55 @@ fn a_released_user_mutex_goes_to_any_spinner_whatever_the_gaps_between_their_vcp
     assert!(max < 2_000_000, "longest wait {max} ns");
     assert_eq!(r.vms[0].futex_calls, 0, "a spinner ran out of its budget");
 }
+
+/// The kind of lock row a program's lock `m` gets.
+fn kind_of(text: &str, overrides: &[&str]) -> String {
+    mutex_row(&run_with(text, overrides)).kind.to_string()
+}
+
+/// An inode's lock and a mapping's i_mmap lock are what the guest's kernel has: the
+/// kernel mutexes `i_mutex` and `i_mmap_mutex` of Linux 3.x, the rw-semaphores taken
+/// for writing `i_mmap_rwsem` (3.19+) and `i_rwsem` (4.7+); the guest keys override the
+/// profile.
+#[test]
+fn inode_and_i_mmap_locks_follow_the_guest_kernel() {
+    let inode = program(4, "inode_lock", "inode_unlock", "exp(5us)");
+    let i_mmap = program(4, "i_mmap_lock_write", "i_mmap_unlock_write", "exp(5us)");
+    let on = |k: &str| format!("vm.0.guest.kernel=\"{k}\"");
+    assert_eq!(kind_of(&inode, &[&on("linux-3.2")]), "kernel-mutex");
+    assert_eq!(kind_of(&inode, &[&on("linux-3.19")]), "kernel-mutex");
+    assert_eq!(kind_of(&inode, &[&on("linux-6.6")]), "rwsem");
+    assert_eq!(kind_of(&i_mmap, &[&on("linux-3.9")]), "kernel-mutex");
+    assert_eq!(kind_of(&i_mmap, &[&on("linux-3.19")]), "rwsem");
+    assert_eq!(kind_of(&i_mmap, &[&on("linux-6.6")]), "rwsem");
+    assert_eq!(
+        kind_of(&inode, &[&on("linux-3.2"), "vm.0.guest.i_rwsem=true"]),
+        "rwsem"
+    );
+    assert_eq!(
+        kind_of(
+            &i_mmap,
+            &[&on("linux-6.6"), "vm.0.guest.i_mmap_rwsem=false"]
+        ),
+        "kernel-mutex"
+    );
+    // Either way it is kernel code: no futex.
+    let r = run_with(&inode, &[&on("linux-6.6")]);
+    assert_eq!(r.vms[0].futex_calls, 0);
+    assert!(mutex_row(&r).contended > 0);
+}
+
+/// A lock name is one kind of lock: taken with `inode_lock` and with `kmutex_lock`, the
+/// program is refused with both ops named.
+#[test]
+fn a_lock_taken_as_an_inode_lock_and_as_a_kernel_mutex_is_refused() {
+    let text = program(4, "inode_lock", "kmutex_unlock", "exp(5us)");
+    let msg = match vcpulab_core::resolve(&text, &[], None) {
+        Ok(_) => panic!("a lock taken as an inode lock and as a kernel mutex was accepted"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        msg.contains("inode_lock") && msg.contains("kmutex_lock"),
+        "{msg}"
+    );
+}

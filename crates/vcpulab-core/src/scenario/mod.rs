@@ -1069,6 +1069,15 @@ pub struct GuestConfig {
     /// watches the owner and they race for the freed mutex. (3.10–3.14 queued them on a
     /// plain MCS lock, which no profile has; `true` is the closest.)
     pub mutex_osq: bool,
+    /// A file mapping's i_mmap lock is an rw-semaphore (`i_mmap_rwsem`, Linux 3.19+,
+    /// "mm: convert i_mmap_mutex to rwsem"; mm/mmap.c takes it with
+    /// i_mmap_lock_write): `i_mmap_lock_write` ops take it for writing. Off: the kernel
+    /// mutex `i_mmap_mutex` of earlier kernels.
+    pub i_mmap_rwsem: bool,
+    /// An inode's lock is an rw-semaphore (`i_rwsem`, Linux 4.7+; inode_lock() is
+    /// down_write): `inode_lock` ops take it for writing. Off: the kernel mutex
+    /// `i_mutex` of earlier kernels.
+    pub i_rwsem: bool,
     /// The guest's C library requeues a condition variable's waiters onto the mutex at
     /// a broadcast: glibc 2.3 to 2.24 (nptl/pthread_cond_broadcast.c) wakes one waiter
     /// and moves the others to the mutex's futex (FUTEX_CMP_REQUEUE), so each is woken
@@ -1134,6 +1143,8 @@ impl Default for GuestConfig {
             rwsem_steal: false,
             mutex_handoff: false,
             mutex_osq: false,
+            i_mmap_rwsem: false,
+            i_rwsem: false,
             cond_requeue: true,
             wake_ipi: WakeIpi::Always,
             haltpoll_available: true,

@@ -155,6 +155,10 @@ pub struct GuestKernel {
     pub mutex_handoff: bool,
     /// `guest.mutex_osq`: the kernel mutex's spinners queue on an OSQ (Linux 3.15+).
     pub mutex_osq: bool,
+    /// `guest.i_mmap_rwsem`: a mapping's i_mmap lock is an rw-semaphore (Linux 3.19+).
+    pub i_mmap_rwsem: bool,
+    /// `guest.i_rwsem`: an inode's lock is an rw-semaphore (Linux 4.7+).
+    pub i_rwsem: bool,
     /// `guest.cond_requeue`: the distribution's glibc requeues a broadcast's waiters
     /// onto the mutex (glibc before 2.25).
     pub cond_requeue: bool,
@@ -355,6 +359,8 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         rwsem_steal: false,
         mutex_handoff: false,
         mutex_osq: false,
+        i_mmap_rwsem: false,
+        i_rwsem: false,
         cond_requeue: true,
         haltpoll_available: false,
         sched_idle_cpu: false,
@@ -382,6 +388,8 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         rwsem_steal: false,
         mutex_handoff: false,
         mutex_osq: false,
+        i_mmap_rwsem: false,
+        i_rwsem: false,
         cond_requeue: true,
         haltpoll_available: false,
         sched_idle_cpu: false,
@@ -409,6 +417,8 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         rwsem_steal: false,
         mutex_handoff: false,
         mutex_osq: false,
+        i_mmap_rwsem: false,
+        i_rwsem: false,
         cond_requeue: true,
         haltpoll_available: false,
         sched_idle_cpu: false,
@@ -436,13 +446,15 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         rwsem_steal: false,
         mutex_handoff: false,
         mutex_osq: true,
+        i_mmap_rwsem: true,
+        i_rwsem: false,
         cond_requeue: true,
         haltpoll_available: false,
         sched_idle_cpu: false,
         newidle_avg_idle_gate: true,
         balance_busy_factor: 32,
         balance_interval: "domain-weight",
-        notes: "rwsem writers spin on a running writer owner (3.16); mutex spinners queue on the OSQ (3.15); ticket spinlocks: the PV ticket lock of 3.12-4.1 needs KVM_FEATURE_PV_UNHALT, which QEMU leaves off unless asked (kvm-pv-unhalt); Ubuntu 14.04's glibc 2.19: broadcasts requeue",
+        notes: "rwsem writers spin on a running writer owner (3.16); mutex spinners queue on the OSQ (3.15); i_mmap_mutex became i_mmap_rwsem (3.19); ticket spinlocks: the PV ticket lock of 3.12-4.1 needs KVM_FEATURE_PV_UNHALT, which QEMU leaves off unless asked (kvm-pv-unhalt); Ubuntu 14.04's glibc 2.19: broadcasts requeue",
     },
     GuestKernel {
         name: "linux-6.6",
@@ -463,13 +475,15 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         rwsem_steal: true,
         mutex_handoff: true,
         mutex_osq: true,
+        i_mmap_rwsem: true,
+        i_rwsem: true,
         cond_requeue: false,
         haltpoll_available: true,
         sched_idle_cpu: true,
         newidle_avg_idle_gate: false,
         balance_busy_factor: 16,
         balance_interval: "domain-weight",
-        notes: "PV queued spinlocks, wake_q (4.2), PV TLB flush (4.16), vcpu_is_preempted (4.10), rwsem writers spin on readers for a bounded time (5.x), rwsem reader lock stealing and hand-off (5.11), the mutex's hand-off to its first waiter (4.10), cpuidle-haltpoll (5.4); glibc 2.25+: a broadcast wakes every waiter",
+        notes: "PV queued spinlocks, wake_q (4.2), PV TLB flush (4.16), vcpu_is_preempted (4.10), rwsem writers spin on readers for a bounded time (5.x), rwsem reader lock stealing and hand-off (5.11), the mutex's hand-off to its first waiter (4.10), i_mmap_rwsem (3.19) and i_rwsem (4.7), cpuidle-haltpoll (5.4); glibc 2.25+: a broadcast wakes every waiter",
     },
 ];
 
@@ -680,6 +694,8 @@ impl GuestKernel {
         t.insert("rwsem_steal".into(), Value::Boolean(self.rwsem_steal));
         t.insert("mutex_handoff".into(), Value::Boolean(self.mutex_handoff));
         t.insert("mutex_osq".into(), Value::Boolean(self.mutex_osq));
+        t.insert("i_mmap_rwsem".into(), Value::Boolean(self.i_mmap_rwsem));
+        t.insert("i_rwsem".into(), Value::Boolean(self.i_rwsem));
         t.insert("cond_requeue".into(), Value::Boolean(self.cond_requeue));
         t.insert(
             "haltpoll_available".into(),

@@ -13,6 +13,7 @@ use crate::host::cpumask::CpuMask;
 use crate::hv::vm::GuestParams;
 use crate::scenario::{GuestConfig, GuestScheduler, IdleMode, ScenarioError, SpinlockKind};
 use crate::sim::LockId;
+use crate::workload::program::RwKind;
 use crate::workload::BuiltWorkload;
 use std::collections::HashMap;
 
@@ -92,13 +93,8 @@ impl SyncArenas {
 
     /// Adds VM `vm`'s objects (its workload's symbols; kernel spinlocks of `kind`, rwlocks
     /// as `queued_rwlocks` says) and returns where they start in each arena.
-    pub fn add_vm(
-        &mut self,
-        vm: VmId,
-        kind: SpinlockKind,
-        queued_rwlocks: bool,
-        w: &BuiltWorkload,
-    ) -> ObjBases {
+    pub fn add_vm(&mut self, vm: VmId, g: &GuestConfig, w: &BuiltWorkload) -> ObjBases {
+        let (kind, queued_rwlocks) = (g.spinlock, g.queued_rwlocks);
         let spin = self.locks.len() as u32;
         for (i, name) in w.symbols.spinlocks.iter().enumerate() {
             let c = self.new_class(vm, name.clone(), LockClassKind::Spinlock);
@@ -201,8 +197,15 @@ impl SyncArenas {
         for (ri, c) in rw_classes.into_iter().enumerate() {
             let wait_lock = self.new_lock(kind, c);
             let rw_kind = w.symbols.rw_kind.get(ri).copied().flatten();
-            let user = rw_kind == Some(crate::workload::program::RwKind::User);
-            let mutex = rw_kind == Some(crate::workload::program::RwKind::KernelMutex);
+            let user = rw_kind == Some(RwKind::User);
+            // The file locks that kernels turned from mutexes into rw-semaphores are
+            // one or the other by the guest's kernel.
+            let mutex = match rw_kind {
+                Some(RwKind::KernelMutex) => true,
+                Some(RwKind::IMmap) => !g.i_mmap_rwsem,
+                Some(RwKind::Inode) => !g.i_rwsem,
+                Some(RwKind::Rwsem | RwKind::User) | None => false,
+            };
             let class_kind = if user {
                 LockClassKind::UserRwlock
             } else if mutex {

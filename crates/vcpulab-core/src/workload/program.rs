@@ -69,6 +69,17 @@ pub enum OpSpec {
     /// one. No futex and no system call: it is kernel code.
     KmutexLock(String),
     KmutexUnlock(String),
+    /// A file mapping's i_mmap lock taken for writing (`i_mmap_lock_write`, e.g. by
+    /// vma_link and unlink_file_vma): the kernel mutex `i_mmap_mutex` before Linux 3.19,
+    /// the rw-semaphore `i_mmap_rwsem` taken for writing from 3.19 ("mm: convert
+    /// i_mmap_mutex to rwsem"), as the guest says (`guest.i_mmap_rwsem`).
+    IMmapLockWrite(String),
+    IMmapUnlockWrite(String),
+    /// An inode's lock (`inode_lock`, e.g. a directory's around create and unlink): the
+    /// kernel mutex `i_mutex` before Linux 4.7, the rw-semaphore `i_rwsem` taken for
+    /// writing from 4.7, as the guest says (`guest.i_rwsem`).
+    InodeLock(String),
+    InodeUnlock(String),
     /// A user-level read-write lock that spins before it sleeps (InnoDB's rw_lock_t:
     /// rw_lock_s_lock_spin / rw_lock_x_lock_func spin up to `spin`, then wait on the
     /// lock's event — a futex): take it shared / exclusive; release with `rw_unlock`.
@@ -372,6 +383,12 @@ pub enum RwKind {
     User,
     /// A kernel mutex (`kmutex_lock` / `kmutex_unlock`): a semaphore with writers only.
     KernelMutex,
+    /// A file mapping's i_mmap lock (`i_mmap_lock_write` / `i_mmap_unlock_write`): a
+    /// kernel mutex or an rw-semaphore by the guest's kernel (`guest.i_mmap_rwsem`).
+    IMmap,
+    /// An inode's lock (`inode_lock` / `inode_unlock`): a kernel mutex or an
+    /// rw-semaphore by the guest's kernel (`guest.i_rwsem`).
+    Inode,
 }
 
 impl RwKind {
@@ -380,6 +397,8 @@ impl RwKind {
             RwKind::Rwsem => "rw_read/rw_write (a kernel rw-semaphore)",
             RwKind::User => "rw_spin_read/rw_spin_write (a user lock)",
             RwKind::KernelMutex => "kmutex_lock/kmutex_unlock (a kernel mutex)",
+            RwKind::IMmap => "i_mmap_lock_write/i_mmap_unlock_write (a mapping's i_mmap lock)",
+            RwKind::Inode => "inode_lock/inode_unlock (an inode's lock)",
         }
     }
 }
@@ -561,6 +580,22 @@ impl Program {
                 OpSpec::KmutexUnlock(s) => {
                     self.code
                         .push(Instr::RwUnlock(intern_rw(syms, s, RwKind::KernelMutex)?))
+                }
+                OpSpec::IMmapLockWrite(s) => {
+                    self.code
+                        .push(Instr::RwWrite(intern_rw(syms, s, RwKind::IMmap)?))
+                }
+                OpSpec::IMmapUnlockWrite(s) => {
+                    self.code
+                        .push(Instr::RwUnlock(intern_rw(syms, s, RwKind::IMmap)?))
+                }
+                OpSpec::InodeLock(s) => {
+                    self.code
+                        .push(Instr::RwWrite(intern_rw(syms, s, RwKind::Inode)?))
+                }
+                OpSpec::InodeUnlock(s) => {
+                    self.code
+                        .push(Instr::RwUnlock(intern_rw(syms, s, RwKind::Inode)?))
                 }
                 OpSpec::RwUnlock(s) => self.code.push(Instr::RwUnlock(intern(&mut syms.rwsems, s))),
                 OpSpec::RwSpinRead(r) | OpSpec::RwSpinWrite(r) => self.code.push(Instr::RwSpin {

@@ -184,12 +184,19 @@ pub(crate) fn lock(m: &str) -> OpSpec {
 pub(crate) fn unlock(m: &str) -> OpSpec {
     OpSpec::Unlock(m.into())
 }
-/// A guest-kernel mutex (struct mutex): see `OpSpec::KmutexLock`.
-pub(crate) fn kmutex_lock(m: &str) -> OpSpec {
-    OpSpec::KmutexLock(m.into())
+/// A file mapping's i_mmap lock taken for writing: see `OpSpec::IMmapLockWrite`.
+pub(crate) fn i_mmap_lock_write(m: &str) -> OpSpec {
+    OpSpec::IMmapLockWrite(m.into())
 }
-pub(crate) fn kmutex_unlock(m: &str) -> OpSpec {
-    OpSpec::KmutexUnlock(m.into())
+pub(crate) fn i_mmap_unlock_write(m: &str) -> OpSpec {
+    OpSpec::IMmapUnlockWrite(m.into())
+}
+/// An inode's lock: see `OpSpec::InodeLock`.
+pub(crate) fn inode_lock(m: &str) -> OpSpec {
+    OpSpec::InodeLock(m.into())
+}
+pub(crate) fn inode_unlock(m: &str) -> OpSpec {
+    OpSpec::InodeUnlock(m.into())
 }
 /// lock(m); compute(hold); unlock(m).
 pub(crate) fn critical(m: &str, hold: Dist) -> Vec<OpSpec> {

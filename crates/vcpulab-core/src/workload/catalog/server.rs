@@ -13,17 +13,18 @@ fn slots(total: u64, t: u32, forever: bool) -> Vec<u64> {
         .collect()
 }
 
-/// A guest-kernel mutex around kernel work: mutex_lock(m); kernel(hold);
-/// mutex_unlock(m) (kernel/locking/mutex.c: spin on a running owner, then sleep).
-fn critical_kern(m: &str, hold: Dist) -> Vec<OpSpec> {
-    vec![kmutex_lock(m), kern(hold), kmutex_unlock(m)]
+/// Kernel work under a file mapping's i_mmap lock taken for writing:
+/// i_mmap_lock_write(m); kernel(hold); i_mmap_unlock_write(m) — the mutex
+/// `i_mmap_mutex` before Linux 3.19, the rw-semaphore `i_mmap_rwsem` from 3.19.
+fn under_i_mmap(m: &str, hold: Dist) -> Vec<OpSpec> {
+    vec![i_mmap_lock_write(m), kern(hold), i_mmap_unlock_write(m)]
 }
 
 // ---------------------------------------------------------------- kernbench
 
 pub(super) const KERNBENCH: ModelInfo = ModelInfo {
     name: "kernbench",
-    description: "kernbench-like: make -jN: per job slot, make waits (wait4) for a compile whose cc1 writes assembly through a pipe to as (-pipe); fork/exec/exit (tasklist_lock, the shared libc mapping's i_mmap_mutex, flush_tlb_mm), page-fault and header-lookup kernel spinlocks; ≈8% kernel time, one voluntary sleep per 2.4 ms of user time",
+    description: "kernbench-like: make -jN: per job slot, make waits (wait4) for a compile whose cc1 writes assembly through a pipe to as (-pipe); fork/exec/exit (tasklist_lock, the shared libc mapping's i_mmap lock, flush_tlb_mm), page-fault and header-lookup kernel spinlocks; ≈8% kernel time, one voluntary sleep per 2.4 ms of user time",
     params: &[
         ParamInfo {
             name: "jobs",
@@ -62,11 +63,12 @@ pub(super) const KERNBENCH: ModelInfo = ModelInfo {
             // One process's life, from the kernel's side (kernel/fork.c copy_process,
             // dup_mmap; fs/exec.c, fs/binfmt_elf.c load_elf_binary; kernel/exit.c
             // do_exit, release_task). dup_mmap links every file-backed VMA into its
-            // file's mapping under i_mmap_mutex (the shared libc's: one lock for all
+            // file's mapping under its i_mmap lock (the shared libc's: one lock for all
             // processes) and ends in flush_tlb_mm(oldmm); exec maps the binary, ld.so
-            // and libc (vma_link → i_mmap_mutex); exit unlinks them (unlink_file_vma)
-            // and takes tasklist_lock for writing. (assumed) ≈ 150 us of kernel work.
-            let libc = |v: &mut Vec<OpSpec>| v.extend(critical_kern("kb_i_mmap_libc", dc(2_000.0)));
+            // and libc (vma_link → i_mmap_lock_write: i_mmap_mutex, from 3.19
+            // i_mmap_rwsem); exit unlinks them (unlink_file_vma) and takes
+            // tasklist_lock for writing. (assumed) ≈ 150 us of kernel work.
+            let libc = |v: &mut Vec<OpSpec>| v.extend(under_i_mmap("kb_i_mmap_libc", dc(2_000.0)));
             let mut life = vec![kwrite_lock("kb_tasklist", khold()), kern(dexp(40_000.0))];
             libc(&mut life);
             life.push(tlb());
@@ -144,8 +146,9 @@ pub(super) const DBENCH: ModelInfo = ModelInfo {
         let forever = p.boolean("forever")?;
         // dbench's clients replay the NetBench-derived client.txt load, each under its
         // own directory (/clients/clientN), so the per-dentry d_lock and the
-        // directory's i_mutex are per client. What they share on a Linux 3.x ext4 file
-        // system (fs/dcache.c, fs/inode.c, fs/fs-writeback.c, fs/jbd2/transaction.c):
+        // directory's inode lock (i_mutex; i_rwsem from 4.7) are per client. What they
+        // share on a Linux 3.x ext4 file system (fs/dcache.c, fs/inode.c,
+        // fs/fs-writeback.c, fs/jbd2/transaction.c):
         // - dcache_lru_lock (one global spinlock until 3.12's per-node list_lru):
         //   dentry_lru_add / dentry_lru_del on every dput to an unused dentry;
         // - journal->j_list_lock (one per journal): __jbd2_journal_file_buffer, from
@@ -160,7 +163,7 @@ pub(super) const DBENCH: ModelInfo = ModelInfo {
         // dirties an inode; one in 32 is a Flush (fsync), below.
         let mut groups = Groups::new();
         for (slot, n) in slots(ops.div_ceil(32), t, forever).into_iter().enumerate() {
-            let (dir_d, dir_i) = (format!("db_d_lock.{slot}"), format!("db_i_mutex.{slot}"));
+            let (dir_d, dir_i) = (format!("db_d_lock.{slot}"), format!("db_i_lock.{slot}"));
             let mut body = Vec::new();
             for j in 0..32u32 {
                 body.push(cpu(dexp(3_000.0)));
@@ -169,7 +172,7 @@ pub(super) const DBENCH: ModelInfo = ModelInfo {
                 body.push(kspin(&dir_d, khold()));
                 let metadata = j % 2 == 0;
                 if metadata {
-                    body.push(kmutex_lock(&dir_i));
+                    body.push(inode_lock(&dir_i));
                 }
                 body.push(kern(dexp(18_000.0)));
                 if metadata {
@@ -185,7 +188,7 @@ pub(super) const DBENCH: ModelInfo = ModelInfo {
                     body.push(kspin("db_wb_list_lock", khold()));
                 }
                 if metadata {
-                    body.push(kmutex_unlock(&dir_i));
+                    body.push(inode_unlock(&dir_i));
                 }
                 body.push(kern(dexp(16_000.0)));
                 body.push(kspin("db_dcache_lru_lock", khold()));
