@@ -271,17 +271,29 @@ fn random_program() -> impl Strategy<Value = String> {
         Just("{kmutex_lock = \"km\"}, {sleep = \"10us\"}, {kmutex_unlock = \"km\"}".to_string()),
         Just("{rw_write = \"rs\"}, {kernel = \"2us\"}, {rw_unlock = \"rs\"}".to_string()),
         Just("{rw_read = \"rs\"}, {kernel = \"2us\"}, {rw_unlock = \"rs\"}".to_string()),
+        Just("{inode_lock = \"il\"}, {kernel = \"2us\"}, {inode_unlock = \"il\"}".to_string()),
+        Just(
+            "{i_mmap_lock_write = \"im\"}, {sleep = \"5us\"}, {i_mmap_unlock_write = \"im\"}"
+                .to_string()
+        ),
     ];
     // Guest kernel-lock behaviour: the mutex's OSQ and hand-off, vcpu_is_preempted,
-    // rw-semaphore stealing.
-    let knobs = (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>());
+    // rw-semaphore stealing; whether the file locks are mutexes or rw-semaphores.
+    let knobs = (
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
+    );
     (proptest::collection::vec(op, 1..6), 1u32..5, 1u32..4, any::<u8>(), prop_oneof![Just("ticket"), Just("tas"), Just("qspinlock"), Just("pv-ticket"), Just("pv-qspinlock")], prop_oneof![Just("cfs"), Just("eevdf"), Just("credit"), Just("credit2")], any::<bool>(), knobs)
-        .prop_map(|(ops, threads, pcpus, seed, kind, sched, barrier, (osq, handoff, preempted, steal))| {
+        .prop_map(|(ops, threads, pcpus, seed, kind, sched, barrier, (osq, handoff, preempted, steal, file_rwsems))| {
             let body = ops.join(", ");
             let b = if barrier { ", {barrier = \"b\"}" } else { "" };
             format!(
                 "seed = {seed}\n[run]\nduration = \"30s\"\n[host]\npcpus = {pcpus}\n[host.scheduler]\nkind = \"{sched}\"\n[guest]\nspinlock = \"{kind}\"\n\
                  mutex_osq = {osq}\nmutex_handoff = {handoff}\nvcpu_is_preempted = {preempted}\nrwsem_steal = {steal}\n\
+                 i_mmap_rwsem = {file_rwsems}\ni_rwsem = {file_rwsems}\n\
                  [[vm]]\nvcpus = 3\n[vm.workload]\nmodel = \"program\"\n[[vm.workload.group]]\nthreads = {threads}\n\
                  ops = [{{loop = {{n = 40, body = [{body}{b}, {{count = 1}}]}}}}]\n\
                  [[vm.workload.group]]\nname = \"p\"\nops = [{{loop = {{n = 40, body = [{{compute = \"5us\"}}, {{push = \"q\"}}]}}}}]\n\
