@@ -46,8 +46,13 @@ def test_trace_shows_a_lock_holder_preemption(tmp_path: Path) -> None:
         "trace",
         str(ROOT / "scenarios/apple/pair.toml"),
         "--set",
-        # dbench-like's clients first preempt a journal-lock holder after ≈ 86 ms
-        "run.duration=100ms",
+        # dbench-like's clients first preempt a journal-lock holder between 300 and
+        # 400 ms (the window cut keeps the trace small)
+        "run.duration=400ms",
+        "--from",
+        "300ms",
+        "--to",
+        "400ms",
         "-o",
         str(out),
     )

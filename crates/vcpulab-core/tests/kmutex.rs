@@ -308,3 +308,46 @@ fn a_lock_taken_as_an_inode_lock_and_as_a_kernel_mutex_is_refused() {
         "{msg}"
     );
 }
+
+/// Four threads taking a dentry's `d_lock` (`dentry` = "get" or "put") between bits of
+/// user work, on guest `kernel`: the lock row's acquisitions (0 when it has none).
+fn dentry_lock_acquisitions(dentry: &str, kernel: &str) -> u64 {
+    let text = format!(
+        r#"
+preset = "kvm-default"
+seed = 3
+[run]
+duration = "20ms"
+[host]
+pcpus = 4
+[[vm]]
+name = "a"
+vcpus = 4
+guest = {{ kernel = "{kernel}" }}
+[vm.workload]
+model = "program"
+[[vm.workload.group]]
+threads = 4
+ops = [{{ loop = {{ n = "forever", body = [{{ compute = "exp(5us)" }}, {{ kspin = {{ lock = "d", hold = "1us", dentry = "{dentry}" }} }}, {{ count = 1 }}] }} }}]
+"#
+    );
+    let r = run_toml(&text);
+    assert!(r.vms[0].work_units > 1_000, "{}", r.vms[0].work_units);
+    r.locks
+        .iter()
+        .find(|l| l.vm == "a" && l.lock == "d")
+        .map_or(0, |l| l.acquisitions)
+}
+
+/// A dentry's reference count: under `d_lock` on Linux 3.2-3.9; a path walk's get is a
+/// lockref cmpxchg from 3.12 (the 3.19 profile) and dput's last put of a cached dentry
+/// takes no lock from 4.0 (fast_dput, the 6.6 profile).
+#[test]
+fn dentry_reference_sections_take_d_lock_only_on_the_kernels_that_do() {
+    assert!(dentry_lock_acquisitions("get", "linux-3.9") > 1_000);
+    assert!(dentry_lock_acquisitions("put", "linux-3.9") > 1_000);
+    assert_eq!(dentry_lock_acquisitions("get", "linux-3.19"), 0);
+    assert!(dentry_lock_acquisitions("put", "linux-3.19") > 1_000);
+    assert_eq!(dentry_lock_acquisitions("get", "linux-6.6"), 0);
+    assert_eq!(dentry_lock_acquisitions("put", "linux-6.6"), 0);
+}

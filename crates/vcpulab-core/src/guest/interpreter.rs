@@ -141,9 +141,16 @@ impl World {
                         Micro::MutexLockSpin(bases.mutex + mutex, ns)
                     }
                     Instr::Unlock(m) => Micro::MutexUnlock(bases.mutex + m),
-                    Instr::Kspin { lock, hold } => {
+                    Instr::Kspin { lock, hold, dentry } => {
                         let l = LockId(bases.spin + lock);
                         let ns = hold.sample(&mut th.rng).0.max(1);
+                        if dentry.lockless(self.vms[th.vm.idx()].guest.dentry_lockless) {
+                            // A lockref cmpxchg: the section's work, no lock.
+                            th.remaining = Nanos(ns);
+                            th.in_kernel = true;
+                            th.in_exit = false;
+                            return Advance::Continue;
+                        }
                         th.micro.push_back(Micro::Work { ns, kernel: true });
                         th.micro.push_back(Micro::KUnlock(l));
                         Micro::KLock(l)

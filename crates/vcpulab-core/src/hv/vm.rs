@@ -38,6 +38,10 @@ pub struct GuestParams {
     pub mutex_handoff: bool,
     /// The kernel mutex's spinners queue on an OSQ (Linux 3.15+; guest/sync.rs).
     pub mutex_osq: bool,
+    /// Which dentry reference-count sections take no lock (`DentryRef::lockless_mask`:
+    /// lockref, Linux 3.12+, and fast_dput, 4.0+). One byte: the line layout of `Vm`
+    /// depends on this record's size.
+    pub dentry_lockless: u8,
     /// A condition variable's broadcast requeues its waiters onto the mutex (glibc
     /// before 2.25; guest/sync.rs).
     pub cond_requeue: bool,

@@ -1078,6 +1078,13 @@ pub struct GuestConfig {
     /// down_write): `inode_lock` ops take it for writing. Off: the kernel mutex
     /// `i_mutex` of earlier kernels.
     pub i_rwsem: bool,
+    /// Dentry reference counts are lockrefs (Linux 3.12+, lib/lockref.c): a path walk
+    /// takes its reference on the final dentry with a cmpxchg, not under `d_lock`
+    /// (`kspin` sections with `dentry = "get"` take no lock).
+    pub lockref: bool,
+    /// dput drops the last reference of a cached dentry without `d_lock` (fast_dput,
+    /// Linux 4.0+, fs/dcache.c; `kspin` sections with `dentry = "put"` take no lock).
+    pub fast_dput: bool,
     /// The guest's C library requeues a condition variable's waiters onto the mutex at
     /// a broadcast: glibc 2.3 to 2.24 (nptl/pthread_cond_broadcast.c) wakes one waiter
     /// and moves the others to the mutex's futex (FUTEX_CMP_REQUEUE), so each is woken
@@ -1145,6 +1152,8 @@ impl Default for GuestConfig {
             mutex_osq: false,
             i_mmap_rwsem: false,
             i_rwsem: false,
+            lockref: false,
+            fast_dput: false,
             cond_requeue: true,
             wake_ipi: WakeIpi::Always,
             haltpoll_available: true,

@@ -159,6 +159,10 @@ pub struct GuestKernel {
     pub i_mmap_rwsem: bool,
     /// `guest.i_rwsem`: an inode's lock is an rw-semaphore (Linux 4.7+).
     pub i_rwsem: bool,
+    /// `guest.lockref`: dentry references taken with a cmpxchg (Linux 3.12+).
+    pub lockref: bool,
+    /// `guest.fast_dput`: dput's last reference without d_lock (Linux 4.0+).
+    pub fast_dput: bool,
     /// `guest.cond_requeue`: the distribution's glibc requeues a broadcast's waiters
     /// onto the mutex (glibc before 2.25).
     pub cond_requeue: bool,
@@ -361,6 +365,8 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         mutex_osq: false,
         i_mmap_rwsem: false,
         i_rwsem: false,
+        lockref: false,
+        fast_dput: false,
         cond_requeue: true,
         haltpoll_available: false,
         sched_idle_cpu: false,
@@ -390,6 +396,8 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         mutex_osq: false,
         i_mmap_rwsem: false,
         i_rwsem: false,
+        lockref: false,
+        fast_dput: false,
         cond_requeue: true,
         haltpoll_available: false,
         sched_idle_cpu: false,
@@ -419,6 +427,8 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         mutex_osq: false,
         i_mmap_rwsem: false,
         i_rwsem: false,
+        lockref: false,
+        fast_dput: false,
         cond_requeue: true,
         haltpoll_available: false,
         sched_idle_cpu: false,
@@ -448,13 +458,15 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         mutex_osq: true,
         i_mmap_rwsem: true,
         i_rwsem: false,
+        lockref: true,
+        fast_dput: false,
         cond_requeue: true,
         haltpoll_available: false,
         sched_idle_cpu: false,
         newidle_avg_idle_gate: true,
         balance_busy_factor: 32,
         balance_interval: "domain-weight",
-        notes: "rwsem writers spin on a running writer owner (3.16); mutex spinners queue on the OSQ (3.15); i_mmap_mutex became i_mmap_rwsem (3.19); ticket spinlocks: the PV ticket lock of 3.12-4.1 needs KVM_FEATURE_PV_UNHALT, which QEMU leaves off unless asked (kvm-pv-unhalt); Ubuntu 14.04's glibc 2.19: broadcasts requeue",
+        notes: "rwsem writers spin on a running writer owner (3.16); mutex spinners queue on the OSQ (3.15); i_mmap_mutex became i_mmap_rwsem (3.19); dentry references are lockrefs (3.12), dput's last one still under d_lock; ticket spinlocks: the PV ticket lock of 3.12-4.1 needs KVM_FEATURE_PV_UNHALT, which QEMU leaves off unless asked (kvm-pv-unhalt); Ubuntu 14.04's glibc 2.19: broadcasts requeue",
     },
     GuestKernel {
         name: "linux-6.6",
@@ -477,13 +489,15 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         mutex_osq: true,
         i_mmap_rwsem: true,
         i_rwsem: true,
+        lockref: true,
+        fast_dput: true,
         cond_requeue: false,
         haltpoll_available: true,
         sched_idle_cpu: true,
         newidle_avg_idle_gate: false,
         balance_busy_factor: 16,
         balance_interval: "domain-weight",
-        notes: "PV queued spinlocks, wake_q (4.2), PV TLB flush (4.16), vcpu_is_preempted (4.10), rwsem writers spin on readers for a bounded time (5.x), rwsem reader lock stealing and hand-off (5.11), the mutex's hand-off to its first waiter (4.10), i_mmap_rwsem (3.19) and i_rwsem (4.7), cpuidle-haltpoll (5.4); glibc 2.25+: a broadcast wakes every waiter",
+        notes: "PV queued spinlocks, wake_q (4.2), PV TLB flush (4.16), vcpu_is_preempted (4.10), rwsem writers spin on readers for a bounded time (5.x), rwsem reader lock stealing and hand-off (5.11), the mutex's hand-off to its first waiter (4.10), i_mmap_rwsem (3.19) and i_rwsem (4.7), lockref dentries (3.12) and fast_dput (4.0), cpuidle-haltpoll (5.4); glibc 2.25+: a broadcast wakes every waiter",
     },
 ];
 
@@ -696,6 +710,8 @@ impl GuestKernel {
         t.insert("mutex_osq".into(), Value::Boolean(self.mutex_osq));
         t.insert("i_mmap_rwsem".into(), Value::Boolean(self.i_mmap_rwsem));
         t.insert("i_rwsem".into(), Value::Boolean(self.i_rwsem));
+        t.insert("lockref".into(), Value::Boolean(self.lockref));
+        t.insert("fast_dput".into(), Value::Boolean(self.fast_dput));
         t.insert("cond_requeue".into(), Value::Boolean(self.cond_requeue));
         t.insert(
             "haltpoll_available".into(),

@@ -307,6 +307,7 @@ pub(crate) fn guest_params(g: &GuestConfig, vcpus: u32) -> GuestParams {
         rwsem_steal: g.rwsem_steal,
         mutex_handoff: g.mutex_handoff,
         mutex_osq: g.mutex_osq,
+        dentry_lockless: crate::workload::program::DentryRef::lockless_mask(g.lockref, g.fast_dput),
         cond_requeue: g.cond_requeue,
         wake_ipi: g.wake_ipi,
         haltpoll_max: if g.idle == IdleMode::Haltpoll {

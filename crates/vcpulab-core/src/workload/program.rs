@@ -131,6 +131,48 @@ pub struct KspinSpec {
     /// kernel's spinlock (`guest.queued_rwlocks`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub rwlock: bool,
+    /// The lock is a dentry's `d_lock` taken to get a reference at the end of a path
+    /// walk (`"get"`: complete_walk, lockless from Linux 3.12's lockref,
+    /// `guest.lockref`) or to drop the last one in dput (`"put"`: lockless for a cached
+    /// dentry from 4.0's fast_dput, `guest.fast_dput`). On a guest where it is lockless
+    /// the section is kernel work with no lock.
+    #[serde(default, skip_serializing_if = "DentryRef::is_none")]
+    pub dentry: DentryRef,
+}
+
+/// What a dentry's `d_lock` section does (`KspinSpec::dentry`), and so on which kernels
+/// it takes no lock (fs/dcache.c, lib/lockref.c).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DentryRef {
+    /// Not a dentry's reference count: always a lock.
+    #[default]
+    None,
+    /// Take a reference (complete_walk → lockref_get_not_dead from 3.12).
+    Get,
+    /// Drop the last reference of a cached dentry (dput → fast_dput from 4.0).
+    Put,
+}
+
+impl DentryRef {
+    fn is_none(&self) -> bool {
+        *self == DentryRef::None
+    }
+
+    /// The kinds of section that take no lock on a guest with lockref (`lockref`) and
+    /// fast_dput (`fast_dput`), as a mask for `lockless`.
+    pub fn lockless_mask(lockref: bool, fast_dput: bool) -> u8 {
+        u8::from(lockref) | u8::from(fast_dput) << 1
+    }
+
+    /// True when the section takes no lock on a guest whose `lockless_mask` is `mask`.
+    pub fn lockless(self, mask: u8) -> bool {
+        match self {
+            DentryRef::None => false,
+            DentryRef::Get => mask & 1 != 0,
+            DentryRef::Put => mask & 2 != 0,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -274,6 +316,7 @@ pub enum Instr {
     Kspin {
         lock: u32,
         hold: Dist,
+        dentry: DentryRef,
     },
     Barrier(u32),
     SpinBarrier {
@@ -536,6 +579,7 @@ impl Program {
                     self.code.push(Instr::Kspin {
                         lock,
                         hold: k.hold.clone(),
+                        dentry: k.dentry,
                     })
                 }
                 OpSpec::Barrier(b) => self

@@ -13,7 +13,7 @@ mod splash;
 mod trace;
 
 use super::dist::Dist;
-use super::program::{LoopCount, LoopSpec, OpSpec, Program};
+use super::program::{DentryRef, LoopCount, LoopSpec, OpSpec, Program};
 use super::{BuiltWorkload, ThreadGroup, WorkloadError};
 use crate::sim::time::parse_duration;
 use crate::sim::Nanos;
@@ -220,6 +220,17 @@ pub(crate) fn kspin(l: &str, hold: Dist) -> OpSpec {
         lock: l.into(),
         hold,
         rwlock: false,
+        dentry: DentryRef::None,
+    })
+}
+/// A dentry's `d_lock` around a reference count change (`dentry`: a path walk's get or
+/// dput's last put): a lock only on the kernels that take it (`KspinSpec::dentry`).
+pub(crate) fn dentry_lock(l: &str, hold: Dist, dentry: DentryRef) -> OpSpec {
+    OpSpec::Kspin(super::program::KspinSpec {
+        lock: l.into(),
+        hold,
+        rwlock: false,
+        dentry,
     })
 }
 /// A kernel rwlock_t taken for writing (write_lock; kernel spin, preemption off).
@@ -228,6 +239,7 @@ pub(crate) fn kwrite_lock(l: &str, hold: Dist) -> OpSpec {
         lock: l.into(),
         hold,
         rwlock: true,
+        dentry: DentryRef::None,
     })
 }
 pub(crate) fn barrier(b: &str) -> OpSpec {

@@ -57,8 +57,13 @@ pub(super) const KERNBENCH: ModelInfo = ModelInfo {
         for (slot, k) in slots(jobs, t, forever).into_iter().enumerate() {
             let pipe = format!("kb_pipe.{slot}");
             let (start, exit) = (format!("kb_start.{slot}"), format!("kb_exit.{slot}"));
-            // Popular headers' dentries (d_lock on the final component's dput, before
-            // 3.12's lockref: fs/dcache.c dput): 4 of them, each slot starting elsewhere.
+            // Popular headers' dentries, 4 of them, each slot starting elsewhere: the
+            // path walk takes its reference on the final one under d_lock
+            // (fs/namei.c complete_walk; a lockref cmpxchg from 3.12) and the close
+            // drops it under d_lock (fs/dcache.c dput; without it for a cached dentry
+            // from 4.0's fast_dput). On 3.12-3.19 a put that is not the last one is
+            // lockless too; the model takes every put as the last (a header is rarely
+            // open twice at once).
             let hdr = |i: u64| format!("kb_d_lock.{}", (mix(slot as u64) + i) % 4);
             // One process's life, from the kernel's side (kernel/fork.c copy_process,
             // dup_mmap; fs/exec.c, fs/binfmt_elf.c load_elf_binary; kernel/exit.c
@@ -80,18 +85,23 @@ pub(super) const KERNBENCH: ModelInfo = ModelInfo {
             // A cc1 cycle: compute, then ≈0.21 ms of kernel work less as's share:
             // anonymous page faults (zone->lock when the per-CPU page list refills in
             // rmqueue_bulk, zone->lru_lock when a pagevec of new pages drains:
-            // mm/page_alloc.c, mm/swap.c __pagevec_lru_add), header lookups (RCU path
-            // walk, d_lock on dput), then a 4 KiB pipe write that wakes as.
-            let sections = 5.0 * 800.0;
+            // mm/page_alloc.c, mm/swap.c __pagevec_lru_add), two header look-ups (RCU
+            // path walk, then the dentry's reference taken and, after the read,
+            // dropped), then a 4 KiB pipe write that wakes as.
+            let sections = 7.0 * 800.0;
             let cc1_kernel = 0.21e6 - 40_000.0 - sections;
             let cycle = vec![
                 cpu(dexp(cc1_user)),
                 kspin("kb_zone", khold()),
-                kern(dexp(cc1_kernel / 2.0)),
+                kern(dexp(cc1_kernel / 4.0)),
                 kspin("kb_lru", khold()),
-                kspin(&hdr(0), khold()),
-                kern(dexp(cc1_kernel / 2.0)),
-                kspin(&hdr(1), khold()),
+                dentry_lock(&hdr(0), khold(), DentryRef::Get),
+                kern(dexp(cc1_kernel / 4.0)),
+                dentry_lock(&hdr(0), khold(), DentryRef::Put),
+                kern(dexp(cc1_kernel / 4.0)),
+                dentry_lock(&hdr(1), khold(), DentryRef::Get),
+                kern(dexp(cc1_kernel / 4.0)),
+                dentry_lock(&hdr(1), khold(), DentryRef::Put),
                 kspin("kb_lru", khold()),
                 push(&pipe),
                 count(1),
@@ -149,8 +159,13 @@ pub(super) const DBENCH: ModelInfo = ModelInfo {
         // directory's inode lock (i_mutex; i_rwsem from 4.7) are per client. What they
         // share on a Linux 3.x ext4 file system (fs/dcache.c, fs/inode.c,
         // fs/fs-writeback.c, fs/jbd2/transaction.c):
-        // - dcache_lru_lock (one global spinlock until 3.12's per-node list_lru):
-        //   dentry_lru_add / dentry_lru_del on every dput to an unused dentry;
+        // - dcache_lru_lock (one global spinlock until 3.12; then the superblock's
+        //   list_lru, one lock per NUMA node): the LRU is lazy — a dentry stays on it
+        //   while in use, and dput of one already there takes no LRU lock
+        //   (dentry_lru_add's list_empty test; DCACHE_LRU_LIST from 3.12). It is taken
+        //   when a new dentry first joins it and when one is killed (dentry_kill,
+        //   shrink_dcache_parent at a directory's removal): about once per inode
+        //   created or evicted;
         // - journal->j_list_lock (one per journal): __jbd2_journal_file_buffer, from
         //   jbd2_journal_get_write_access / jbd2_journal_dirty_metadata, per metadata
         //   buffer an operation dirties (inode table, bitmap, directory blocks);
@@ -167,9 +182,10 @@ pub(super) const DBENCH: ModelInfo = ModelInfo {
             let mut body = Vec::new();
             for j in 0..32u32 {
                 body.push(cpu(dexp(3_000.0)));
-                // path walk: RCU (lockless) to the client's directory, then its d_lock
+                // path walk: RCU (lockless) to the client's directory, then its
+                // reference under its d_lock (a lockref cmpxchg from 3.12)
                 body.push(kern(dexp(2_000.0)));
-                body.push(kspin(&dir_d, khold()));
+                body.push(dentry_lock(&dir_d, khold(), DentryRef::Get));
                 let metadata = j % 2 == 0;
                 if metadata {
                     body.push(inode_lock(&dir_i));
@@ -191,7 +207,13 @@ pub(super) const DBENCH: ModelInfo = ModelInfo {
                     body.push(inode_unlock(&dir_i));
                 }
                 body.push(kern(dexp(16_000.0)));
-                body.push(kspin("db_dcache_lru_lock", khold()));
+                // dput of the file's dentry: the LRU lock when the dentry is new or
+                // dies with its inode; otherwise the same work without it.
+                body.push(if j % 8 == 1 {
+                    kspin("db_dcache_lru_lock", khold())
+                } else {
+                    kern(khold())
+                });
                 if j == 31 {
                     // Flush (fsync): force a journal commit and wait for it
                     // (jbd2_log_start_commit, jbd2_log_wait_commit). One commit runs at a

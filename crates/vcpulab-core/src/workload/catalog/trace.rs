@@ -166,6 +166,7 @@ pub fn parse(text: &str) -> Result<BTreeMap<u32, Vec<OpSpec>>, String> {
                     lock: l.into(),
                     hold: dist(d)?,
                     rwlock: false,
+                    dentry: Default::default(),
                 }))
             }
             "spin_barrier" => {
