@@ -225,16 +225,8 @@ fn a_released_user_mutex_goes_to_any_of_its_spinners() {
         &program(4, "lock", "unlock", "exp(5us)"),
         &["vm.0.guest.mutex_spin_us=1000"],
     );
-    let m = mutex_row(&r);
-    assert_eq!(m.kind, "user");
-    assert!(
-        m.contended * 2 > m.acquisitions,
-        "contended {}",
-        m.contended
-    );
-    let max = m.wait_max_ns.unwrap_or(u64::MAX);
-    assert!(max < 2_000_000, "longest wait {max} ns");
-    assert_eq!(r.vms[0].futex_calls, 0, "a spinner ran out of its budget");
+    assert_eq!(mutex_row(&r).kind, "user");
+    assert_every_spinner_gets_its_turn(&r);
 }
 
 /// The race is fair whatever the vCPU numbers: four spinners on vCPUs 0-3 of a 16-vCPU
@@ -246,7 +238,13 @@ fn a_released_user_mutex_goes_to_any_of_its_spinners() {
 fn a_released_user_mutex_goes_to_any_spinner_whatever_the_gaps_between_their_vcpus() {
     let text = program(16, "lock", "unlock", "exp(5us)").replace("vcpus = 4", "vcpus = 16");
     let r = run_with(&text, &["vm.0.guest.mutex_spin_us=1000"]);
-    let m = mutex_row(&r);
+    assert_every_spinner_gets_its_turn(&r);
+}
+
+/// Four spinners with a 1 ms budget on a mutex contended at most acquisitions: none
+/// waits 2 ms, and none runs out of its budget (no futex sleep).
+fn assert_every_spinner_gets_its_turn(r: &vcpulab_core::metrics::report::Report) {
+    let m = mutex_row(r);
     assert!(
         m.contended * 2 > m.acquisitions,
         "contended {}",

@@ -435,6 +435,16 @@ pub enum RwKind {
 }
 
 impl RwKind {
+    /// The lock kind of a writer-only sleeping-lock op (`kmutex_*`, `i_mmap_*`,
+    /// `inode_*`); a kernel mutex for any other op (not called for them).
+    fn of_writer_op(op: &OpSpec) -> RwKind {
+        match op {
+            OpSpec::IMmapLockWrite(_) | OpSpec::IMmapUnlockWrite(_) => RwKind::IMmap,
+            OpSpec::InodeLock(_) | OpSpec::InodeUnlock(_) => RwKind::Inode,
+            _ => RwKind::KernelMutex,
+        }
+    }
+
     fn ops(self) -> &'static str {
         match self {
             RwKind::Rwsem => "rw_read/rw_write (a kernel rw-semaphore)",
@@ -617,29 +627,14 @@ impl Program {
                     self.code
                         .push(Instr::RwWrite(intern_rw(syms, s, RwKind::Rwsem)?))
                 }
-                OpSpec::KmutexLock(s) => {
-                    self.code
-                        .push(Instr::RwWrite(intern_rw(syms, s, RwKind::KernelMutex)?))
+                // The writer-only sleeping locks: taken for writing, released.
+                OpSpec::KmutexLock(s) | OpSpec::IMmapLockWrite(s) | OpSpec::InodeLock(s) => {
+                    let kind = RwKind::of_writer_op(op);
+                    self.code.push(Instr::RwWrite(intern_rw(syms, s, kind)?))
                 }
-                OpSpec::KmutexUnlock(s) => {
-                    self.code
-                        .push(Instr::RwUnlock(intern_rw(syms, s, RwKind::KernelMutex)?))
-                }
-                OpSpec::IMmapLockWrite(s) => {
-                    self.code
-                        .push(Instr::RwWrite(intern_rw(syms, s, RwKind::IMmap)?))
-                }
-                OpSpec::IMmapUnlockWrite(s) => {
-                    self.code
-                        .push(Instr::RwUnlock(intern_rw(syms, s, RwKind::IMmap)?))
-                }
-                OpSpec::InodeLock(s) => {
-                    self.code
-                        .push(Instr::RwWrite(intern_rw(syms, s, RwKind::Inode)?))
-                }
-                OpSpec::InodeUnlock(s) => {
-                    self.code
-                        .push(Instr::RwUnlock(intern_rw(syms, s, RwKind::Inode)?))
+                OpSpec::KmutexUnlock(s) | OpSpec::IMmapUnlockWrite(s) | OpSpec::InodeUnlock(s) => {
+                    let kind = RwKind::of_writer_op(op);
+                    self.code.push(Instr::RwUnlock(intern_rw(syms, s, kind)?))
                 }
                 OpSpec::RwUnlock(s) => self.code.push(Instr::RwUnlock(intern(&mut syms.rwsems, s))),
                 OpSpec::RwSpinRead(r) | OpSpec::RwSpinWrite(r) => self.code.push(Instr::RwSpin {

@@ -215,32 +215,25 @@ pub(crate) fn spin_critical(m: &str, hold: Dist) -> Vec<OpSpec> {
         unlock(m),
     ]
 }
-pub(crate) fn kspin(l: &str, hold: Dist) -> OpSpec {
+fn kspin_op(l: &str, hold: Dist, rwlock: bool, dentry: DentryRef) -> OpSpec {
     OpSpec::Kspin(super::program::KspinSpec {
         lock: l.into(),
         hold,
-        rwlock: false,
-        dentry: DentryRef::None,
+        rwlock,
+        dentry,
     })
+}
+pub(crate) fn kspin(l: &str, hold: Dist) -> OpSpec {
+    kspin_op(l, hold, false, DentryRef::None)
 }
 /// A dentry's `d_lock` around a reference count change (`dentry`: a path walk's get or
 /// dput's last put): a lock only on the kernels that take it (`KspinSpec::dentry`).
 pub(crate) fn dentry_lock(l: &str, hold: Dist, dentry: DentryRef) -> OpSpec {
-    OpSpec::Kspin(super::program::KspinSpec {
-        lock: l.into(),
-        hold,
-        rwlock: false,
-        dentry,
-    })
+    kspin_op(l, hold, false, dentry)
 }
 /// A kernel rwlock_t taken for writing (write_lock; kernel spin, preemption off).
 pub(crate) fn kwrite_lock(l: &str, hold: Dist) -> OpSpec {
-    OpSpec::Kspin(super::program::KspinSpec {
-        lock: l.into(),
-        hold,
-        rwlock: true,
-        dentry: DentryRef::None,
-    })
+    kspin_op(l, hold, true, DentryRef::None)
 }
 pub(crate) fn barrier(b: &str) -> OpSpec {
     OpSpec::Barrier(b.into())
