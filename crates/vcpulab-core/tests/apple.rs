@@ -42,13 +42,27 @@ fn apple_windows_follow_the_search_on_the_measured_inefficiencies() {
         &["run.duration=100ms"],
     );
     for vm in &r.vms {
-        let rows: Vec<_> = r.ple_epochs.iter().filter(|e| e.vm == vm.vm).collect();
+        let all: Vec<_> = r.ple_epochs.iter().filter(|e| e.vm == vm.vm).collect();
+        assert_eq!(
+            all.iter().map(|e| e.ple_exits).sum::<u64>(),
+            vm.ple_exits,
+            "every exit is in a row: the closed epochs and the one open at the end"
+        );
+        let rows: Vec<_> = all.iter().copied().filter(|e| e.complete).collect();
         assert!(rows.len() >= 9, "{}: only {} epochs", vm.vm, rows.len());
         assert_eq!(
             rows.iter().map(|e| e.ple_exits).sum::<u64>(),
             vm.ple_exits - vm.ple_exits % 20,
             "every closed epoch is recorded"
         );
+        let open = all.len() - rows.len();
+        assert_eq!(open, usize::from(vm.ple_exits % 20 > 0));
+        if open == 1 {
+            let (last, before) = (all[all.len() - 1], all[all.len() - 2]);
+            assert!(!last.complete, "the open epoch ends the VM's series");
+            assert_eq!(last.epoch, rows.len() as u64);
+            assert_eq!((last.start_ns, last.end_ns), (before.end_ns, r.end_ns));
+        }
         let mut search = AppleSearch::new(&AppleConfig::default());
         for (i, e) in rows.iter().enumerate() {
             assert_eq!(e.epoch, i as u64);
@@ -84,7 +98,7 @@ fn series_under_fixed_and_kvm_windows_and_none_without_ple() {
         "PLE exits per VM: {:?}",
         r.vms.iter().map(|v| v.ple_exits).collect::<Vec<_>>()
     );
-    for e in &r.ple_epochs {
+    for e in r.ple_epochs.iter().filter(|e| e.complete) {
         assert_eq!(e.window_cycles, 16384.0);
         assert_eq!(e.exit_window_mean_cycles, 16384.0);
         // 50 exits x 16384 cycles at 3 GHz.
@@ -105,6 +119,19 @@ fn series_under_fixed_and_kvm_windows_and_none_without_ple() {
             .any(|e| e.exit_window_mean_cycles > 4096.0),
         "KVM grows windows on exits"
     );
+    // A window so large that no epoch closes: the exits still show, in the open epoch.
+    let r = run_toml(&contended(
+        "policy = \"fixed\"\nwindow_cycles = 16384\nepoch_exits = 1000000",
+    ));
+    for vm in &r.vms {
+        let rows: Vec<_> = r.ple_epochs.iter().filter(|e| e.vm == vm.vm).collect();
+        assert!(vm.ple_exits > 0);
+        assert_eq!(rows.len(), 1, "{}: one open epoch", vm.vm);
+        let e = rows[0];
+        assert!(!e.complete && e.epoch == 0 && e.start_ns == 0 && e.end_ns == r.end_ns);
+        assert_eq!(e.ple_exits, vm.ple_exits);
+        assert!(e.cpu_ns > 0 && e.inefficiency > 0.0);
+    }
     let r = run_toml(&contended("policy = \"off\""));
     assert!(r.ple_epochs.is_empty());
     assert!(r.vms.iter().all(|v| v.ple_exits == 0));

@@ -47,6 +47,10 @@ pub struct PleEpochRow {
     pub cpu_ns: u64,
     /// (spin before exit + handling) / pCPU time of the VM's vCPUs.
     pub inefficiency: f64,
+    /// The epoch reached `host.ple.epoch_exits` exits. The report ends each VM's series
+    /// with the epoch still open at the end of the run (fewer exits, `false`), so that a
+    /// run whose VM takes fewer exits than an epoch still shows them.
+    pub complete: bool,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -155,10 +159,9 @@ impl World {
         }
     }
 
-    /// Closes the open epoch of `vm`: records its row and tells the window policy its
-    /// inefficiency.
-    pub(crate) fn ple_epoch_close(&mut self, vm: VmId) {
-        let now = self.now;
+    /// The row of `vm`'s open epoch as it stands at `now`, and the VM's pCPU time at
+    /// `now` (the next epoch's start).
+    fn open_epoch_row(&self, vm: VmId, now: Nanos, complete: bool) -> (PleEpochRow, u64) {
         let m = &self.vms[vm.idx()];
         let vcpus = m.first_vcpu..m.first_vcpu + m.nvcpus;
         let cpu_now: u64 = vcpus
@@ -166,7 +169,7 @@ impl World {
             .map(|i| cpu_ns_at(&self.vcpus[i as usize], now))
             .sum();
         let windows: Vec<u64> = vcpus.filter_map(|i| self.ple.window(VcpuId(i))).collect();
-        let o = std::mem::take(&mut self.ple_epochs.open[vm.idx()]);
+        let o = &self.ple_epochs.open[vm.idx()];
         let cpu = cpu_now.saturating_sub(o.start_cpu_ns);
         let spin = round_u64(o.window_sum as f64 / self.clock_ghz);
         let inefficiency = if cpu > 0 {
@@ -174,15 +177,13 @@ impl World {
         } else {
             f64::NAN
         };
-        // The epoch's own window, read before the policy moves to the next one.
         let window = if windows.is_empty() {
             0.0
         } else {
             windows.iter().map(|&w| w as f64).sum::<f64>() / windows.len() as f64
         };
-        self.ple.on_epoch(vm, inefficiency);
         let row = PleEpochRow {
-            vm: self.vms[vm.idx()].name.clone(),
+            vm: m.name.clone(),
             epoch: o.index,
             policy: self.ple_epochs.policy.to_string(),
             start_ns: o.start.0,
@@ -200,14 +201,39 @@ impl World {
             handling_ns: o.handling_ns,
             cpu_ns: cpu,
             inefficiency,
+            complete,
         };
+        (row, cpu_now)
+    }
+
+    /// Closes the open epoch of `vm`: records its row and tells the window policy its
+    /// inefficiency.
+    pub(crate) fn ple_epoch_close(&mut self, vm: VmId) {
+        let now = self.now;
+        // The epoch's own window is read before the policy moves to the next one.
+        let (row, cpu_now) = self.open_epoch_row(vm, now, true);
+        self.ple.on_epoch(vm, row.inefficiency);
+        let next = row.epoch + 1;
         self.ple_epochs.keep(vm.idx(), row);
         self.ple_epochs.open[vm.idx()] = Open {
-            index: o.index + 1,
+            index: next,
             start: now,
             start_cpu_ns: cpu_now,
             ..Open::default()
         };
+    }
+
+    /// The report's `ple_epochs` rows: per VM, the closed epochs kept, then the epoch
+    /// open at `end` if it has any exit (`complete = false`).
+    pub fn ple_epoch_rows(&self, end: Nanos) -> Vec<PleEpochRow> {
+        let mut out = Vec::new();
+        for vm in 0..self.vms.len() {
+            out.extend(self.ple_epochs.rows[vm].iter().cloned());
+            if self.ple_epochs.open[vm].exits > 0 {
+                out.push(self.open_epoch_row(VmId(vm as u32), end, false).0);
+            }
+        }
+        out
     }
 }
 
@@ -232,6 +258,7 @@ mod tests {
             handling_ns: 0,
             cpu_ns: 0,
             inefficiency: 0.0,
+            complete: true,
         }
     }
 

@@ -185,6 +185,7 @@ pub static COLUMNS: &[Column] = &[
     c("ple_epochs", "handling_ns", "ns", "time handling the exits"),
     c("ple_epochs", "cpu_ns", "ns", "pCPU time of the VM's vCPUs in the epoch"),
     c("ple_epochs", "inefficiency", "fraction", "(spin before exit + handling) / cpu_ns"),
+    c("ple_epochs", "complete", "bool", "the epoch reached host.ple.epoch_exits exits; each VM's series ends with the epoch still open at the end of the run (false) if it has any exit"),
     c("llc", "vm model class policy", "-", "cache study: VM, its model, its cache class, the sharing policy"),
     c("llc", "slice_ms", "ms", "time slice of the study"),
     c("llc", "contexts", "count", "contexts sharing the cache"),

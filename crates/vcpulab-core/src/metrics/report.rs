@@ -816,7 +816,7 @@ impl Report {
             energy,
             gleaner,
             histograms,
-            ple_epochs: w.ple_epochs.rows().cloned().collect(),
+            ple_epochs: w.ple_epoch_rows(w.now),
             llc: Vec::new(),
             dcs: w.uvf.as_ref().map(|u| u.stats.clone()),
             net: w
