@@ -8,6 +8,9 @@ pub struct Pcpu {
     /// When `cur` was dispatched, and when its switch-in overhead ends.
     pub run_start: Nanos,
     pub entry_until: Nanos,
+    /// When the host's context switch to `cur` (and hypervisor work paid with it) ends:
+    /// a reschedule arriving before then waits for it (hv/dispatch.rs `resched`).
+    pub switch_until: Nanos,
     /// Generation of the slice timer.
     pub timer_gen: u32,
     /// When the live slice timer fires (Nanos::MAX: none). A step of `cur` armed past it

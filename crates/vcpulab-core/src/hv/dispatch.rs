@@ -92,6 +92,19 @@ impl World {
                 self.deschedule(p, v, StopReason::Blocked);
                 return self.schedule(p);
             }
+            // A context switch is not preemptible: schedule() runs it with the runqueue
+            // locked and interrupts off (Linux's __schedule/context_switch, Xen's
+            // schedule()/context_switch), and the vCPU just switched out stays on_cpu
+            // until finish_task_switch. A reschedule asked meanwhile (an IPI, a
+            // wake-up's preemption, a directed yield's target) sets need_resched, which
+            // the switched-in vCPU thread sees when the switch is done, before it
+            // enters the guest (vcpu_enter_guest's need_resched check): the pCPU picks
+            // again then, having paid the whole switch.
+            let until = self.pcpus[p.idx()].switch_until;
+            if self.now < until {
+                self.request_resched(p, until);
+                return;
+            }
             // Urgent-vCPU-first: a protected vCPU is preempted only when its urgent
             // slice ends.
             if let Some(until) = self.uvf.as_mut().and_then(|u| u.defer(p, self.now)) {
@@ -246,7 +259,8 @@ impl World {
             Some(_) => c.vcpu_switch_cross_vm_ns,
             None => c.vcpu_switch_cross_vm_ns,
         };
-        let mut overhead = c.vmexit_ns + switch + pc.pending_overhead_ns;
+        let host_work = switch + pc.pending_overhead_ns;
+        let mut overhead = c.vmexit_ns + host_work;
         let vc = &self.vcpus[v.idx()];
         let idle_exit = vc.woke_from_halt && vc.cur.is_none();
         if idle_exit {
@@ -295,6 +309,7 @@ impl World {
         pc.cur = Some(v);
         pc.run_start = now;
         pc.entry_until = now + Nanos(overhead);
+        pc.switch_until = now + Nanos(host_work);
         pc.last_vcpu = Some(v);
         pc.timer_gen = pc.timer_gen.wrapping_add(1);
         let tgen = pc.timer_gen;
