@@ -438,8 +438,9 @@ EPOCHS_PUBLISHED = (
 def _epochs_simulated(frame: pd.DataFrame) -> pd.DataFrame:
     import pandas as pd
 
-    # Epoch counts and windows are of closed epochs (each VM's series ends with the
-    # epoch open at the run's end).
+    # Windows are read from closed epochs; each VM's series ends with the epoch open at
+    # the run's end, which counts for its share of an epoch in the epoch count.
+    everything = frame
     frame = frame[frame["complete"].astype(bool)]
     rows = []
     kvm = frame[frame[POINT_COLUMN] == _label("dbench", 2, KVM)]
@@ -488,19 +489,9 @@ def _epochs_simulated(frame: pd.DataFrame) -> pd.DataFrame:
             else math.nan,
         )
     )
-    # Epochs are thinned past 2048 per VM; the last epoch index counts them all.
-    n_kvm = (
-        float(kvm.groupby(["seed", "vm"])["epoch"].max().sum() + len(kvm.groupby(["seed", "vm"])))
-        if not kvm.empty
-        else math.nan
-    )
-    n_apple = (
-        float(
-            apple.groupby(["seed", "vm"])["epoch"].max().sum() + len(apple.groupby(["seed", "vm"]))
-        )
-        if not apple.empty
-        else math.nan
-    )
+    epochs = _epoch_counts(everything)
+    n_kvm = epochs.get(_label("dbench", 2, KVM), math.nan)
+    n_apple = epochs.get(_label("dbench", 2, APPLE), math.nan)
     rows.append(_row("APPLE epochs / KVM epochs", n_apple / n_kvm if n_kvm else math.nan))
     # The series itself (first seed, first VM), for the plot and the CSV.
     for pol, runs in ((KVM, kvm), (APPLE, apple)):
@@ -551,9 +542,35 @@ def _epochs_plot(exp: Experiment, merged: pd.DataFrame, verdict: str, path: Path
     _finish(ax, exp, verdict, fig, path)
 
 
+def _epoch_counts(frame: pd.DataFrame) -> dict[str, float]:
+    """Per point: epochs summed over its runs' VMs, the epoch open at a run's end counted
+    as its fraction of an epoch (its exits over the epoch size, read from the closed
+    epochs). Rows are thinned past 2048 per VM; the open epoch's index counts the closed
+    ones all the same. Empty without a closed epoch anywhere (no epoch size)."""
+    closed = frame[frame["complete"].astype(bool)]
+    if closed.empty:
+        return {}
+    size = float(closed["ple_exits"].max())
+    counts: dict[str, float] = {}
+    for (point, _seed, _vm), runs in frame.groupby([POINT_COLUMN, "seed", "vm"]):
+        done = runs[runs["complete"].astype(bool)]
+        n = float(done["epoch"].max() + 1) if not done.empty else 0.0
+        tail = runs[~runs["complete"].astype(bool)]
+        if not tail.empty:
+            n = float(tail["epoch"].iloc[-1]) + float(tail["ple_exits"].iloc[-1]) / size
+        counts[str(point)] = counts.get(str(point), 0.0) + n
+    return counts
+
+
 def _epochs_explain(merged: pd.DataFrame) -> str:
     text = "the per-epoch window series of one VM is in the CSV (rows '<policy> <vm> epoch N')"
     by_x = dict(zip(merged["x"], merged["simulated"], strict=False))
+    median = by_x.get("APPLE window, median of the second half")
+    if median is None or math.isnan(median):
+        text += (
+            "; APPLE closed no epoch in any run (its VMs took fewer PLE exits than an "
+            "epoch), so it never left its initial window and has no window to judge"
+        )
     hi = by_x.get("KVM largest vCPU window, 95th percentile")
     if hi is not None and not math.isnan(hi):
         text += (
