@@ -720,6 +720,10 @@ EXPERIMENTS = [
         title="PLE window over epochs: KVM's default and APPLE, dbench-like (2 VMs)",
         scenarios=(),
         points=_points(("dbench",), 2, (KVM, APPLE)),
+        # Runs long enough for APPLE to search: an epoch is 1,000 PLE exits of a VM, and
+        # dbench-like under APPLE's windows takes about 700-1,000 per VM-second (under
+        # KVM's, reset at every schedule-in, about 3,200), so a 1 s run closes none.
+        overrides=("run.duration=10s",),
         published=[{"x": x, "published": v} for x, v in EPOCHS_PUBLISHED],
         simulate=_epochs_simulated,
         plotter=_epochs_plot,
