@@ -199,3 +199,16 @@ def test_split_takes_each_subset_once_and_the_same_rows() -> None:
         pd.testing.assert_frame_equal(run, want)
     assert split.seeds("b") is seeds
     assert split.seeds("nowhere") == []
+
+
+def test_figure_titles_wrap_to_the_figure_width() -> None:
+    from vcpulab.experiments import figure_title, get
+
+    exp = get("apple-window-epochs")
+    long = len(f"{exp.id}: {exp.title}")
+    narrow = figure_title(exp, "partly", 6.6).split("\n")
+    assert narrow[-1] == "verdict: partly"
+    assert len(narrow) >= 3 and all(len(line) <= 6.6 * 11 for line in narrow)
+    wide = figure_title(exp, "partly", 12.0).split("\n")
+    assert long > 6.6 * 11
+    assert wide == [f"{exp.id}: {exp.title}", "verdict: partly"]

@@ -32,6 +32,7 @@ import itertools
 import json
 import math
 import os
+import textwrap
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -269,6 +270,13 @@ def scenario_path(rel: str) -> Path:
             f"no such scenario file: {path} (run from the repository, or set VCPULAB_SCENARIOS)"
         )
     return path
+
+
+def figure_title(exp: Experiment, verdict: str, width_in: float = 6.6) -> str:
+    """A plot's title: the figure's id and title wrapped to a figure `width_in` inches
+    wide (about 11 characters an inch at the titles' 9-10 pt), then the verdict."""
+    chars = max(40, int(width_in * 11))
+    return "\n".join([*textwrap.wrap(f"{exp.id}: {exp.title}", chars), f"verdict: {verdict}"])
 
 
 # --- comparing ---------------------------------------------------------------------------------
@@ -711,7 +719,7 @@ def plot(exp: Experiment, merged: pd.DataFrame, verdict: str, path: Path) -> Non
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], "^:", color=color, label=label)
     ax.set_xlabel(exp.x_label)
     ax.set_ylabel(exp.y_label)
-    ax.set_title(f"{exp.id}: {exp.title}\nverdict: {verdict}", fontsize=10)
+    ax.set_title(figure_title(exp, verdict, fig.get_figwidth()), fontsize=10)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()

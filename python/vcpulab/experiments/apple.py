@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vcpulab.experiments import POINT_COLUMN, Experiment, Point
+from vcpulab.experiments import POINT_COLUMN, Experiment, Point, figure_title
 from vcpulab.experiments.declare import (
     Col,
     Combine,
@@ -296,7 +296,7 @@ def _six_plot(exp: Experiment, merged: pd.DataFrame, verdict: str, path: Path) -
         ax.grid(True, axis="y", alpha=0.3)
     axes[0].set_ylabel(exp.y_label)
     axes[0].legend(fontsize=7)
-    fig.suptitle(f"{exp.id}: {exp.title}\nverdict: {verdict}", fontsize=10)
+    fig.suptitle(figure_title(exp, verdict, fig.get_figwidth()), fontsize=10)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
@@ -605,7 +605,7 @@ def _pyplot() -> Any:
 def _finish(ax: Any, exp: Experiment, verdict: str, fig: Any, path: Path) -> None:
     ax.set_xlabel(exp.x_label)
     ax.set_ylabel(exp.y_label)
-    ax.set_title(f"{exp.id}: {exp.title}\nverdict: {verdict}", fontsize=10)
+    ax.set_title(figure_title(exp, verdict, fig.get_figwidth()), fontsize=10)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()

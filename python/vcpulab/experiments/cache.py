@@ -28,7 +28,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vcpulab.experiments import Experiment, Point
+from vcpulab.experiments import Experiment, Point, figure_title
 from vcpulab.experiments.declare import Col, Combine, Mean, Over, Pub, Repro, Sim, row
 
 if TYPE_CHECKING:
@@ -210,7 +210,7 @@ def _plot(series: tuple[str, ...], contexts: int, y_label: str) -> Any:
         ax.set_ylabel(y_label)
         ax.grid(True, axis="y", alpha=0.3)
         ax.legend(fontsize=7)
-        ax.set_title(f"{exp.id}: {exp.title}\nverdict: {verdict}", fontsize=9)
+        ax.set_title(figure_title(exp, verdict, fig.get_figwidth()), fontsize=9)
         fig.tight_layout()
         fig.savefig(path)
         plt.close(fig)

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vcpulab.experiments import Experiment, Point
+from vcpulab.experiments import Experiment, Point, figure_title
 from vcpulab.experiments.declare import (
     CI,
     SERIES_X,
@@ -233,7 +233,7 @@ def _vor_plot(exp: Experiment, merged: pd.DataFrame, verdict: str, path: Path) -
         )
     ax.set_xlabel(exp.x_label)
     ax.set_ylabel("kernbench-like execution time (s)")
-    ax.set_title(f"{exp.id}: {exp.title}\nverdict: {verdict}", fontsize=10)
+    ax.set_title(figure_title(exp, verdict, fig.get_figwidth()), fontsize=10)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()

@@ -28,6 +28,7 @@ from vcpulab.experiments import (
     ExplainFn,
     PlotFn,
     Point,
+    figure_title,
 )
 from vcpulab.experiments import plot as default_plot
 from vcpulab.stats import mean_ci
@@ -721,7 +722,7 @@ def column_bars(
     ax.set_xticks(range(len(xs)), xs, rotation=45, ha="right", fontsize=7)
     ax.set_xlabel(exp.x_label)
     ax.set_ylabel(exp.y_label)
-    ax.set_title(f"{exp.id}: {exp.title}\nverdict: {verdict}", fontsize=9)
+    ax.set_title(figure_title(exp, verdict, fig.get_figwidth()), fontsize=9)
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=7, ncol=3)
     fig.tight_layout()
@@ -758,7 +759,7 @@ def column_lines(
         )
     ax.set_xlabel(exp.x_label)
     ax.set_ylabel(y_label or exp.y_label)
-    ax.set_title(f"{exp.id}: {exp.title}\nverdict: {verdict}", fontsize=10)
+    ax.set_title(figure_title(exp, verdict, fig.get_figwidth()), fontsize=10)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()

@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vcpulab.experiments import Experiment, Point
+from vcpulab.experiments import Experiment, Point, figure_title
 from vcpulab.experiments.declare import Col, Mean, Pub, Repro, Seeds
 
 if TYPE_CHECKING:
@@ -166,7 +166,7 @@ def _plot(exp: Experiment, merged: pd.DataFrame, verdict: str, path: Path) -> No
     ax.set_ylim(1.0, top * 8)
     ax.set_xlabel(exp.x_label)
     ax.set_ylabel(exp.y_label)
-    ax.set_title(f"{exp.id}: {exp.title}\nverdict: {verdict}", fontsize=10)
+    ax.set_title(figure_title(exp, verdict, fig.get_figwidth()), fontsize=10)
     ax.grid(True, axis="y", alpha=0.3, which="both")
     ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()

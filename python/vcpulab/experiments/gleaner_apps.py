@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vcpulab.experiments import Experiment, Point
+from vcpulab.experiments import Experiment, Point, figure_title
 from vcpulab.experiments.declare import (
     SIMULATED,
     SIMULATED_CELL,
@@ -380,7 +380,7 @@ def _freq_plot(exp: Experiment, merged: pd.DataFrame, verdict: str, path: Path) 
     ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
     ax.set_xlabel("vCPU halts per second, alone under HLT (idle-transition frequency)")
     ax.set_ylabel("slowdown vs native")
-    ax.set_title(f"{exp.id}: {exp.title}\nverdict: {verdict}", fontsize=9)
+    ax.set_title(figure_title(exp, verdict, fig.get_figwidth()), fontsize=9)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
