@@ -472,7 +472,8 @@ def collect(
     grid_keys = [k for k, _ in sweep["grid"]]
     records: list[dict[str, Any]] = []
     failed: list[dict[str, Any]] = []
-    # Runs whose report warns that a mechanism had no time to act, and their warnings.
+    # Runs whose report warns (a mechanism with no time to act, a PLE-exit storm), and
+    # their warnings.
     warned_runs = 0
     warnings: list[str] = []
     seen: set[int] = set()

@@ -181,6 +181,12 @@ fn apple_without_a_closed_epoch_says_so() {
         "{:?}",
         short.warnings
     );
+    // (The fixture's contention is heavy enough for the PLE-storm warning; that one is
+    // not APPLE's.)
     let enough = run_with(&contended("policy = \"apple\"\nepoch_exits = 20"), &[]);
-    assert!(enough.warnings.is_empty(), "{:?}", enough.warnings);
+    assert!(
+        enough.warnings.iter().all(|w| !w.contains("APPLE")),
+        "{:?}",
+        enough.warnings
+    );
 }

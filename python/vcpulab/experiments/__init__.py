@@ -473,7 +473,7 @@ def run_experiment(
     warned = int(frame.attrs.get(WARNED_RUNS, 0))
     if warned:
         first = (frame.attrs.get(WARNINGS) or ["?"])[0]
-        detail += f"; {warned} of {planned} runs warn that a mechanism had no time to act ({first})"
+        detail += f"; {warned} of {planned} runs warn ({first})"
     if exp.beside is not None and exp.beside_simulate is not None:
         beside = run_sweep(
             scenario_path(exp.beside),
