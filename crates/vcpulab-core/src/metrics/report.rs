@@ -439,8 +439,9 @@ pub struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dcs: Option<crate::hv::uvf::UvfStats>,
     /// Mechanisms the run was too short to let act (Gleaner's controller, APPLE's
-    /// window search): the figures above then show their start-up, not the mechanism.
-    /// And PLE-exit storms, whose cost rests on a figure the cost table does not have.
+    /// window search): the figures above then show their start-up, not the mechanism;
+    /// and VMs in a PLE-exit storm, whose cost rests on the exit handler's, which the
+    /// cost table leaves out.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
 }
@@ -499,9 +500,10 @@ fn ple_storm_warnings(w: &World, end_ns: u64) -> Vec<String> {
             (rate > PLE_STORM_EXITS_PER_VCPU_S).then(|| {
                 format!(
                     "vm {}: {:.0} PLE exits per vCPU-second, a PLE-exit storm: the model \
-                     charges an exit only its VM exit and entry, not the handler's candidate \
-                     scan, runqueue locking and reschedule, so how much work the storm costs \
-                     rests on a cost it does not have (docs/model.md, Known gaps)",
+                     charges an exit only its VM exit and entry, not the hypervisor's \
+                     handling of it (KVM's candidate scan and runqueue locking, the \
+                     reschedule), so how much work the storm costs rests on a cost it does \
+                     not have (docs/model.md, Known gaps)",
                     m.name, rate
                 )
             })
