@@ -6,27 +6,40 @@
 mod common;
 use common::*;
 
-/// Four threads on four vCPUs (pCPUs: `pcpus`) of a Linux 3.2 guest taking "m" with
-/// `lock`/`unlock` around 20 us of kernel work, `gap` of user work between.
-fn program(pcpus: u32, lock: &str, unlock: &str, gap: &str) -> String {
+/// One VM "a" of four vCPUs on `pcpus` pCPUs, guest `kernel`, four threads looping
+/// over the ops `body` (TOML inline, inside the loop's `body = [...]`), run `duration`.
+fn four_threads(pcpus: u32, kernel: &str, duration: &str, body: &str) -> String {
     format!(
         r#"
 preset = "kvm-default"
 seed = 3
 [run]
-duration = "100ms"
+duration = "{duration}"
 [host]
 pcpus = {pcpus}
 [[vm]]
 name = "a"
 vcpus = 4
-guest = {{ kernel = "linux-3.2" }}
+guest = {{ kernel = "{kernel}" }}
 [vm.workload]
 model = "program"
 [[vm.workload.group]]
 threads = 4
-ops = [{{ loop = {{ n = "forever", body = [{{ compute = "{gap}" }}, {{ {lock} = "m" }}, {{ kernel = "20us" }}, {{ {unlock} = "m" }}, {{ count = 1 }}] }} }}]
+ops = [{{ loop = {{ n = "forever", body = [{body}, {{ count = 1 }}] }} }}]
 "#
+    )
+}
+
+/// Four threads on four vCPUs (pCPUs: `pcpus`) of a Linux 3.2 guest taking "m" with
+/// `lock`/`unlock` around 20 us of kernel work, `gap` of user work between.
+fn program(pcpus: u32, lock: &str, unlock: &str, gap: &str) -> String {
+    four_threads(
+        pcpus,
+        "linux-3.2",
+        "100ms",
+        &format!(
+            r#"{{ compute = "{gap}" }}, {{ {lock} = "m" }}, {{ kernel = "20us" }}, {{ {unlock} = "m" }}"#
+        ),
     )
 }
 
@@ -310,24 +323,13 @@ fn a_lock_taken_as_an_inode_lock_and_as_a_kernel_mutex_is_refused() {
 /// Four threads taking a dentry's `d_lock` (`dentry` = "get" or "put") between bits of
 /// user work, on guest `kernel`: the lock row's acquisitions (0 when it has none).
 fn dentry_lock_acquisitions(dentry: &str, kernel: &str) -> u64 {
-    let text = format!(
-        r#"
-preset = "kvm-default"
-seed = 3
-[run]
-duration = "20ms"
-[host]
-pcpus = 4
-[[vm]]
-name = "a"
-vcpus = 4
-guest = {{ kernel = "{kernel}" }}
-[vm.workload]
-model = "program"
-[[vm.workload.group]]
-threads = 4
-ops = [{{ loop = {{ n = "forever", body = [{{ compute = "exp(5us)" }}, {{ kspin = {{ lock = "d", hold = "1us", dentry = "{dentry}" }} }}, {{ count = 1 }}] }} }}]
-"#
+    let text = four_threads(
+        4,
+        kernel,
+        "20ms",
+        &format!(
+            r#"{{ compute = "exp(5us)" }}, {{ kspin = {{ lock = "d", hold = "1us", dentry = "{dentry}" }} }}"#
+        ),
     );
     let r = run_toml(&text);
     assert!(r.vms[0].work_units > 1_000, "{}", r.vms[0].work_units);
