@@ -178,7 +178,11 @@ impl World {
                     }
                     Instr::CondSignal(c) => {
                         let c = bases.cond + c;
-                        if !self.conds[c as usize].waiters.is_empty() {
+                        if self.conds[c as usize].lock != u32::MAX {
+                            // glibc before 2.25: under the internal lock.
+                            th.micro.push_front(Micro::CondSignalLocked(c));
+                            th.micro.push_front(Micro::CondLock(c));
+                        } else if !self.conds[c as usize].waiters.is_empty() {
                             let bucket = self.conds[c as usize].bucket;
                             let f = self.futex_cost(t);
                             let wake = Micro::WakeCond {

@@ -62,6 +62,9 @@ pub struct Cond {
     /// pthread_cond_wait): where a requeueing broadcast moves the waiters. `u32::MAX`
     /// before the first wait.
     pub mutex: u32,
+    /// glibc's internal lock (`__data.__lock`, glibc before 2.25, `guest.cond_lock`):
+    /// a user mutex taken without spinning; `u32::MAX` when the C library has none.
+    pub lock: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -318,6 +321,23 @@ impl World {
 
     /// `t` took user mutex `m`: count the acquisition, and the wait if it had to wait
     /// (from its first failed attempt, through spinning and sleeping, to now).
+    /// `t` takes condition variable `c`'s internal lock (free).
+    fn cond_lock_acquired(&mut self, c: u32, t: ThreadId) {
+        let l = self.conds[c as usize].lock;
+        let now = self.now;
+        let th = &mut self.threads[t.idx()];
+        let slow = std::mem::replace(&mut th.cond_lock_slow, false);
+        let since = std::mem::replace(&mut th.cond_lock_since, Nanos::MAX);
+        let mu = &mut self.mutexes[l as usize];
+        mu.holder = Some(t);
+        mu.acquired_at = now;
+        if slow {
+            mu.word_contended = true;
+        }
+        let class = mu.class as usize;
+        self.lock_classes[class].count_acquisition(since, now);
+    }
+
     fn mutex_acquired(&mut self, m: u32, t: ThreadId) {
         let now = self.now;
         let mu = &mut self.mutexes[m as usize];
@@ -1410,6 +1430,101 @@ impl World {
                 self.conds[c as usize].waiters.push_back(t);
                 Flow::Next
             }
+            Micro::CondLock(c) => {
+                let l = self.conds[c as usize].lock;
+                if self.mutexes[l as usize].holder.is_none() {
+                    self.cond_lock_acquired(c, t);
+                    return Flow::Next;
+                }
+                // lll_lock's compare-and-swap failed: __lll_lock_wait sets the word to 2
+                // and sleeps on it (futex_wait), with no spinning first.
+                let (b, syscall) = (self.mutexes[l as usize].bucket, self.costs.syscall_ns);
+                let th = &mut self.threads[t.idx()];
+                if th.cond_lock_since == Nanos::MAX {
+                    th.cond_lock_since = self.now;
+                }
+                th.micro.push_front(Micro::CondLockSleep(c));
+                th.micro.push_front(Micro::KLock(b));
+                th.micro.push_front(Micro::Work {
+                    ns: syscall,
+                    kernel: true,
+                });
+                Flow::Next
+            }
+            Micro::CondLockSleep(c) => {
+                let vm = self.threads[t.idx()].vm;
+                self.vms[vm.idx()].futex_calls += 1;
+                let l = self.conds[c as usize].lock;
+                let b = self.mutexes[l as usize].bucket;
+                self.threads[t.idx()].cond_lock_slow = true;
+                self.mutexes[l as usize].word_contended = true;
+                if self.mutexes[l as usize].holder.is_none() {
+                    self.cond_lock_acquired(c, t);
+                    self.threads[t.idx()].micro.push_front(Micro::KUnlock(b));
+                } else {
+                    self.mutexes[l as usize].waiters.push_back(t);
+                    let th = &mut self.threads[t.idx()];
+                    th.micro.push_front(Micro::CondLock(c));
+                    th.micro.push_front(Micro::Block);
+                    th.micro.push_front(Micro::KUnlock(b));
+                }
+                Flow::Next
+            }
+            Micro::CondLockRelease(c) => {
+                // FUTEX_WAKE_OP (kernel/futex.c futex_wake_op): with both buckets locked
+                // the kernel sets the lock word to 0 and, if it was above 1, wakes one
+                // of the lock's sleepers (the cond's waiter is woken next, `WakeCond`).
+                // Approximation: only the condition variable's bucket is taken.
+                let l = self.conds[c as usize].lock;
+                let mu = &mut self.mutexes[l as usize];
+                mu.holder = None;
+                let (class, held) = (
+                    mu.class as usize,
+                    self.now.0.saturating_sub(mu.acquired_at.0),
+                );
+                self.lock_classes[class].hold.record(held);
+                let mu = &mut self.mutexes[l as usize];
+                if std::mem::replace(&mut mu.word_contended, false) {
+                    if let Some(w) = mu.waiters.pop_front() {
+                        self.futex_wake_one(t, v, w);
+                    }
+                }
+                Flow::Next
+            }
+            Micro::CondSignalLocked(c) => {
+                let cond = &self.conds[c as usize];
+                let (bucket, lock) = (cond.bucket, cond.lock);
+                if cond.waiters.is_empty() {
+                    self.threads[t.idx()]
+                        .micro
+                        .push_front(Micro::MutexUnlock(lock));
+                    return Flow::Next;
+                }
+                // pthread_cond_signal: ++wakeup_seq, then lll_futex_wake_unlock
+                // (FUTEX_WAKE_OP): one system call wakes a waiter and releases the lock.
+                let f = self.futex_cost(t);
+                let th = &mut self.threads[t.idx()];
+                th.micro.push_front(Micro::FlushWakes);
+                th.micro.push_front(Micro::KUnlock(bucket));
+                th.micro.push_front(Micro::WakeCond {
+                    cond: c,
+                    all: false,
+                });
+                th.micro.push_front(Micro::CondLockRelease(c));
+                th.micro.push_front(Micro::KLock(bucket));
+                th.micro.push_front(f);
+                Flow::Next
+            }
+            Micro::CondBroadcastLocked(c) => {
+                // pthread_cond_broadcast: the sequence counters updated, lll_unlock, then
+                // FUTEX_CMP_REQUEUE (or, without waiters, just lll_unlock).
+                self.push_broadcast_unlocked(t, c);
+                let lock = self.conds[c as usize].lock;
+                self.threads[t.idx()]
+                    .micro
+                    .push_front(Micro::MutexUnlock(lock));
+                Flow::Next
+            }
             Micro::WakeCond { cond, all } => {
                 // Barriers reuse this step with cond = u32::MAX - barrier.
                 let ws: Vec<ThreadId> = if cond > u32::MAX / 2 {
@@ -1662,6 +1777,18 @@ impl World {
     /// waiter retakes the mutex with __pthread_mutex_cond_lock, which marks it
     /// contended, so its unlock wakes the next).
     pub(crate) fn push_broadcast(&mut self, t: ThreadId, c: u32) {
+        if self.conds[c as usize].lock != u32::MAX {
+            // glibc before 2.25: under the condition variable's internal lock.
+            let th = &mut self.threads[t.idx()];
+            th.micro.push_front(Micro::CondBroadcastLocked(c));
+            th.micro.push_front(Micro::CondLock(c));
+            return;
+        }
+        self.push_broadcast_unlocked(t, c);
+    }
+
+    /// The broadcast's futex call: wake every waiter, or wake one and requeue the others.
+    fn push_broadcast_unlocked(&mut self, t: ThreadId, c: u32) {
         let cond = &self.conds[c as usize];
         if cond.waiters.is_empty() {
             return;
@@ -1705,15 +1832,36 @@ impl World {
     }
 
     /// pthread_cond_wait(c, m), then `then`.
+    ///
+    /// With glibc's internal lock (before 2.25, nptl/pthread_cond_wait.c): take it,
+    /// drop the mutex (its futex_wake included), count in as a waiter, release it,
+    /// futex_wait; woken, take it again to check the counters, release it, retake the
+    /// mutex (`__pthread_mutex_cond_lock`). A signal between the release and the
+    /// futex_wait makes the futex_wait return at once (the futex word changed): here
+    /// the wake-up is pending when the thread gets to block.
     pub(crate) fn push_cond_wait(&mut self, t: ThreadId, c: u32, m: u32, then: Option<Micro>) {
         self.conds[c as usize].mutex = m;
         let bucket = self.conds[c as usize].bucket;
+        let lock = self.conds[c as usize].lock;
         let f = self.futex_cost(t);
         let th = &mut self.threads[t.idx()];
         if let Some(x) = then {
             th.micro.push_front(x);
         }
         th.micro.push_front(Micro::MutexLock(m));
+        if lock != u32::MAX {
+            th.micro.push_front(Micro::MutexUnlock(lock));
+            th.micro.push_front(Micro::CondLock(c));
+            th.micro.push_front(Micro::Block);
+            th.micro.push_front(Micro::KUnlock(bucket));
+            th.micro.push_front(Micro::KLock(bucket));
+            th.micro.push_front(f);
+            th.micro.push_front(Micro::MutexUnlock(lock));
+            th.micro.push_front(Micro::CondRegister(c));
+            th.micro.push_front(Micro::MutexUnlock(m));
+            th.micro.push_front(Micro::CondLock(c));
+            return;
+        }
         th.micro.push_front(Micro::Block);
         th.micro.push_front(Micro::MutexUnlock(m));
         th.micro.push_front(Micro::KUnlock(bucket));
@@ -1726,6 +1874,11 @@ impl World {
     fn push_signal_unlock(&mut self, t: ThreadId, c: u32, m: u32) {
         let th = &mut self.threads[t.idx()];
         th.micro.push_front(Micro::MutexUnlock(m));
+        if self.conds[c as usize].lock != u32::MAX {
+            th.micro.push_front(Micro::CondSignalLocked(c));
+            th.micro.push_front(Micro::CondLock(c));
+            return;
+        }
         if !self.conds[c as usize].waiters.is_empty() {
             let bucket = self.conds[c as usize].bucket;
             let f = self.futex_cost(t);

@@ -174,6 +174,20 @@ pub enum Micro {
     /// arrival phase. Then unlock.
     PbDepart(u32),
     CondRegister(u32),
+    /// Take condition variable `c`'s internal lock (glibc before 2.25, lll_lock: a
+    /// compare-and-swap, else sleep on its futex; no spinning). It is released as the
+    /// user mutex it is (`MutexUnlock`: lll_unlock, futex_wake when the word was 2).
+    CondLock(u32),
+    /// Holding the internal lock's futex bucket: take the lock if free, else queue and
+    /// sleep (`__lll_lock_wait`).
+    CondLockSleep(u32),
+    /// Holding `c`'s bucket in FUTEX_WAKE_OP: release its internal lock there, waking
+    /// one of the lock's sleepers if the word was 2 (pthread_cond_signal).
+    CondLockRelease(u32),
+    /// Holding `c`'s internal lock: signal (one waiter, FUTEX_WAKE_OP) or release.
+    CondSignalLocked(u32),
+    /// Holding `c`'s internal lock: release it, then wake or requeue the waiters.
+    CondBroadcastLocked(u32),
     SemWait(u32),
     /// Take a unit, spinning up to the given ns for one before sleeping on the futex.
     SemSpinWait(u32, u64),
@@ -256,6 +270,9 @@ pub struct Thread {
     /// (`__pthread_mutex_cond_lock`). Such an acquisition leaves the lock word at 2
     /// (contended), so its unlock calls futex_wake.
     pub mutex_slow: bool,
+    /// The same for the condition-variable internal lock being taken or held (glibc
+    /// before 2.25): it slept on the lock's futex, so its release wakes.
+    pub cond_lock_slow: bool,
     /// Iterations left of the program's loops (`Instr::LoopStart` slots; u64::MAX:
     /// for ever): the first two here, in the line the interpreter reads with the
     /// wake-up fields — most programs have one or two loops, and a loop's end reads its
@@ -268,6 +285,10 @@ pub struct Thread {
     pub rw_spin: u64,
     /// When the current lock/barrier wait began.
     pub wait_start: Nanos,
+    /// When it first failed to take a condition variable's internal lock (MAX: not
+    /// waiting); apart from `lock_wait_since`, which a waiter requeued onto its mutex
+    /// keeps meanwhile.
+    pub cond_lock_since: Nanos,
     pub deferred_wakes: Vec<ThreadId>,
     pub acks_left: u32,
     pub tlb_gen: u32,
@@ -315,6 +336,7 @@ impl Thread {
             spin_left: 0,
             rw_spin: 0,
             wait_start: Nanos::ZERO,
+            cond_lock_since: Nanos::MAX,
             wake_pending: false,
             held: Vec::new(),
             deferred_wakes: Vec::new(),
@@ -329,6 +351,7 @@ impl Thread {
             woken_at: None,
             lock_wait_since: Nanos::MAX,
             mutex_slow: false,
+            cond_lock_slow: false,
             wake_path: 0,
             rng,
             idle_prio: false,

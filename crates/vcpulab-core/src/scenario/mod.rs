@@ -1091,6 +1091,14 @@ pub struct GuestConfig {
     /// by the unlock of the one before it. glibc 2.25+ (the condition variable of
     /// nptl/pthread_cond_common.c) wakes every waiter (`false`).
     pub cond_requeue: bool,
+    /// A condition variable has the C library's internal lock: glibc 2.3 to 2.24
+    /// (nptl/pthread_cond_wait.c, pthread_cond_signal.c, pthread_cond_broadcast.c)
+    /// serializes every wait, signal and broadcast on `cond->__data.__lock`, a
+    /// low-level lock (nptl/lowlevellock.c `__lll_lock_wait`: no spinning, a futex
+    /// sleep when taken). A waiter holds it while it drops the mutex (its futex_wake
+    /// included) and takes it again when woken; a signal releases it in the kernel
+    /// (FUTEX_WAKE_OP). glibc 2.25+ has none (`false`).
+    pub cond_lock: bool,
     /// The guest kernel has the cpuidle-haltpoll driver (Linux 5.4+): `idle =
     /// "haltpoll"` is refused without it (the `guest-haltpoll` preset sets it, as a
     /// backport).
@@ -1155,6 +1163,7 @@ impl Default for GuestConfig {
             lockref: false,
             fast_dput: false,
             cond_requeue: true,
+            cond_lock: true,
             wake_ipi: WakeIpi::Always,
             haltpoll_available: true,
             load_balance: true,

@@ -81,12 +81,16 @@ impl SyncArenas {
         self.mutexes.len() as u32 - 1
     }
 
-    fn new_cond(&mut self, kind: SpinlockKind, futex_class: u32) -> u32 {
+    /// A condition variable; with `lock_class` (`guest.cond_lock`, glibc before 2.25)
+    /// its internal lock too, a user mutex of that statistics class.
+    fn new_cond(&mut self, kind: SpinlockKind, futex_class: u32, lock_class: Option<u32>) -> u32 {
         let bucket = self.new_lock(kind, futex_class);
+        let lock = lock_class.map_or(u32::MAX, |c| self.new_mutex(kind, futex_class, c));
         self.conds.push(Cond {
             waiters: Default::default(),
             bucket,
             mutex: u32::MAX,
+            lock,
         });
         self.conds.len() as u32 - 1
     }
@@ -145,7 +149,10 @@ impl SyncArenas {
             let parsec = if w.symbols.parsec_barrier.get(bi).copied().unwrap_or(false) {
                 let class = user_class(self, &format!("{name}.mutex"));
                 let m = self.new_mutex(kind, futex_class, class);
-                Some((m, self.new_cond(kind, futex_class)))
+                let lock = g
+                    .cond_lock
+                    .then(|| user_class(self, &format!("{name}.cond_lock")));
+                Some((m, self.new_cond(kind, futex_class, lock)))
             } else {
                 None
             };
@@ -161,8 +168,11 @@ impl SyncArenas {
             });
         }
         let cond = self.conds.len() as u32;
-        for _ in &w.symbols.conds {
-            self.new_cond(kind, futex_class);
+        for name in &w.symbols.conds {
+            let lock = g
+                .cond_lock
+                .then(|| user_class(self, &format!("{name}.cond_lock")));
+            self.new_cond(kind, futex_class, lock);
         }
         let queue = self.queues.len() as u32;
         let queue_class = if w.symbols.queues.is_empty() {
@@ -173,8 +183,9 @@ impl SyncArenas {
         for _ in &w.symbols.queues {
             // A pipeline queue: a mutex and two condition variables of its own.
             let m = self.new_mutex(kind, futex_class, queue_class);
-            let not_full = self.new_cond(kind, futex_class);
-            let not_empty = self.new_cond(kind, futex_class);
+            let lock = g.cond_lock.then(|| user_class(self, "queue.cond_lock"));
+            let not_full = self.new_cond(kind, futex_class, lock);
+            let not_empty = self.new_cond(kind, futex_class, lock);
             self.queues.push(Queue {
                 items: 0,
                 cap: w.queue_capacity,
