@@ -157,7 +157,15 @@ impl World {
                     }
                     Instr::Barrier(b) => {
                         th.spin_left = 0;
-                        Micro::BarrierArrive(bases.barrier + b)
+                        let b = bases.barrier + b;
+                        let lock = self.barriers[b as usize].lock;
+                        if lock != u32::MAX {
+                            // glibc before 2.25: under the barrier's internal lock.
+                            th.micro.push_back(Micro::BarrierArriveLocked(b));
+                            Micro::LllLock(lock)
+                        } else {
+                            Micro::BarrierArrive(b)
+                        }
                     }
                     Instr::SpinBarrier { barrier, spin } => {
                         th.spin_left = spin.sample(&mut th.rng).0.max(1);
@@ -178,10 +186,11 @@ impl World {
                     }
                     Instr::CondSignal(c) => {
                         let c = bases.cond + c;
-                        if self.conds[c as usize].lock != u32::MAX {
+                        let lock = self.conds[c as usize].lock;
+                        if lock != u32::MAX {
                             // glibc before 2.25: under the internal lock.
                             th.micro.push_front(Micro::CondSignalLocked(c));
-                            th.micro.push_front(Micro::CondLock(c));
+                            th.micro.push_front(Micro::LllLock(lock));
                         } else if !self.conds[c as usize].waiters.is_empty() {
                             let bucket = self.conds[c as usize].bucket;
                             let f = self.futex_cost(t);

@@ -52,6 +52,11 @@ pub struct Barrier {
     /// thread has arrived and not every thread has left yet. Each change of phase
     /// advances `gen`, which its spinners watch.
     pub departing: bool,
+    /// glibc's internal lock of a futex barrier (`ibarrier->lock`, glibc before 2.25,
+    /// `guest.barrier_lock`): a user mutex; `u32::MAX` when the C library has none.
+    pub lock: u32,
+    /// Threads of the ended round that have counted out (glibc before 2.25).
+    pub leaving: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -321,13 +326,12 @@ impl World {
 
     /// `t` took user mutex `m`: count the acquisition, and the wait if it had to wait
     /// (from its first failed attempt, through spinning and sleeping, to now).
-    /// `t` takes condition variable `c`'s internal lock (free).
-    fn cond_lock_acquired(&mut self, c: u32, t: ThreadId) {
-        let l = self.conds[c as usize].lock;
+    /// `t` takes low-level lock `l` (free).
+    fn lll_acquired(&mut self, l: u32, t: ThreadId) {
         let now = self.now;
         let th = &mut self.threads[t.idx()];
-        let slow = std::mem::replace(&mut th.cond_lock_slow, false);
-        let since = std::mem::replace(&mut th.cond_lock_since, Nanos::MAX);
+        let slow = std::mem::replace(&mut th.lll_slow, false);
+        let since = std::mem::replace(&mut th.lll_since, Nanos::MAX);
         let mu = &mut self.mutexes[l as usize];
         mu.holder = Some(t);
         mu.acquired_at = now;
@@ -974,6 +978,61 @@ impl World {
                 }
                 Flow::Next
             }
+            Micro::BarrierArriveLocked(b) => {
+                // nptl/pthread_barrier_wait.c (glibc before 2.25), holding the barrier's
+                // lock: --left; the last arrival bumps the event, wakes every sleeper
+                // (futex_wake of INT_MAX) and keeps the lock; the others note the event,
+                // unlock and futex_wait until it changes. Every thread then counts out;
+                // the last out unlocks, so the next round's arrivals wait for it.
+                let br = &mut self.barriers[b as usize];
+                br.arrived += 1;
+                if br.arrived >= br.parties {
+                    br.arrived = 0;
+                    br.gen += 1;
+                    let th = &mut self.threads[t.idx()];
+                    th.micro.push_front(Micro::BarrierLeave(b));
+                    let br = &self.barriers[b as usize];
+                    if !br.waiters.is_empty() {
+                        let bucket = br.bucket;
+                        let f = self.futex_cost(t);
+                        self.push_wake_path(
+                            t,
+                            bucket,
+                            Micro::WakeCond {
+                                cond: u32::MAX - b,
+                                all: true,
+                            },
+                            f,
+                        );
+                    }
+                    return Flow::Next;
+                }
+                let (g, bucket, lock) = (br.gen, br.bucket, br.lock);
+                let syscall = self.costs.syscall_ns;
+                let th = &mut self.threads[t.idx()];
+                th.wait_start = self.now;
+                th.micro.push_front(Micro::BarrierLeave(b));
+                th.micro.push_front(Micro::BarrierSleep(b, g));
+                th.micro.push_front(Micro::KLock(bucket));
+                th.micro.push_front(Micro::Work {
+                    ns: syscall,
+                    kernel: true,
+                });
+                th.micro.push_front(Micro::MutexUnlock(lock));
+                Flow::Next
+            }
+            Micro::BarrierLeave(b) => {
+                let br = &mut self.barriers[b as usize];
+                br.leaving += 1;
+                if br.leaving >= br.parties {
+                    br.leaving = 0;
+                    let lock = br.lock;
+                    self.threads[t.idx()]
+                        .micro
+                        .push_front(Micro::MutexUnlock(lock));
+                }
+                Flow::Next
+            }
             Micro::BarrierArrive(b) => {
                 let br = &mut self.barriers[b as usize];
                 br.arrived += 1;
@@ -1430,20 +1489,19 @@ impl World {
                 self.conds[c as usize].waiters.push_back(t);
                 Flow::Next
             }
-            Micro::CondLock(c) => {
-                let l = self.conds[c as usize].lock;
+            Micro::LllLock(l) => {
                 if self.mutexes[l as usize].holder.is_none() {
-                    self.cond_lock_acquired(c, t);
+                    self.lll_acquired(l, t);
                     return Flow::Next;
                 }
                 // lll_lock's compare-and-swap failed: __lll_lock_wait sets the word to 2
                 // and sleeps on it (futex_wait), with no spinning first.
                 let (b, syscall) = (self.mutexes[l as usize].bucket, self.costs.syscall_ns);
                 let th = &mut self.threads[t.idx()];
-                if th.cond_lock_since == Nanos::MAX {
-                    th.cond_lock_since = self.now;
+                if th.lll_since == Nanos::MAX {
+                    th.lll_since = self.now;
                 }
-                th.micro.push_front(Micro::CondLockSleep(c));
+                th.micro.push_front(Micro::LllLockSleep(l));
                 th.micro.push_front(Micro::KLock(b));
                 th.micro.push_front(Micro::Work {
                     ns: syscall,
@@ -1451,31 +1509,29 @@ impl World {
                 });
                 Flow::Next
             }
-            Micro::CondLockSleep(c) => {
+            Micro::LllLockSleep(l) => {
                 let vm = self.threads[t.idx()].vm;
                 self.vms[vm.idx()].futex_calls += 1;
-                let l = self.conds[c as usize].lock;
                 let b = self.mutexes[l as usize].bucket;
-                self.threads[t.idx()].cond_lock_slow = true;
+                self.threads[t.idx()].lll_slow = true;
                 self.mutexes[l as usize].word_contended = true;
                 if self.mutexes[l as usize].holder.is_none() {
-                    self.cond_lock_acquired(c, t);
+                    self.lll_acquired(l, t);
                     self.threads[t.idx()].micro.push_front(Micro::KUnlock(b));
                 } else {
                     self.mutexes[l as usize].waiters.push_back(t);
                     let th = &mut self.threads[t.idx()];
-                    th.micro.push_front(Micro::CondLock(c));
+                    th.micro.push_front(Micro::LllLock(l));
                     th.micro.push_front(Micro::Block);
                     th.micro.push_front(Micro::KUnlock(b));
                 }
                 Flow::Next
             }
-            Micro::CondLockRelease(c) => {
+            Micro::LllReleaseInKernel(l) => {
                 // FUTEX_WAKE_OP (kernel/futex.c futex_wake_op): with both buckets locked
                 // the kernel sets the lock word to 0 and, if it was above 1, wakes one
                 // of the lock's sleepers (the cond's waiter is woken next, `WakeCond`).
                 // Approximation: only the condition variable's bucket is taken.
-                let l = self.conds[c as usize].lock;
                 let mu = &mut self.mutexes[l as usize];
                 mu.holder = None;
                 let (class, held) = (
@@ -1510,7 +1566,7 @@ impl World {
                     cond: c,
                     all: false,
                 });
-                th.micro.push_front(Micro::CondLockRelease(c));
+                th.micro.push_front(Micro::LllReleaseInKernel(lock));
                 th.micro.push_front(Micro::KLock(bucket));
                 th.micro.push_front(f);
                 Flow::Next
@@ -1777,11 +1833,12 @@ impl World {
     /// waiter retakes the mutex with __pthread_mutex_cond_lock, which marks it
     /// contended, so its unlock wakes the next).
     pub(crate) fn push_broadcast(&mut self, t: ThreadId, c: u32) {
-        if self.conds[c as usize].lock != u32::MAX {
+        let lock = self.conds[c as usize].lock;
+        if lock != u32::MAX {
             // glibc before 2.25: under the condition variable's internal lock.
             let th = &mut self.threads[t.idx()];
             th.micro.push_front(Micro::CondBroadcastLocked(c));
-            th.micro.push_front(Micro::CondLock(c));
+            th.micro.push_front(Micro::LllLock(lock));
             return;
         }
         self.push_broadcast_unlocked(t, c);
@@ -1851,7 +1908,7 @@ impl World {
         th.micro.push_front(Micro::MutexLock(m));
         if lock != u32::MAX {
             th.micro.push_front(Micro::MutexUnlock(lock));
-            th.micro.push_front(Micro::CondLock(c));
+            th.micro.push_front(Micro::LllLock(lock));
             th.micro.push_front(Micro::Block);
             th.micro.push_front(Micro::KUnlock(bucket));
             th.micro.push_front(Micro::KLock(bucket));
@@ -1859,7 +1916,7 @@ impl World {
             th.micro.push_front(Micro::MutexUnlock(lock));
             th.micro.push_front(Micro::CondRegister(c));
             th.micro.push_front(Micro::MutexUnlock(m));
-            th.micro.push_front(Micro::CondLock(c));
+            th.micro.push_front(Micro::LllLock(lock));
             return;
         }
         th.micro.push_front(Micro::Block);
@@ -1874,9 +1931,10 @@ impl World {
     fn push_signal_unlock(&mut self, t: ThreadId, c: u32, m: u32) {
         let th = &mut self.threads[t.idx()];
         th.micro.push_front(Micro::MutexUnlock(m));
-        if self.conds[c as usize].lock != u32::MAX {
+        let lock = self.conds[c as usize].lock;
+        if lock != u32::MAX {
             th.micro.push_front(Micro::CondSignalLocked(c));
-            th.micro.push_front(Micro::CondLock(c));
+            th.micro.push_front(Micro::LllLock(lock));
             return;
         }
         if !self.conds[c as usize].waiters.is_empty() {

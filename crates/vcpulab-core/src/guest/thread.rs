@@ -174,20 +174,28 @@ pub enum Micro {
     /// arrival phase. Then unlock.
     PbDepart(u32),
     CondRegister(u32),
-    /// Take condition variable `c`'s internal lock (glibc before 2.25, lll_lock: a
-    /// compare-and-swap, else sleep on its futex; no spinning). It is released as the
+    /// glibc's low-level lock (lll_lock, nptl/lowlevellock.c) on user mutex `m` (a
+    /// condition variable's or a barrier's internal lock, glibc before 2.25): a
+    /// compare-and-swap, else sleep on its futex; no spinning. It is released as the
     /// user mutex it is (`MutexUnlock`: lll_unlock, futex_wake when the word was 2).
-    CondLock(u32),
-    /// Holding the internal lock's futex bucket: take the lock if free, else queue and
-    /// sleep (`__lll_lock_wait`).
-    CondLockSleep(u32),
-    /// Holding `c`'s bucket in FUTEX_WAKE_OP: release its internal lock there, waking
-    /// one of the lock's sleepers if the word was 2 (pthread_cond_signal).
-    CondLockRelease(u32),
+    LllLock(u32),
+    /// Holding low-level lock `m`'s futex bucket: take it if free, else queue and sleep
+    /// (`__lll_lock_wait`).
+    LllLockSleep(u32),
+    /// Holding a condition variable's bucket in FUTEX_WAKE_OP: release low-level lock
+    /// `m` there, waking one of its sleepers if the word was 2 (pthread_cond_signal).
+    LllReleaseInKernel(u32),
     /// Holding `c`'s internal lock: signal (one waiter, FUTEX_WAKE_OP) or release.
     CondSignalLocked(u32),
     /// Holding `c`'s internal lock: release it, then wake or requeue the waiters.
     CondBroadcastLocked(u32),
+    /// pthread_barrier_wait before glibc 2.25, holding barrier `b`'s internal lock:
+    /// count in; the last arrival wakes the others and keeps the lock, the others drop
+    /// it and sleep until the round ends.
+    BarrierArriveLocked(u32),
+    /// Leaving barrier `b` (glibc before 2.25): the last thread of the round to leave
+    /// releases the barrier's internal lock.
+    BarrierLeave(u32),
     SemWait(u32),
     /// Take a unit, spinning up to the given ns for one before sleeping on the futex.
     SemSpinWait(u32, u64),
@@ -270,9 +278,9 @@ pub struct Thread {
     /// (`__pthread_mutex_cond_lock`). Such an acquisition leaves the lock word at 2
     /// (contended), so its unlock calls futex_wake.
     pub mutex_slow: bool,
-    /// The same for the condition-variable internal lock being taken or held (glibc
-    /// before 2.25): it slept on the lock's futex, so its release wakes.
-    pub cond_lock_slow: bool,
+    /// The same for the low-level lock (`Micro::LllLock`) being taken: it slept on the
+    /// lock's futex, so the word is 2 and its release wakes.
+    pub lll_slow: bool,
     /// Iterations left of the program's loops (`Instr::LoopStart` slots; u64::MAX:
     /// for ever): the first two here, in the line the interpreter reads with the
     /// wake-up fields — most programs have one or two loops, and a loop's end reads its
@@ -285,10 +293,10 @@ pub struct Thread {
     pub rw_spin: u64,
     /// When the current lock/barrier wait began.
     pub wait_start: Nanos,
-    /// When it first failed to take a condition variable's internal lock (MAX: not
-    /// waiting); apart from `lock_wait_since`, which a waiter requeued onto its mutex
-    /// keeps meanwhile.
-    pub cond_lock_since: Nanos,
+    /// When it first failed to take the low-level lock it is waiting for (MAX: not
+    /// waiting); apart from `lock_wait_since`, which a condition variable's waiter
+    /// requeued onto its mutex keeps meanwhile.
+    pub lll_since: Nanos,
     pub deferred_wakes: Vec<ThreadId>,
     pub acks_left: u32,
     pub tlb_gen: u32,
@@ -336,7 +344,7 @@ impl Thread {
             spin_left: 0,
             rw_spin: 0,
             wait_start: Nanos::ZERO,
-            cond_lock_since: Nanos::MAX,
+            lll_since: Nanos::MAX,
             wake_pending: false,
             held: Vec::new(),
             deferred_wakes: Vec::new(),
@@ -351,7 +359,7 @@ impl Thread {
             woken_at: None,
             lock_wait_since: Nanos::MAX,
             mutex_slow: false,
-            cond_lock_slow: false,
+            lll_slow: false,
             wake_path: 0,
             rng,
             idle_prio: false,

@@ -1099,6 +1099,12 @@ pub struct GuestConfig {
     /// included) and takes it again when woken; a signal releases it in the kernel
     /// (FUTEX_WAKE_OP). glibc 2.25+ has none (`false`).
     pub cond_lock: bool,
+    /// `pthread_barrier_wait` serializes on the barrier's internal lock: glibc 2.3 to
+    /// 2.24 (nptl/pthread_barrier_wait.c) takes `ibarrier->lock` to count in; the last
+    /// arrival wakes the others and keeps it, and the last thread to leave releases it,
+    /// so the next round's early arrivals sleep on it until the round has emptied.
+    /// glibc 2.25+ (a new barrier without that lock) is `false`.
+    pub barrier_lock: bool,
     /// The guest kernel has the cpuidle-haltpoll driver (Linux 5.4+): `idle =
     /// "haltpoll"` is refused without it (the `guest-haltpoll` preset sets it, as a
     /// backport).
@@ -1164,6 +1170,7 @@ impl Default for GuestConfig {
             fast_dput: false,
             cond_requeue: true,
             cond_lock: true,
+            barrier_lock: true,
             wake_ipi: WakeIpi::Always,
             haltpoll_available: true,
             load_balance: true,

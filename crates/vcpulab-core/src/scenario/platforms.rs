@@ -169,6 +169,9 @@ pub struct GuestKernel {
     /// `guest.cond_lock`: the distribution's glibc serializes a condition variable on
     /// an internal lock (glibc before 2.25).
     pub cond_lock: bool,
+    /// `guest.barrier_lock`: the distribution's glibc holds a barrier's internal lock
+    /// from the last arrival until the last thread leaves (glibc before 2.25).
+    pub barrier_lock: bool,
     /// The cpuidle-haltpoll driver (guest Linux 5.4+).
     pub haltpoll_available: bool,
     /// `guest.sched_idle_cpu`, `guest.balance_busy_factor`, `guest.balance_interval`:
@@ -372,12 +375,13 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         fast_dput: false,
         cond_requeue: true,
         cond_lock: true,
+        barrier_lock: true,
         haltpoll_available: false,
         sched_idle_cpu: false,
         newidle_avg_idle_gate: true,
         balance_busy_factor: 64,
         balance_interval: "fixed",
-        notes: "ticket spinlocks (PV ticket locks came in 3.12); a glibc of its time (before 2.25): broadcasts requeue, condition variables have an internal lock",
+        notes: "ticket spinlocks (PV ticket locks came in 3.12); a glibc of its time (before 2.25): broadcasts requeue, condition variables and barriers have an internal lock",
     },
     GuestKernel {
         name: "linux-3.5",
@@ -404,12 +408,13 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         fast_dput: false,
         cond_requeue: true,
         cond_lock: true,
+        barrier_lock: true,
         haltpoll_available: false,
         sched_idle_cpu: false,
         newidle_avg_idle_gate: true,
         balance_busy_factor: 64,
         balance_interval: "fixed",
-        notes: "ticket spinlocks; a glibc of its time (before 2.25): broadcasts requeue, condition variables have an internal lock",
+        notes: "ticket spinlocks; a glibc of its time (before 2.25): broadcasts requeue, condition variables and barriers have an internal lock",
     },
     GuestKernel {
         name: "linux-3.9",
@@ -436,12 +441,13 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         fast_dput: false,
         cond_requeue: true,
         cond_lock: true,
+        barrier_lock: true,
         haltpoll_available: false,
         sched_idle_cpu: false,
         newidle_avg_idle_gate: true,
         balance_busy_factor: 64,
         balance_interval: "fixed",
-        notes: "ticket spinlocks; a glibc of its time (before 2.25): broadcasts requeue, condition variables have an internal lock",
+        notes: "ticket spinlocks; a glibc of its time (before 2.25): broadcasts requeue, condition variables and barriers have an internal lock",
     },
     GuestKernel {
         name: "linux-3.19",
@@ -468,12 +474,13 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         fast_dput: false,
         cond_requeue: true,
         cond_lock: true,
+        barrier_lock: true,
         haltpoll_available: false,
         sched_idle_cpu: false,
         newidle_avg_idle_gate: true,
         balance_busy_factor: 32,
         balance_interval: "domain-weight",
-        notes: "rwsem writers spin on a running writer owner (3.16); mutex spinners queue on the OSQ (3.15); i_mmap_mutex became i_mmap_rwsem (3.19); dentry references are lockrefs (3.12), dput's last one still under d_lock; ticket spinlocks: the PV ticket lock of 3.12-4.1 needs KVM_FEATURE_PV_UNHALT, which QEMU leaves off unless asked (kvm-pv-unhalt); Ubuntu 14.04's glibc 2.19: broadcasts requeue, condition variables have an internal lock",
+        notes: "rwsem writers spin on a running writer owner (3.16); mutex spinners queue on the OSQ (3.15); i_mmap_mutex became i_mmap_rwsem (3.19); dentry references are lockrefs (3.12), dput's last one still under d_lock; ticket spinlocks: the PV ticket lock of 3.12-4.1 needs KVM_FEATURE_PV_UNHALT, which QEMU leaves off unless asked (kvm-pv-unhalt); Ubuntu 14.04's glibc 2.19: broadcasts requeue, condition variables and barriers have an internal lock",
     },
     GuestKernel {
         name: "linux-6.6",
@@ -500,12 +507,13 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         fast_dput: true,
         cond_requeue: false,
         cond_lock: false,
+        barrier_lock: false,
         haltpoll_available: true,
         sched_idle_cpu: true,
         newidle_avg_idle_gate: false,
         balance_busy_factor: 16,
         balance_interval: "domain-weight",
-        notes: "PV queued spinlocks, wake_q (4.2), PV TLB flush (4.16), vcpu_is_preempted (4.10), rwsem writers spin on readers for a bounded time (5.x), rwsem reader lock stealing and hand-off (5.11), the mutex's hand-off to its first waiter (4.10), i_mmap_rwsem (3.19) and i_rwsem (4.7), lockref dentries (3.12) and fast_dput (4.0), cpuidle-haltpoll (5.4); glibc 2.25+: a broadcast wakes every waiter, no internal condition-variable lock",
+        notes: "PV queued spinlocks, wake_q (4.2), PV TLB flush (4.16), vcpu_is_preempted (4.10), rwsem writers spin on readers for a bounded time (5.x), rwsem reader lock stealing and hand-off (5.11), the mutex's hand-off to its first waiter (4.10), i_mmap_rwsem (3.19) and i_rwsem (4.7), lockref dentries (3.12) and fast_dput (4.0), cpuidle-haltpoll (5.4); glibc 2.25+: a broadcast wakes every waiter, no internal condition-variable or barrier lock",
     },
 ];
 
@@ -722,6 +730,7 @@ impl GuestKernel {
         t.insert("fast_dput".into(), Value::Boolean(self.fast_dput));
         t.insert("cond_requeue".into(), Value::Boolean(self.cond_requeue));
         t.insert("cond_lock".into(), Value::Boolean(self.cond_lock));
+        t.insert("barrier_lock".into(), Value::Boolean(self.barrier_lock));
         t.insert(
             "haltpoll_available".into(),
             Value::Boolean(self.haltpoll_available),

@@ -156,6 +156,15 @@ impl SyncArenas {
             } else {
                 None
             };
+            // A futex barrier is pthread_barrier_wait: before glibc 2.25 it has an
+            // internal lock (reported as the class `NAME.lock`). Spin-then-block
+            // barriers (libgomp's) use the same record and never take it.
+            let lock = if parsec.is_none() && g.barrier_lock {
+                let class = user_class(self, &format!("{name}.lock"));
+                self.new_mutex(kind, futex_class, class)
+            } else {
+                u32::MAX
+            };
             self.barriers.push(Barrier {
                 spinners: 0,
                 parties: w.barrier_parties[bi].max(1),
@@ -165,6 +174,8 @@ impl SyncArenas {
                 bucket,
                 parsec,
                 departing: false,
+                lock,
+                leaving: 0,
             });
         }
         let cond = self.conds.len() as u32;

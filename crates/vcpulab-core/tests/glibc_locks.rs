@@ -1,8 +1,10 @@
-//! A condition variable's internal lock in glibc before 2.25 (`guest.cond_lock`;
+//! The internal locks of glibc before 2.25. A condition variable's (`guest.cond_lock`;
 //! nptl/pthread_cond_wait.c, pthread_cond_signal.c, pthread_cond_broadcast.c): every
 //! wait takes `cond->__data.__lock` twice (to count in and drop the mutex, and when
 //! woken), every signal and broadcast once; a thread that finds it taken sleeps on its
 //! futex (`__lll_lock_wait`, no spinning); a signal releases it inside FUTEX_WAKE_OP.
+//! A barrier's (`guest.barrier_lock`; nptl/pthread_barrier_wait.c): held from the last
+//! arrival until the last thread has left.
 mod common;
 use common::*;
 
@@ -121,6 +123,49 @@ workload = { model = "cpu-bomb" }
     );
 }
 
+/// Four threads meet at a futex barrier every ~20 us on four pCPUs. Before glibc 2.25
+/// the last arrival keeps the barrier's lock until every woken thread has left, so a
+/// thread quick to come back for the next round (the last arrival itself, which does
+/// not sleep) finds it taken and sleeps on it. A lock taken only to count in would
+/// almost never be found taken.
+#[test]
+fn a_barriers_lock_is_held_until_the_last_thread_leaves() {
+    let text = r#"
+seed = 2
+[run]
+duration = "5s"
+[host]
+pcpus = 4
+[[vm]]
+name = "app"
+vcpus = 4
+[vm.workload]
+model = "program"
+[[vm.workload.group]]
+name = "w"
+threads = 4
+ops = [{loop = {n = 500, body = [{compute = "exp(20us)"}, {barrier = "b"}, {count = 1}]}}]
+"#;
+    let with = run_with(text, &["guest.barrier_lock=true"]);
+    assert_eq!(with.stop_reason, "all-finished");
+    assert_eq!(with.vms[0].work_units, 2000);
+    let row = with
+        .locks
+        .iter()
+        .find(|l| l.vm == "app" && l.lock == "b.lock")
+        .expect("the barrier's lock is reported");
+    assert_eq!(row.acquisitions, 2000, "one acquisition per arrival");
+    assert!(
+        row.contended * 20 > row.acquisitions,
+        "{} of {} arrivals found the lock taken",
+        row.contended,
+        row.acquisitions
+    );
+    let without = run_with(text, &["guest.barrier_lock=false"]);
+    assert_eq!(without.vms[0].work_units, 2000);
+    assert!(without.locks.iter().all(|l| l.lock != "b.lock"));
+}
+
 #[test]
 fn the_platform_profiles_set_the_glibc_of_their_time() {
     let text = program(1, 10, 1);
@@ -134,5 +179,6 @@ fn the_platform_profiles_set_the_glibc_of_their_time() {
         let sc = vcpulab_core::resolve(&text, &[format!("guest.kernel={kernel:?}")], None)
             .expect("a known kernel");
         assert_eq!(sc.vm[0].guest.cond_lock, lock, "{kernel}");
+        assert_eq!(sc.vm[0].guest.barrier_lock, lock, "{kernel}");
     }
 }
