@@ -231,17 +231,7 @@ impl World {
                             spin,
                         }
                     }
-                    Instr::Yield => {
-                        // sched_yield: the syscall's cost, then the runqueue's best thread
-                        // (if any) runs and the yielder goes behind it.
-                        th.debt += Nanos(self.costs.syscall_ns);
-                        if self.vcpus[v.idx()].rq.is_empty() {
-                            continue 'step;
-                        }
-                        self.yield_behind_queued(v, t);
-                        self.guest_preempt(v, t);
-                        return Advance::Left;
-                    }
+                    Instr::Yield => Micro::SchedYield,
                     Instr::Cpuset(mask) => {
                         let vm = th.vm.idx();
                         let n = self.vms[vm].nvcpus;

@@ -445,7 +445,10 @@ impl World {
             ThreadActivity::SpinMutex(m) => {
                 th.act = ThreadActivity::Work;
                 self.mutexes[m as usize].spinners -= 1;
-                let b = self.mutexes[m as usize].bucket;
+                let (b, innodb) = (
+                    self.mutexes[m as usize].bucket,
+                    self.mutexes[m as usize].wake_all,
+                );
                 let th = &mut self.threads[t.idx()];
                 th.micro.push_front(Micro::MutexSleep(m));
                 th.micro.push_front(Micro::KLock(b));
@@ -453,6 +456,12 @@ impl World {
                     ns: self.costs.syscall_ns,
                     kernel: true,
                 });
+                if innodb {
+                    // InnoDB's mutex_spin_wait (sync0sync.cc) yields once its spin
+                    // rounds are spent (os_thread_yield: sched_yield), then tries again
+                    // and waits on the event.
+                    th.micro.push_front(Micro::SchedYield);
+                }
             }
             ThreadActivity::SpinBarrier(b, g) => {
                 th.act = ThreadActivity::Work;
@@ -480,6 +489,9 @@ impl World {
                 let th = &mut self.threads[t.idx()];
                 th.micro.push_front(Micro::RwSpinSleep { s, write });
                 th.micro.push_front(Micro::KLock(wait_lock));
+                // rw_lock_s_lock_spin / rw_lock_x_lock_func (sync0rw.cc) yield first, as
+                // InnoDB's mutexes do.
+                th.micro.push_front(Micro::SchedYield);
             }
             ThreadActivity::SpinSem(s) => {
                 th.act = ThreadActivity::Work;
@@ -1660,6 +1672,15 @@ impl World {
                     self.push_signal_unlock(t, nf, mx);
                 }
                 Flow::Next
+            }
+            Micro::SchedYield => {
+                self.threads[t.idx()].debt += Nanos(self.costs.syscall_ns);
+                if self.vcpus[v.idx()].rq.is_empty() {
+                    return Flow::Next;
+                }
+                self.yield_behind_queued(v, t);
+                self.guest_preempt(v, t);
+                Flow::Left
             }
             Micro::FlushWakes => {
                 let mut ws = std::mem::take(&mut self.threads[t.idx()].deferred_wakes);

@@ -215,6 +215,9 @@ pub enum Micro {
     },
     QueuePush(u32),
     QueuePop(u32),
+    /// sched_yield (yield_task_fair): the system call, then, if another thread is
+    /// queued on the vCPU, it runs and the yielder goes behind it.
+    SchedYield,
     /// Send the reschedule IPIs deferred past the bucket unlock (wake_q).
     FlushWakes,
     /// Wait (spinning) for the acknowledgements of a TLB shootdown.
