@@ -324,8 +324,6 @@ impl World {
         // its own when it next looks (RwSleep).
     }
 
-    /// `t` took user mutex `m`: count the acquisition, and the wait if it had to wait
-    /// (from its first failed attempt, through spinning and sleeping, to now).
     /// `t` takes low-level lock `l` (free).
     fn lll_acquired(&mut self, l: u32, t: ThreadId) {
         let now = self.now;
@@ -342,6 +340,8 @@ impl World {
         self.lock_classes[class].count_acquisition(since, now);
     }
 
+    /// `t` took user mutex `m`: count the acquisition, and the wait if it had to wait
+    /// (from its first failed attempt, through spinning and sleeping, to now).
     fn mutex_acquired(&mut self, m: u32, t: ThreadId) {
         let now = self.now;
         let mu = &mut self.mutexes[m as usize];
