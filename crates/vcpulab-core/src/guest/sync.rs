@@ -340,6 +340,33 @@ impl World {
         self.lock_classes[class].count_acquisition(since, now);
     }
 
+    /// User mutex `m` is released: no holder; its hold time counted.
+    fn mutex_released(&mut self, m: u32) {
+        let mu = &mut self.mutexes[m as usize];
+        mu.holder = None;
+        let (class, held) = (
+            mu.class as usize,
+            self.now.0.saturating_sub(mu.acquired_at.0),
+        );
+        self.lock_classes[class].hold.record(held);
+    }
+
+    /// The last arrival `t` at futex barrier `b` wakes the sleepers of the round that
+    /// ended (futex_wake of INT_MAX under the barrier's bucket lock), if any.
+    fn push_barrier_wake(&mut self, t: ThreadId, b: u32) {
+        let br = &self.barriers[b as usize];
+        if br.waiters.is_empty() {
+            return;
+        }
+        let bucket = br.bucket;
+        let f = self.futex_cost(t);
+        let wake = Micro::WakeCond {
+            cond: u32::MAX - b,
+            all: true,
+        };
+        self.push_wake_path(t, bucket, wake, f);
+    }
+
     /// `t` took user mutex `m`: count the acquisition, and the wait if it had to wait
     /// (from its first failed attempt, through spinning and sleeping, to now).
     fn mutex_acquired(&mut self, m: u32, t: ThreadId) {
@@ -951,13 +978,7 @@ impl World {
                 Flow::Next
             }
             Micro::MutexUnlock(mx) => {
-                let mu = &mut self.mutexes[mx as usize];
-                mu.holder = None;
-                let (class, held) = (
-                    mu.class as usize,
-                    self.now.0.saturating_sub(mu.acquired_at.0),
-                );
-                self.lock_classes[class].hold.record(held);
+                self.mutex_released(mx);
                 // A spinner on a running vCPU sees the unlock at once and takes it.
                 if self.mutexes[mx as usize].spinners > 0 {
                     self.poke_spinners(t, |a| a == ThreadActivity::SpinMutex(mx), true);
@@ -1003,20 +1024,7 @@ impl World {
                     br.gen += 1;
                     let th = &mut self.threads[t.idx()];
                     th.micro.push_front(Micro::BarrierLeave(b));
-                    let br = &self.barriers[b as usize];
-                    if !br.waiters.is_empty() {
-                        let bucket = br.bucket;
-                        let f = self.futex_cost(t);
-                        self.push_wake_path(
-                            t,
-                            bucket,
-                            Micro::WakeCond {
-                                cond: u32::MAX - b,
-                                all: true,
-                            },
-                            f,
-                        );
-                    }
+                    self.push_barrier_wake(t, b);
                     return Flow::Next;
                 }
                 let (g, bucket, lock) = (br.gen, br.bucket, br.lock);
@@ -1059,20 +1067,7 @@ impl World {
                             false,
                         );
                     }
-                    let br = &mut self.barriers[b as usize];
-                    if !br.waiters.is_empty() {
-                        let bucket = br.bucket;
-                        let f = self.futex_cost(t);
-                        self.push_wake_path(
-                            t,
-                            bucket,
-                            Micro::WakeCond {
-                                cond: u32::MAX - b,
-                                all: true,
-                            },
-                            f,
-                        );
-                    }
+                    self.push_barrier_wake(t, b);
                     return Flow::Next;
                 }
                 let g = br.gen;
@@ -1544,13 +1539,7 @@ impl World {
                 // the kernel sets the lock word to 0 and, if it was above 1, wakes one
                 // of the lock's sleepers (the cond's waiter is woken next, `WakeCond`).
                 // Approximation: only the condition variable's bucket is taken.
-                let mu = &mut self.mutexes[l as usize];
-                mu.holder = None;
-                let (class, held) = (
-                    mu.class as usize,
-                    self.now.0.saturating_sub(mu.acquired_at.0),
-                );
-                self.lock_classes[class].hold.record(held);
+                self.mutex_released(l);
                 let mu = &mut self.mutexes[l as usize];
                 if std::mem::replace(&mut mu.word_contended, false) {
                     if let Some(w) = mu.waiters.pop_front() {
