@@ -351,6 +351,19 @@ impl World {
         self.lock_classes[class].hold.record(held);
     }
 
+    /// `t` waits at futex barrier `b` for round `g` to end: futex_wait (the system
+    /// call, the bucket lock, then `BarrierSleep`), queued to run next.
+    fn push_barrier_sleep(&mut self, t: ThreadId, b: u32, g: u64) {
+        let (bucket, syscall) = (self.barriers[b as usize].bucket, self.costs.syscall_ns);
+        let th = &mut self.threads[t.idx()];
+        th.micro.push_front(Micro::BarrierSleep(b, g));
+        th.micro.push_front(Micro::KLock(bucket));
+        th.micro.push_front(Micro::Work {
+            ns: syscall,
+            kernel: true,
+        });
+    }
+
     /// The last arrival `t` at futex barrier `b` wakes the sleepers of the round that
     /// ended (futex_wake of INT_MAX under the barrier's bucket lock), if any.
     fn push_barrier_wake(&mut self, t: ThreadId, b: u32) {
@@ -498,14 +511,7 @@ impl World {
                     // (queued by PbArrive).
                     return;
                 }
-                let bucket = self.barriers[b as usize].bucket;
-                let th = &mut self.threads[t.idx()];
-                th.micro.push_front(Micro::BarrierSleep(b, g));
-                th.micro.push_front(Micro::KLock(bucket));
-                th.micro.push_front(Micro::Work {
-                    ns: self.costs.syscall_ns,
-                    kernel: true,
-                });
+                self.push_barrier_sleep(t, b, g);
             }
             ThreadActivity::SpinRw(s, write) => {
                 // Out of spin rounds: wait on the lock's event (a futex system call),
@@ -1027,18 +1033,14 @@ impl World {
                     self.push_barrier_wake(t, b);
                     return Flow::Next;
                 }
-                let (g, bucket, lock) = (br.gen, br.bucket, br.lock);
-                let syscall = self.costs.syscall_ns;
+                let (g, lock) = (br.gen, br.lock);
                 let th = &mut self.threads[t.idx()];
                 th.wait_start = self.now;
                 th.micro.push_front(Micro::BarrierLeave(b));
-                th.micro.push_front(Micro::BarrierSleep(b, g));
-                th.micro.push_front(Micro::KLock(bucket));
-                th.micro.push_front(Micro::Work {
-                    ns: syscall,
-                    kernel: true,
-                });
-                th.micro.push_front(Micro::MutexUnlock(lock));
+                self.push_barrier_sleep(t, b, g);
+                self.threads[t.idx()]
+                    .micro
+                    .push_front(Micro::MutexUnlock(lock));
                 Flow::Next
             }
             Micro::BarrierLeave(b) => {
@@ -1071,7 +1073,6 @@ impl World {
                     return Flow::Next;
                 }
                 let g = br.gen;
-                let bucket = br.bucket;
                 let th = &mut self.threads[t.idx()];
                 th.wait_start = self.now;
                 if th.spin_left > 0 {
@@ -1080,12 +1081,7 @@ impl World {
                     self.barriers[b as usize].spinners += 1;
                     return Flow::Wait;
                 }
-                th.micro.push_front(Micro::BarrierSleep(b, g));
-                th.micro.push_front(Micro::KLock(bucket));
-                th.micro.push_front(Micro::Work {
-                    ns: self.costs.syscall_ns,
-                    kernel: true,
-                });
+                self.push_barrier_sleep(t, b, g);
                 Flow::Next
             }
             Micro::PbArrive { b, spin } => self.parsec_barrier_arrive(t, b, spin),
