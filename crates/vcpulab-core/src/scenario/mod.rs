@@ -1105,6 +1105,11 @@ pub struct GuestConfig {
     /// so the next round's early arrivals sleep on it until the round has emptied.
     /// glibc 2.25+ (a new barrier without that lock) is `false`.
     pub barrier_lock: bool,
+    /// Buckets of the guest kernel's futex hash table (kernel/futex.c `futex_hash`):
+    /// 256 up to Linux 3.12 (FUTEX_HASHBITS 8); from 3.13 256 per possible CPU, rounded
+    /// up to a power of two (`0` asks for that). Futexes whose addresses hash alike share
+    /// a bucket lock.
+    pub futex_hash_buckets: u32,
     /// The guest kernel has the cpuidle-haltpoll driver (Linux 5.4+): `idle =
     /// "haltpoll"` is refused without it (the `guest-haltpoll` preset sets it, as a
     /// backport).
@@ -1171,6 +1176,7 @@ impl Default for GuestConfig {
             cond_requeue: true,
             cond_lock: true,
             barrier_lock: true,
+            futex_hash_buckets: 256,
             wake_ipi: WakeIpi::Always,
             haltpoll_available: true,
             load_balance: true,

@@ -172,6 +172,8 @@ pub struct GuestKernel {
     /// `guest.barrier_lock`: the distribution's glibc holds a barrier's internal lock
     /// from the last arrival until the last thread leaves (glibc before 2.25).
     pub barrier_lock: bool,
+    /// `guest.futex_hash_buckets`: 256 up to Linux 3.12, per-CPU sizing (0) from 3.13.
+    pub futex_hash_buckets: u32,
     /// The cpuidle-haltpoll driver (guest Linux 5.4+).
     pub haltpoll_available: bool,
     /// `guest.sched_idle_cpu`, `guest.balance_busy_factor`, `guest.balance_interval`:
@@ -376,6 +378,7 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         cond_requeue: true,
         cond_lock: true,
         barrier_lock: true,
+        futex_hash_buckets: 256,
         haltpoll_available: false,
         sched_idle_cpu: false,
         newidle_avg_idle_gate: true,
@@ -409,6 +412,7 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         cond_requeue: true,
         cond_lock: true,
         barrier_lock: true,
+        futex_hash_buckets: 256,
         haltpoll_available: false,
         sched_idle_cpu: false,
         newidle_avg_idle_gate: true,
@@ -442,6 +446,7 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         cond_requeue: true,
         cond_lock: true,
         barrier_lock: true,
+        futex_hash_buckets: 256,
         haltpoll_available: false,
         sched_idle_cpu: false,
         newidle_avg_idle_gate: true,
@@ -475,6 +480,7 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         cond_requeue: true,
         cond_lock: true,
         barrier_lock: true,
+        futex_hash_buckets: 0,
         haltpoll_available: false,
         sched_idle_cpu: false,
         newidle_avg_idle_gate: true,
@@ -508,6 +514,7 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         cond_requeue: false,
         cond_lock: false,
         barrier_lock: false,
+        futex_hash_buckets: 0,
         haltpoll_available: true,
         sched_idle_cpu: true,
         newidle_avg_idle_gate: false,
@@ -731,6 +738,10 @@ impl GuestKernel {
         t.insert("cond_requeue".into(), Value::Boolean(self.cond_requeue));
         t.insert("cond_lock".into(), Value::Boolean(self.cond_lock));
         t.insert("barrier_lock".into(), Value::Boolean(self.barrier_lock));
+        t.insert(
+            "futex_hash_buckets".into(),
+            Value::Integer(self.futex_hash_buckets.into()),
+        );
         t.insert(
             "haltpoll_available".into(),
             Value::Boolean(self.haltpoll_available),

@@ -381,6 +381,18 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
                     .to_string(),
             ));
         }
+        if g.futex_hash_buckets != 0
+            && (!g.futex_hash_buckets.is_power_of_two() || g.futex_hash_buckets > 1 << 20)
+        {
+            return Err(ScenarioError::new(
+                k("guest.futex_hash_buckets"),
+                format!(
+                    "{} is not allowed; the futex hash table has a power of two of buckets \
+                     up to 1048576 (256 before Linux 3.13), or 0 for 256 per vCPU",
+                    g.futex_hash_buckets
+                ),
+            ));
+        }
         if !matches!(g.tick_hz, 100 | 250 | 300 | 1000) {
             return Err(ScenarioError::new(
                 k("guest.tick_hz"),

@@ -53,6 +53,19 @@ fn mutex_class_name(name: &str) -> &str {
     }
 }
 
+/// A VM's futex hash table (kernel/futex.c `futex_hash`): each futex object's bucket
+/// lock is the one its address hashes to among `size` buckets. The addresses are the
+/// heap's (randomized per run), so each object's bucket is a draw from the VM's seeded
+/// stream; objects drawing the same bucket share its lock. Buckets are created when
+/// first drawn.
+struct FutexTable {
+    class: u32,
+    kind: SpinlockKind,
+    size: u64,
+    rng: Rng,
+    slots: HashMap<u64, LockId>,
+}
+
 impl SyncArenas {
     fn new_lock(&mut self, kind: SpinlockKind, class: u32) -> LockId {
         self.locks.push(SpinLock::new(kind, class));
@@ -66,8 +79,20 @@ impl SyncArenas {
         (self.lock_classes.len() - 1) as u32
     }
 
-    fn new_mutex(&mut self, kind: SpinlockKind, futex_class: u32, class: u32) -> u32 {
-        let bucket = self.new_lock(kind, futex_class);
+    /// The futex hash bucket of the next futex object of table `ft` (created on first
+    /// use).
+    fn futex_bucket(&mut self, ft: &mut FutexTable) -> LockId {
+        let i = ft.rng.below(ft.size);
+        if let Some(&l) = ft.slots.get(&i) {
+            return l;
+        }
+        let l = self.new_lock(ft.kind, ft.class);
+        ft.slots.insert(i, l);
+        l
+    }
+
+    fn new_mutex(&mut self, ft: &mut FutexTable, class: u32) -> u32 {
+        let bucket = self.futex_bucket(ft);
         self.mutexes.push(Mutex {
             holder: None,
             spinners: 0,
@@ -83,9 +108,9 @@ impl SyncArenas {
 
     /// A condition variable; with `lock_class` (`guest.cond_lock`, glibc before 2.25)
     /// its internal lock too, a user mutex of that statistics class.
-    fn new_cond(&mut self, kind: SpinlockKind, futex_class: u32, lock_class: Option<u32>) -> u32 {
-        let bucket = self.new_lock(kind, futex_class);
-        let lock = lock_class.map_or(u32::MAX, |c| self.new_mutex(kind, futex_class, c));
+    fn new_cond(&mut self, ft: &mut FutexTable, lock_class: Option<u32>) -> u32 {
+        let bucket = self.futex_bucket(ft);
+        let lock = lock_class.map_or(u32::MAX, |c| self.new_mutex(ft, c));
         self.conds.push(Cond {
             waiters: Default::default(),
             bucket,
@@ -97,7 +122,14 @@ impl SyncArenas {
 
     /// Adds VM `vm`'s objects (its workload's symbols; kernel spinlocks of `kind`, rwlocks
     /// as `queued_rwlocks` says) and returns where they start in each arena.
-    pub fn add_vm(&mut self, vm: VmId, g: &GuestConfig, w: &BuiltWorkload) -> ObjBases {
+    pub fn add_vm(
+        &mut self,
+        vm: VmId,
+        g: &GuestConfig,
+        w: &BuiltWorkload,
+        seed: u64,
+        vcpus: u32,
+    ) -> ObjBases {
         let (kind, queued_rwlocks) = (g.spinlock, g.queued_rwlocks);
         let spin = self.locks.len() as u32;
         for (i, name) in w.symbols.spinlocks.iter().enumerate() {
@@ -113,6 +145,17 @@ impl SyncArenas {
             self.new_lock(k, c);
         }
         let futex_class = self.new_class(vm, "futex-bucket".into(), LockClassKind::Spinlock);
+        let mut ft = FutexTable {
+            class: futex_class,
+            kind,
+            size: if g.futex_hash_buckets == 0 {
+                (256 * u64::from(vcpus.max(1))).next_power_of_two()
+            } else {
+                u64::from(g.futex_hash_buckets)
+            },
+            rng: Rng::stream(seed, Stream::Futex, u64::from(vm.0)),
+            slots: HashMap::new(),
+        };
         // Each read-write semaphore's wait_lock is a kernel spinlock class of its own.
         let rw_classes: Vec<u32> = w
             .symbols
@@ -136,23 +179,23 @@ impl SyncArenas {
             .map(|name| user_class(self, mutex_class_name(name)))
             .collect();
         for class in mutex_classes {
-            self.new_mutex(kind, futex_class, class);
+            self.new_mutex(&mut ft, class);
         }
         for &(m, wake_all) in &w.symbols.mutex_wake_all {
             self.mutexes[(mutex + m) as usize].wake_all = wake_all;
         }
         let barrier = self.barriers.len() as u32;
         for (bi, name) in w.symbols.barriers.iter().enumerate() {
-            let bucket = self.new_lock(kind, futex_class);
+            let bucket = self.futex_bucket(&mut ft);
             // A PARSEC barrier has a mutex (reported as the class `NAME.mutex`) and a
             // condition variable of its own.
             let parsec = if w.symbols.parsec_barrier.get(bi).copied().unwrap_or(false) {
                 let class = user_class(self, &format!("{name}.mutex"));
-                let m = self.new_mutex(kind, futex_class, class);
+                let m = self.new_mutex(&mut ft, class);
                 let lock = g
                     .cond_lock
                     .then(|| user_class(self, &format!("{name}.cond_lock")));
-                Some((m, self.new_cond(kind, futex_class, lock)))
+                Some((m, self.new_cond(&mut ft, lock)))
             } else {
                 None
             };
@@ -161,7 +204,7 @@ impl SyncArenas {
             // barriers (libgomp's) use the same record and never take it.
             let lock = if parsec.is_none() && g.barrier_lock {
                 let class = user_class(self, &format!("{name}.lock"));
-                self.new_mutex(kind, futex_class, class)
+                self.new_mutex(&mut ft, class)
             } else {
                 u32::MAX
             };
@@ -183,7 +226,7 @@ impl SyncArenas {
             let lock = g
                 .cond_lock
                 .then(|| user_class(self, &format!("{name}.cond_lock")));
-            self.new_cond(kind, futex_class, lock);
+            self.new_cond(&mut ft, lock);
         }
         let queue = self.queues.len() as u32;
         let queue_class = if w.symbols.queues.is_empty() {
@@ -193,10 +236,10 @@ impl SyncArenas {
         };
         for _ in &w.symbols.queues {
             // A pipeline queue: a mutex and two condition variables of its own.
-            let m = self.new_mutex(kind, futex_class, queue_class);
+            let m = self.new_mutex(&mut ft, queue_class);
             let lock = g.cond_lock.then(|| user_class(self, "queue.cond_lock"));
-            let not_full = self.new_cond(kind, futex_class, lock);
-            let not_empty = self.new_cond(kind, futex_class, lock);
+            let not_full = self.new_cond(&mut ft, lock);
+            let not_empty = self.new_cond(&mut ft, lock);
             self.queues.push(Queue {
                 items: 0,
                 cap: w.queue_capacity,
@@ -207,7 +250,7 @@ impl SyncArenas {
         }
         let sem = self.sems.len() as u32;
         for _ in &w.symbols.sems {
-            let bucket = self.new_lock(kind, futex_class);
+            let bucket = self.futex_bucket(&mut ft);
             self.sems.push(Sem {
                 count: 0,
                 waiters: Default::default(),
@@ -255,7 +298,7 @@ impl SyncArenas {
             });
         }
         for io in &w.symbols.flusher_io {
-            let bucket = self.new_lock(kind, futex_class);
+            let bucket = self.futex_bucket(&mut ft);
             self.flushers.push(Flusher {
                 flushing: false,
                 started: 0,

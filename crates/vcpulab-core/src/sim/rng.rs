@@ -25,6 +25,8 @@ pub enum Stream {
     Device = 5,
     /// Synthetic post-L2 address streams of the cache study (host/llc_study.rs).
     Cache = 6,
+    /// Where a VM's futex objects fall in the guest's futex hash table (sim/build.rs).
+    Futex = 7,
 }
 
 impl Rng {

@@ -231,7 +231,7 @@ impl World {
             let allowed: Vec<u32> = cpuset.iter().collect();
             let dispenser_base = sync.dispensers.len() as u32;
             let flusher_base = sync.flushers.len() as u32;
-            let bases = sync.add_vm(vm_id, g, &w);
+            let bases = sync.add_vm(vm_id, g, &w, sc.seed, vc.vcpus);
             let uses_nic = w.groups.iter().any(|g| {
                 g.program
                     .code
