@@ -121,7 +121,8 @@ impl SyncArenas {
     }
 
     /// Adds VM `vm`'s objects (its workload's symbols; kernel spinlocks of `kind`, rwlocks
-    /// as `queued_rwlocks` says) and returns where they start in each arena.
+    /// as `queued_rwlocks` says) and returns where they start in each arena. `seed` and
+    /// the VM's `vcpus` place its futex objects in the guest's futex hash table.
     pub fn add_vm(
         &mut self,
         vm: VmId,
