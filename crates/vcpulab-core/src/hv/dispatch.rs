@@ -201,7 +201,7 @@ impl World {
         self.trace_thread_end(v);
         // Runnable, it may be picked again at once (see `schedule`).
         self.pcpus[p.idx()].put_back = (why != StopReason::Blocked).then_some(v);
-        let prof = self.vms[self.vcpus[v.idx()].vm.idx()].cache;
+        let prof = *self.vms[self.vcpus[v.idx()].vm.idx()].cache;
         let ran = now.0.saturating_sub(self.vcpus[v.idx()].resume_at.0);
         let loaded = self.cache_settle(v, now) + self.cache.streamed_kib(&prof, ran);
         let pages = self.tlb.loaded_pages(ran);
@@ -277,7 +277,7 @@ impl World {
             ),
             _ => (None, None),
         };
-        let prof = self.vms[vm.idx()].cache;
+        let prof = *self.vms[vm.idx()].cache;
         let missing = self
             .cache
             .missing_on_return(&prof, vc.cache_missing_kib, evicting);

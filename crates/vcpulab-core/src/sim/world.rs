@@ -195,6 +195,9 @@ impl World {
     pub fn new(sc: &Scenario) -> Result<World, ScenarioError> {
         let npcpu = sc.host.pcpus;
         let mut vms = Vec::new();
+        // VMs with equal settings share one record of each (hv/vm.rs `Vm`).
+        let mut guest_settings: Vec<std::sync::Arc<crate::hv::vm::GuestParams>> = Vec::new();
+        let mut cache_profiles: Vec<std::sync::Arc<crate::host::cache::CacheProfile>> = Vec::new();
         let mut vcpus = Vec::new();
         let mut threads = Vec::new();
         let mut sync = SyncArenas::default();
@@ -270,10 +273,13 @@ impl World {
                 cap: vc.cap,
                 first_vcpu: first,
                 nvcpus: vc.vcpus,
-                guest: build::guest_params(g, vc.vcpus),
+                guest: shared(&mut guest_settings, build::guest_params(g, vc.vcpus)),
                 model: w.model.clone(),
                 footprint_kib: w.footprint_kib,
-                cache: crate::host::access::cache_profile(&sc.host, &w.model, w.footprint_kib),
+                cache: shared(
+                    &mut cache_profiles,
+                    crate::host::access::cache_profile(&sc.host, &w.model, w.footprint_kib),
+                ),
                 finite_threads: finite,
                 finished_threads: 0,
                 completion: None,
@@ -738,5 +744,51 @@ impl World {
     pub fn vcpu_label(&self, v: VcpuId) -> String {
         let vc = &self.vcpus[v.idx()];
         format!("{}/vcpu{}", self.vms[vc.vm.idx()].name, vc.index)
+    }
+}
+
+/// `value` as a record shared with the equal ones already made (`pool`).
+fn shared<T: PartialEq>(pool: &mut Vec<std::sync::Arc<T>>, value: T) -> std::sync::Arc<T> {
+    if let Some(a) = pool.iter().find(|a| ***a == value) {
+        return a.clone();
+    }
+    let a = std::sync::Arc::new(value);
+    pool.push(a.clone());
+    a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// VMs of one table share their guest settings and cache profile; a VM whose
+    /// settings differ has its own, with its own values.
+    #[test]
+    fn vms_with_equal_settings_share_one_record() {
+        let text = r#"
+preset = "kvm-default"
+[run]
+duration = "1ms"
+[host]
+pcpus = 8
+[[vm]]
+vcpus = 2
+count = 3
+workload = { model = "compute-sleep", params = { compute = "exp(200us)", sleep = "exp(300us)" } }
+[[vm]]
+vcpus = 4
+workload = { model = "dedup" }
+"#;
+        let sc = crate::resolve(text, &[], None).expect("scenario resolves");
+        let w = World::new(&sc).expect("world builds");
+        let same = |a: usize, b: usize| {
+            std::sync::Arc::ptr_eq(&w.vms[a].guest, &w.vms[b].guest)
+                && std::sync::Arc::ptr_eq(&w.vms[a].cache, &w.vms[b].cache)
+        };
+        assert!(same(0, 1) && same(1, 2), "one table, one record");
+        assert!(!same(0, 3), "other vCPUs and workload, other settings");
+        // Four vCPUs scale the guest's base slice differently from two.
+        assert_ne!(w.vms[0].guest.base_slice, w.vms[3].guest.base_slice);
+        assert_ne!(*w.vms[0].cache, *w.vms[3].cache);
     }
 }
