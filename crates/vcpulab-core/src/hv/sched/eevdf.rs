@@ -111,15 +111,11 @@ impl Queued {
         self.len == 0
     }
 
+    #[inline]
     fn push(&mut self, e: EntId) {
         match self.len {
             0 => self.one = e,
-            1 => {
-                let v = self.many.get_or_insert_with(Box::default);
-                v.clear();
-                v.push(self.one);
-                v.push(e);
-            }
+            1 => self.spill(e),
             _ => {
                 if let Some(v) = self.many.as_mut() {
                     v.push(e);
@@ -129,7 +125,17 @@ impl Queued {
         self.len += 1;
     }
 
+    /// A second entity joins the lone one: both go to the vector.
+    #[cold]
+    fn spill(&mut self, e: EntId) {
+        let v = self.many.get_or_insert_with(Box::default);
+        v.clear();
+        v.push(self.one);
+        v.push(e);
+    }
+
     /// Removes every occurrence of `e` (Vec::retain's order for the rest).
+    #[inline]
     fn remove(&mut self, e: EntId) {
         match self.len {
             0 => {}
@@ -549,6 +555,7 @@ impl Eevdf {
     }
 
     /// The least vruntime among `rq`'s queued entities by a scan (i64::MAX: none).
+    #[inline]
     fn queued_min_scan(&self, rq: RqId) -> i64 {
         self.rqs[rq as usize]
             .queued
@@ -559,6 +566,7 @@ impl Eevdf {
     }
 
     /// Queues entity `e` (on-rq, not current) on `rq`.
+    #[inline]
     fn queue_push(&mut self, rq: RqId, e: EntId) {
         let v = self.se[e as usize].vruntime;
         let r = &mut self.rqs[rq as usize];
@@ -568,6 +576,7 @@ impl Eevdf {
 
     /// Takes entity `e` off `rq`'s queue (if there), rescanning for the least vruntime
     /// only when `e` held it.
+    #[inline]
     fn queue_remove(&mut self, rq: RqId, e: EntId) {
         let v = self.se[e as usize].vruntime;
         let r = &mut self.rqs[rq as usize];
