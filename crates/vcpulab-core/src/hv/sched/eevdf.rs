@@ -70,108 +70,10 @@ struct Se {
 /// No slot known (`Se::home_slot`).
 const NO_SLOT: u32 = u32::MAX;
 
-/// A runqueue's queued entities in the order they were queued: a lone one in place, two
-/// or more in a vector apart. Most runqueues hold at most one entity besides the running
-/// one (a VM's group runqueue on a pCPU, a root runqueue with one vCPU waiting), and on a
-/// large host a vector's buffer is one more cold line per runqueue touched.
-#[derive(Clone, Debug, Default)]
-struct Queued {
-    len: u32,
-    /// The entity when `len` is 1.
-    one: EntId,
-    /// All of them when `len` is 2 or more (kept allocated once used). Boxed: 8 bytes
-    /// in the runqueue's line where a vector takes 24, and the line is full.
-    #[allow(clippy::box_collection)]
-    many: Option<Box<Vec<EntId>>>,
-}
-
-impl Queued {
-    #[inline]
-    fn as_slice(&self) -> &[EntId] {
-        match (self.len, self.many.as_deref()) {
-            (0, _) => &[],
-            (1, _) => std::slice::from_ref(&self.one),
-            (_, Some(v)) => v,
-            (_, None) => &[],
-        }
-    }
-
-    #[inline]
-    fn iter(&self) -> std::slice::Iter<'_, EntId> {
-        self.as_slice().iter()
-    }
-
-    #[inline]
-    fn len(&self) -> usize {
-        self.len as usize
-    }
-
-    #[inline]
-    fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    #[inline]
-    fn push(&mut self, e: EntId) {
-        match self.len {
-            0 => self.one = e,
-            1 => self.spill(e),
-            _ => {
-                if let Some(v) = self.many.as_mut() {
-                    v.push(e);
-                }
-            }
-        }
-        self.len += 1;
-    }
-
-    /// A second entity joins the lone one: both go to the vector.
-    #[cold]
-    fn spill(&mut self, e: EntId) {
-        let v = self.many.get_or_insert_with(Box::default);
-        v.clear();
-        v.push(self.one);
-        v.push(e);
-    }
-
-    /// Removes every occurrence of `e` (Vec::retain's order for the rest).
-    #[inline]
-    fn remove(&mut self, e: EntId) {
-        match self.len {
-            0 => {}
-            1 => {
-                if self.one == e {
-                    self.len = 0;
-                }
-            }
-            _ => {
-                if let Some(v) = self.many.as_mut() {
-                    v.retain(|x| *x != e);
-                    self.len = v.len() as u32;
-                    if self.len == 1 {
-                        self.one = v[0];
-                    }
-                }
-            }
-        }
-    }
-}
-
-impl<'a> IntoIterator for &'a Queued {
-    type Item = &'a EntId;
-    type IntoIter = std::slice::Iter<'a, EntId>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.iter()
-    }
-}
-
-/// One cache line (its fields take 64 bytes): every accounting update reads and writes
-/// most of it, and at 80 bytes in a vector most runqueues straddled two lines.
 #[derive(Clone, Debug)]
-#[repr(align(64))]
 struct Rq {
     /// On-rq entities other than `curr`.
-    queued: Queued,
+    queued: Vec<EntId>,
     /// The least vruntime among `queued` (i64::MAX when empty), kept as entities join,
     /// leave and are reweighted: update_min_vr runs at every accounting update, and a
     /// scan of the queued entities there touches one cold entity record each on a large
@@ -191,7 +93,7 @@ struct Rq {
 impl Default for Rq {
     fn default() -> Rq {
         Rq {
-            queued: Queued::default(),
+            queued: Vec::new(),
             queued_min: i64::MAX,
             curr: None,
             load: 0,
@@ -555,7 +457,6 @@ impl Eevdf {
     }
 
     /// The least vruntime among `rq`'s queued entities by a scan (i64::MAX: none).
-    #[inline]
     fn queued_min_scan(&self, rq: RqId) -> i64 {
         self.rqs[rq as usize]
             .queued
@@ -566,7 +467,6 @@ impl Eevdf {
     }
 
     /// Queues entity `e` (on-rq, not current) on `rq`.
-    #[inline]
     fn queue_push(&mut self, rq: RqId, e: EntId) {
         let v = self.se[e as usize].vruntime;
         let r = &mut self.rqs[rq as usize];
@@ -576,12 +476,11 @@ impl Eevdf {
 
     /// Takes entity `e` off `rq`'s queue (if there), rescanning for the least vruntime
     /// only when `e` held it.
-    #[inline]
     fn queue_remove(&mut self, rq: RqId, e: EntId) {
         let v = self.se[e as usize].vruntime;
         let r = &mut self.rqs[rq as usize];
         let before = r.queued.len();
-        r.queued.remove(e);
+        r.queued.retain(|x| *x != e);
         if r.queued.len() != before && v == r.queued_min {
             self.rqs[rq as usize].queued_min = self.queued_min_scan(rq);
         }
@@ -1355,37 +1254,6 @@ mod tests {
     use super::*;
     use crate::host::cpumask::CpuMask;
     use crate::sim::VmId;
-
-    #[test]
-    fn a_runqueue_is_one_cache_line() {
-        assert_eq!(std::mem::size_of::<Rq>(), 64);
-        assert_eq!(std::mem::align_of::<Rq>(), 64);
-    }
-
-    proptest! {
-        /// The queued entities in place or apart are the vector they stand for: the same
-        /// entities in the same order (picking breaks ties by it) after any pushes and
-        /// removals.
-        #[test]
-        fn queued_entities_keep_a_vectors_order(
-            ops in proptest::collection::vec((any::<bool>(), 0u32..6), 0..60)
-        ) {
-            let mut q = Queued::default();
-            let mut model: Vec<EntId> = Vec::new();
-            for (push, e) in ops {
-                if push && !model.contains(&e) {
-                    q.push(e);
-                    model.push(e);
-                } else {
-                    q.remove(e);
-                    model.retain(|x| *x != e);
-                }
-                prop_assert_eq!(q.as_slice(), model.as_slice());
-                prop_assert_eq!(q.len(), model.len());
-                prop_assert_eq!(q.is_empty(), model.is_empty());
-            }
-        }
-    }
 
     fn setup(pcpus: u32, vms: &[(u32, u32)]) -> SchedSetup {
         let mut vcpu_vm = Vec::new();
