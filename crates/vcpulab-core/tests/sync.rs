@@ -844,12 +844,30 @@ fn an_innodb_mutex_release_wakes_every_sleeper_and_each_spins_again() {
     }
     // glibc: three sleeps and four wake calls — each of the three woken takes the mutex
     // on the slow path, leaving the lock word at 2, so the last one's unlock calls
-    // futex_wake too and finds nobody. InnoDB: the three sleep; the first
-    // release wakes all three, one takes it and two spin 10 us and sleep again; the
-    // next release wakes both, one sleeps again; the last wakes one: 3 + 1 + 2 + 1 + 1
-    // + 1 futex calls.
+    // futex_wake too and finds nobody.
     assert_eq!(glibc.vms[0].futex_calls, 7);
-    assert_eq!(innodb.vms[0].futex_calls, 9);
+    // InnoDB: the three sleep on the mutex's event; the first release wakes all three,
+    // one takes it and two spin 10 us and sleep again; the next release wakes both, one
+    // sleeps again; the last wakes one: 3 + 2 + 1 sleeps. Each takes the event's mutex
+    // three times (os_event_reset, the wait, the retake after it) and each of the three
+    // releases with sleepers once (os_event_set): 6 × 3 + 3 acquisitions. The woken
+    // retake it together, so some sleep on it.
+    let event = |r: &vcpulab_core::metrics::report::Report| {
+        r.locks
+            .iter()
+            .find(|l| l.lock == "m.event_mutex")
+            .map(|l| (l.acquisitions, l.contended))
+    };
+    let (acq, contended) = event(&innodb).expect("the InnoDB mutex has an event");
+    assert_eq!(acq, 6 * 3 + 3);
+    assert!(contended > 0);
+    assert!(event(&glibc).is_none(), "a glibc mutex has no event");
+    assert!(innodb.vms[0].futex_calls > glibc.vms[0].futex_calls + 6);
+    // The mutex's own waits run from the first failed try to the acquisition, across
+    // the event's locks: each later thread waits out one to three 1 ms holds.
+    let m = innodb.locks.iter().find(|l| l.lock == "m").expect("m");
+    assert_eq!((m.acquisitions, m.contended), (4, 3));
+    assert!(m.wait_mean_ns > 1e6, "mean wait {} ns", m.wait_mean_ns);
     assert!(innodb.vms[0].time.spin_ns > glibc.vms[0].time.spin_ns + 25_000);
 }
 

@@ -28,12 +28,30 @@ pub struct Mutex {
     /// InnoDB's event mutex: a release wakes every sleeper, which spins again
     /// (`LockSpinSpec::wake_all`).
     pub wake_all: bool,
+    /// An InnoDB mutex's event (`wake_all`), which its sleepers wait on.
+    pub event: Option<OsEvent>,
     /// glibc's lock word is 2 (`lll_lock`'s "locked, maybe waiters"): set by a thread
     /// that sleeps on the futex or takes the mutex on the slow path, cleared by the
     /// unlock, which calls futex_wake only when it was set (nptl/lowlevellock.h
     /// `lll_unlock`). A thread woken while the word is 1 takes the mutex on the slow
     /// path and so wakes the next at its own unlock.
     pub word_contended: bool,
+}
+
+/// InnoDB's `os_event_t` (MySQL 5.5/5.6 os/os0sync.cc): a flag and a signal count
+/// under a pthread mutex (`os_mutex`, a default mutex: no spinning), and a condition
+/// variable its waiters sleep on. An InnoDB mutex's sleepers wait on its event
+/// (sync0sync.cc `mutex_spin_wait` → sync0arr.cc `sync_array_wait_event`), and a release
+/// that finds the waiters flag set sets it (`mutex_signal_object` → `os_event_set`: a
+/// broadcast under `os_mutex`).
+#[derive(Clone, Copy, Debug)]
+pub struct OsEvent {
+    /// `os_mutex`: a user mutex taken as a low-level lock.
+    pub mutex: u32,
+    /// `cond_var`: a condition variable waited on with `mutex`.
+    pub cond: u32,
+    pub is_set: bool,
+    pub signal_count: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -485,23 +503,22 @@ impl World {
             ThreadActivity::SpinMutex(m) => {
                 th.act = ThreadActivity::Work;
                 self.mutexes[m as usize].spinners -= 1;
-                let (b, innodb) = (
-                    self.mutexes[m as usize].bucket,
-                    self.mutexes[m as usize].wake_all,
-                );
+                let mu = &self.mutexes[m as usize];
                 let th = &mut self.threads[t.idx()];
+                if mu.event.is_some() {
+                    // InnoDB's mutex_spin_wait (sync0sync.cc) yields once its spin
+                    // rounds are spent (os_thread_yield: sched_yield), then waits on the
+                    // mutex's event.
+                    th.micro.push_front(Micro::EventReserve(m));
+                    th.micro.push_front(Micro::SchedYield);
+                    return;
+                }
                 th.micro.push_front(Micro::MutexSleep(m));
-                th.micro.push_front(Micro::KLock(b));
+                th.micro.push_front(Micro::KLock(mu.bucket));
                 th.micro.push_front(Micro::Work {
                     ns: self.costs.syscall_ns,
                     kernel: true,
                 });
-                if innodb {
-                    // InnoDB's mutex_spin_wait (sync0sync.cc) yields once its spin
-                    // rounds are spent (os_thread_yield: sched_yield), then tries again
-                    // and waits on the event.
-                    th.micro.push_front(Micro::SchedYield);
-                }
             }
             ThreadActivity::SpinBarrier(b, g) => {
                 th.act = ThreadActivity::Work;
@@ -971,13 +988,8 @@ impl World {
                     self.mutex_acquired(mx, t);
                 } else {
                     mu.waiters.push_back(t);
-                    // Woken, glibc's waiter takes it or sleeps again at once; InnoDB's
-                    // spins its rounds again first (TTASEventMutex::enter's loop).
-                    th.micro.push_front(if mu.wake_all {
-                        Micro::MutexLockSpin(mx, th.rw_spin)
-                    } else {
-                        Micro::MutexLock(mx)
-                    });
+                    // Woken, the waiter takes it or sleeps again at once.
+                    th.micro.push_front(Micro::MutexLock(mx));
                     th.micro.push_front(Micro::Block);
                     th.micro.push_front(Micro::KUnlock(bucket));
                 }
@@ -992,14 +1004,21 @@ impl World {
                 let mu = &mut self.mutexes[mx as usize];
                 // glibc calls futex_wake when the word was 2, waiters or not (and not
                 // when it was 1: a waiter woken earlier is on its way and will take the
-                // mutex on the slow path). InnoDB's event mutex wakes when anyone sleeps.
+                // mutex on the slow path). InnoDB's mutex sets its event when its
+                // waiters flag is (here the same field), after clearing the flag
+                // (mutex_exit → mutex_signal_object): os_event_set under the event's
+                // mutex.
                 let contended = std::mem::replace(&mut mu.word_contended, false);
-                let wake = if mu.wake_all {
-                    !mu.waiters.is_empty()
-                } else {
-                    contended
-                };
-                if wake {
+                if let Some(ev) = mu.event {
+                    if contended {
+                        let th = &mut self.threads[t.idx()];
+                        th.micro.push_front(Micro::MutexUnlock(ev.mutex));
+                        th.micro.push_front(Micro::EventSetLocked(mx));
+                        th.micro.push_front(Micro::LllLock(ev.mutex));
+                    }
+                    return Flow::Next;
+                }
+                if contended {
                     let bucket = mu.bucket;
                     let f = self.futex_cost(t);
                     self.push_wake_path(t, bucket, Micro::WakeMutexWaiter(mx), f);
@@ -1007,13 +1026,87 @@ impl World {
                 Flow::Next
             }
             Micro::WakeMutexWaiter(mx) => {
-                if self.mutexes[mx as usize].wake_all {
-                    // os_event_set: pthread_cond_broadcast on the event.
-                    while let Some(w) = self.mutexes[mx as usize].waiters.pop_front() {
-                        self.futex_wake_one(t, v, w);
-                    }
-                } else if let Some(w) = self.mutexes[mx as usize].waiters.pop_front() {
+                if let Some(w) = self.mutexes[mx as usize].waiters.pop_front() {
                     self.futex_wake_one(t, v, w);
+                }
+                Flow::Next
+            }
+            Micro::EventReserve(m) => {
+                // sync_array_reserve_cell, then os_event_reset under the event's mutex.
+                // The wait for InnoDB mutex `m` goes on through the event's own locks:
+                // its start is kept apart meanwhile (those locks count their own waits).
+                let Some(ev) = self.mutexes[m as usize].event else {
+                    return Flow::Next;
+                };
+                let th = &mut self.threads[t.idx()];
+                th.event_wait_since = std::mem::replace(&mut th.lock_wait_since, Nanos::MAX);
+                th.micro.push_front(Micro::EventTryOrWait(m));
+                th.micro.push_front(Micro::MutexUnlock(ev.mutex));
+                th.micro.push_front(Micro::EventReset(m));
+                th.micro.push_front(Micro::LllLock(ev.mutex));
+                Flow::Next
+            }
+            Micro::EventReset(m) => {
+                // os_event_reset: clear the flag, note the signal count to wait past.
+                if let Some(ev) = self.mutexes[m as usize].event.as_mut() {
+                    ev.is_set = false;
+                    self.threads[t.idx()].event_sig = ev.signal_count;
+                }
+                Flow::Next
+            }
+            Micro::EventTryOrWait(m) => {
+                // mutex_set_waiters(mutex, 1), then mutex_test_and_set once more: a
+                // release since the spin ended is seen here or sees the flag.
+                let mu = &mut self.mutexes[m as usize];
+                let Some(ev) = mu.event else {
+                    return Flow::Next;
+                };
+                mu.word_contended = true;
+                if mu.holder.is_none() {
+                    mu.holder = Some(t);
+                    let th = &mut self.threads[t.idx()];
+                    th.lock_wait_since = std::mem::replace(&mut th.event_wait_since, Nanos::MAX);
+                    self.mutex_acquired(m, t);
+                    return Flow::Next;
+                }
+                let th = &mut self.threads[t.idx()];
+                th.micro.push_front(Micro::EventWaitLocked(m));
+                th.micro.push_front(Micro::LllLock(ev.mutex));
+                Flow::Next
+            }
+            Micro::EventWaitLocked(m) => {
+                // os_event_wait_low, holding the event's mutex: while neither set nor
+                // signalled since the reset, pthread_cond_wait (which drops and retakes
+                // the mutex); then release it and spin for `m` again.
+                let Some(ev) = self.mutexes[m as usize].event else {
+                    return Flow::Next;
+                };
+                let th = &mut self.threads[t.idx()];
+                // Retaken after a wait with __pthread_mutex_cond_lock: the word is 2.
+                if std::mem::replace(&mut th.mutex_slow, false) {
+                    self.mutexes[ev.mutex as usize].word_contended = true;
+                }
+                let th = &mut self.threads[t.idx()];
+                if ev.is_set || ev.signal_count != th.event_sig {
+                    th.lock_wait_since = std::mem::replace(&mut th.event_wait_since, Nanos::MAX);
+                    let spin = th.rw_spin;
+                    th.micro.push_front(Micro::MutexLockSpin(m, spin));
+                    th.micro.push_front(Micro::MutexUnlock(ev.mutex));
+                    return Flow::Next;
+                }
+                self.push_cond_wait_lll(t, ev.cond, ev.mutex, Micro::EventWaitLocked(m));
+                Flow::Next
+            }
+            Micro::EventSetLocked(m) => {
+                // os_event_set, holding the event's mutex: set, count, broadcast.
+                let Some(ev) = self.mutexes[m as usize].event.as_mut() else {
+                    return Flow::Next;
+                };
+                if !ev.is_set {
+                    ev.is_set = true;
+                    ev.signal_count += 1;
+                    let c = ev.cond;
+                    self.push_broadcast(t, c);
                 }
                 Flow::Next
             }
@@ -1903,15 +1996,28 @@ impl World {
     /// futex_wait makes the futex_wait return at once (the futex word changed): here
     /// the wake-up is pending when the thread gets to block.
     pub(crate) fn push_cond_wait(&mut self, t: ThreadId, c: u32, m: u32, then: Option<Micro>) {
+        let th = &mut self.threads[t.idx()];
+        if let Some(x) = then {
+            th.micro.push_front(x);
+        }
+        self.push_cond_wait_then(t, c, m, Micro::MutexLock(m));
+    }
+
+    /// pthread_cond_wait(c, m) on a default (non-spinning) mutex `m` taken as a
+    /// low-level lock (InnoDB's `os_mutex`), then `then`.
+    fn push_cond_wait_lll(&mut self, t: ThreadId, c: u32, m: u32, then: Micro) {
+        self.threads[t.idx()].micro.push_front(then);
+        self.push_cond_wait_then(t, c, m, Micro::LllLock(m));
+    }
+
+    /// pthread_cond_wait(c, m), retaking the mutex with `retake`.
+    fn push_cond_wait_then(&mut self, t: ThreadId, c: u32, m: u32, retake: Micro) {
         self.conds[c as usize].mutex = m;
         let bucket = self.conds[c as usize].bucket;
         let lock = self.conds[c as usize].lock;
         let f = self.futex_cost(t);
         let th = &mut self.threads[t.idx()];
-        if let Some(x) = then {
-            th.micro.push_front(x);
-        }
-        th.micro.push_front(Micro::MutexLock(m));
+        th.micro.push_front(retake);
         if lock != u32::MAX {
             th.micro.push_front(Micro::MutexUnlock(lock));
             th.micro.push_front(Micro::LllLock(lock));

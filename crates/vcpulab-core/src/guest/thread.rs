@@ -145,8 +145,20 @@ pub enum Micro {
     /// Holding the mutex's futex bucket: take it if free, else queue and sleep.
     MutexSleep(u32),
     MutexUnlock(u32),
-    /// Holding the object's bucket lock: wake the first / all futex waiters.
+    /// Holding the object's bucket lock: wake the first futex waiter.
     WakeMutexWaiter(u32),
+    /// InnoDB mutex `m`'s spin rounds and yield are spent: reserve a wait cell and reset
+    /// the mutex's event under the event's mutex (`OsEvent`).
+    EventReserve(u32),
+    /// Holding `m`'s event mutex: os_event_reset.
+    EventReset(u32),
+    /// Set `m`'s waiters flag and try it once more; else wait on its event.
+    EventTryOrWait(u32),
+    /// Holding `m`'s event mutex: wait on the event unless it was set since the reset,
+    /// then spin for `m` again.
+    EventWaitLocked(u32),
+    /// Holding `m`'s event mutex: os_event_set (a broadcast).
+    EventSetLocked(u32),
     BarrierArrive(u32),
     /// Holding the barrier's bucket: sleep unless generation `gen` has passed.
     BarrierSleep(u32, u64),
@@ -300,6 +312,11 @@ pub struct Thread {
     /// waiting); apart from `lock_wait_since`, which a condition variable's waiter
     /// requeued onto its mutex keeps meanwhile.
     pub lll_since: Nanos,
+    /// Waiting on an InnoDB mutex's event: when the wait for the mutex began (kept
+    /// here while the event's own locks count theirs in `lock_wait_since`), and the
+    /// event's signal count at its reset (`os_event_reset`'s return).
+    pub event_wait_since: Nanos,
+    pub event_sig: u64,
     pub deferred_wakes: Vec<ThreadId>,
     pub acks_left: u32,
     pub tlb_gen: u32,
@@ -348,6 +365,8 @@ impl Thread {
             rw_spin: 0,
             wait_start: Nanos::ZERO,
             lll_since: Nanos::MAX,
+            event_wait_since: Nanos::MAX,
+            event_sig: 0,
             wake_pending: false,
             held: Vec::new(),
             deferred_wakes: Vec::new(),

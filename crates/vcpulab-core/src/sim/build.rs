@@ -7,7 +7,7 @@ use super::rng::Stream;
 use super::{Nanos, Rng, ThreadId, VcpuId, VmId};
 use crate::guest::kernel::ObjBases;
 use crate::guest::spinlock::{LockClass, LockClassKind, SpinLock};
-use crate::guest::sync::{Barrier, Cond, Dispenser, Flusher, Mutex, Queue, RwSem, Sem};
+use crate::guest::sync::{Barrier, Cond, Dispenser, Flusher, Mutex, OsEvent, Queue, RwSem, Sem};
 use crate::guest::thread::Thread;
 use crate::host::cpumask::CpuMask;
 use crate::hv::vm::GuestParams;
@@ -101,6 +101,7 @@ impl SyncArenas {
             class,
             acquired_at: Nanos::ZERO,
             wake_all: false,
+            event: None,
             word_contended: false,
         });
         self.mutexes.len() as u32 - 1
@@ -314,6 +315,27 @@ impl SyncArenas {
                 episode: 0,
                 taken: 0,
                 tickets,
+            });
+        }
+        // InnoDB mutexes' events (last: the other objects' hash buckets are drawn as
+        // before): a default mutex and a condition variable each, reported as the
+        // classes `NAME.event_mutex` and, with glibc's internal lock, `NAME.event_cond_lock`.
+        for &(m, wake_all) in &w.symbols.mutex_wake_all {
+            if !wake_all {
+                continue;
+            }
+            let name = mutex_class_name(&w.symbols.mutexes[m as usize]).to_string();
+            let class = user_class(self, &format!("{name}.event_mutex"));
+            let em = self.new_mutex(&mut ft, class);
+            let lock = g
+                .cond_lock
+                .then(|| user_class(self, &format!("{name}.event_cond_lock")));
+            let ec = self.new_cond(&mut ft, lock);
+            self.mutexes[(mutex + m) as usize].event = Some(OsEvent {
+                mutex: em,
+                cond: ec,
+                is_set: false,
+                signal_count: 0,
             });
         }
         ObjBases {
