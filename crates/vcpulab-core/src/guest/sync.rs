@@ -52,6 +52,17 @@ pub struct OsEvent {
     pub cond: u32,
     pub is_set: bool,
     pub signal_count: u64,
+    /// The owning lock's waiters flag (`mutex->waiters`, `lock->waiters`): set by a
+    /// thread about to wait, cleared by the release that sets the event.
+    pub waiters: bool,
+}
+
+/// The InnoDB lock an event belongs to: a mutex, or a rw-lock taken for reading or
+/// writing (which the waiter tries again once woken).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventOwner {
+    Mutex(u32),
+    Rw { s: u32, write: bool },
 }
 
 #[derive(Clone, Debug)]
@@ -150,7 +161,8 @@ pub struct RwSem {
     pub readers: u32,
     pub writer: Option<ThreadId>,
     pub waiters: VecDeque<(ThreadId, bool)>,
-    /// The semaphore's wait_lock (a kernel spinlock).
+    /// The semaphore's wait_lock (a kernel spinlock; a user read-write lock has none
+    /// it takes, its waiters go through its `event`).
     pub wait_lock: LockId,
     /// Threads spinning for it (`ThreadActivity::SpinRw`, `ThreadActivity::SpinRwsem`).
     pub spinners: u32,
@@ -167,6 +179,8 @@ pub struct RwSem {
     /// A user read-write lock (InnoDB's rw_lock_t, `rw_spin_read`/`rw_spin_write`): a
     /// release wakes every waiter.
     pub user: bool,
+    /// A user read-write lock's event (`lock->event`), which its waiters sleep on.
+    pub event: Option<OsEvent>,
     /// A kernel mutex (`kmutex_lock`, kernel/locking/mutex.c): taken for writing only;
     /// a free mutex is taken whoever waits (the fast path's cmpxchg, the slow path's
     /// xchg), a taker spins on a running owner before it sleeps (mutex_optimistic_spin,
@@ -509,7 +523,8 @@ impl World {
                     // InnoDB's mutex_spin_wait (sync0sync.cc) yields once its spin
                     // rounds are spent (os_thread_yield: sched_yield), then waits on the
                     // mutex's event.
-                    th.micro.push_front(Micro::EventReserve(m));
+                    th.micro
+                        .push_front(Micro::EventReserve(EventOwner::Mutex(m)));
                     th.micro.push_front(Micro::SchedYield);
                     return;
                 }
@@ -531,16 +546,14 @@ impl World {
                 self.push_barrier_sleep(t, b, g);
             }
             ThreadActivity::SpinRw(s, write) => {
-                // Out of spin rounds: wait on the lock's event (a futex system call),
-                // then sleep as a read-write semaphore's waiter does.
+                // Out of spin rounds: rw_lock_s_lock_spin / rw_lock_x_lock_func
+                // (sync0rw.cc) yield, as InnoDB's mutexes do, then wait on the lock's
+                // event.
                 th.act = ThreadActivity::Work;
                 self.rwsems[s as usize].spinners -= 1;
-                let wait_lock = self.rwsems[s as usize].wait_lock;
                 let th = &mut self.threads[t.idx()];
-                th.micro.push_front(Micro::RwSpinSleep { s, write });
-                th.micro.push_front(Micro::KLock(wait_lock));
-                // rw_lock_s_lock_spin / rw_lock_x_lock_func (sync0rw.cc) yield first, as
-                // InnoDB's mutexes do.
+                th.micro
+                    .push_front(Micro::EventReserve(EventOwner::Rw { s, write }));
                 th.micro.push_front(Micro::SchedYield);
             }
             ThreadActivity::SpinSem(s) => {
@@ -1004,18 +1017,11 @@ impl World {
                 let mu = &mut self.mutexes[mx as usize];
                 // glibc calls futex_wake when the word was 2, waiters or not (and not
                 // when it was 1: a waiter woken earlier is on its way and will take the
-                // mutex on the slow path). InnoDB's mutex sets its event when its
-                // waiters flag is (here the same field), after clearing the flag
-                // (mutex_exit → mutex_signal_object): os_event_set under the event's
-                // mutex.
+                // mutex on the slow path). InnoDB's mutex sets its event if its waiters
+                // flag is set (mutex_exit → mutex_signal_object).
                 let contended = std::mem::replace(&mut mu.word_contended, false);
-                if let Some(ev) = mu.event {
-                    if contended {
-                        let th = &mut self.threads[t.idx()];
-                        th.micro.push_front(Micro::MutexUnlock(ev.mutex));
-                        th.micro.push_front(Micro::EventSetLocked(mx));
-                        th.micro.push_front(Micro::LllLock(ev.mutex));
-                    }
+                if mu.event.is_some() {
+                    self.event_signal(t, EventOwner::Mutex(mx));
                     return Flow::Next;
                 }
                 if contended {
@@ -1031,54 +1037,64 @@ impl World {
                 }
                 Flow::Next
             }
-            Micro::EventReserve(m) => {
+            Micro::EventReserve(o) => {
                 // sync_array_reserve_cell, then os_event_reset under the event's mutex.
-                // The wait for InnoDB mutex `m` goes on through the event's own locks:
-                // its start is kept apart meanwhile (those locks count their own waits).
-                let Some(ev) = self.mutexes[m as usize].event else {
+                // The wait for the lock goes on through the event's own locks: its start
+                // is kept apart meanwhile (those locks count their own waits).
+                let Some(ev) = self.event(o) else {
                     return Flow::Next;
                 };
                 let th = &mut self.threads[t.idx()];
                 th.event_wait_since = std::mem::replace(&mut th.lock_wait_since, Nanos::MAX);
-                th.micro.push_front(Micro::EventTryOrWait(m));
+                th.micro.push_front(Micro::EventTryOrWait(o));
                 th.micro.push_front(Micro::MutexUnlock(ev.mutex));
-                th.micro.push_front(Micro::EventReset(m));
+                th.micro.push_front(Micro::EventReset(o));
                 th.micro.push_front(Micro::LllLock(ev.mutex));
                 Flow::Next
             }
-            Micro::EventReset(m) => {
+            Micro::EventReset(o) => {
                 // os_event_reset: clear the flag, note the signal count to wait past.
-                if let Some(ev) = self.mutexes[m as usize].event.as_mut() {
+                if let Some(ev) = self.event_mut(o) {
                     ev.is_set = false;
-                    self.threads[t.idx()].event_sig = ev.signal_count;
+                    let sig = ev.signal_count;
+                    self.threads[t.idx()].event_sig = sig;
                 }
                 Flow::Next
             }
-            Micro::EventTryOrWait(m) => {
-                // mutex_set_waiters(mutex, 1), then mutex_test_and_set once more: a
+            Micro::EventTryOrWait(o) => {
+                // mutex_set_waiters / rw_lock_set_waiter_flag, then one more try: a
                 // release since the spin ended is seen here or sees the flag.
-                let mu = &mut self.mutexes[m as usize];
-                let Some(ev) = mu.event else {
+                let Some(ev) = self.event_mut(o) else {
                     return Flow::Next;
                 };
-                mu.word_contended = true;
-                if mu.holder.is_none() {
-                    mu.holder = Some(t);
+                ev.waiters = true;
+                let em = ev.mutex;
+                let free = match o {
+                    EventOwner::Mutex(m) => self.mutexes[m as usize].holder.is_none(),
+                    EventOwner::Rw { s, write } => self.rwsems[s as usize].grantable(write, false),
+                };
+                if free {
                     let th = &mut self.threads[t.idx()];
                     th.lock_wait_since = std::mem::replace(&mut th.event_wait_since, Nanos::MAX);
-                    self.mutex_acquired(m, t);
+                    match o {
+                        EventOwner::Mutex(m) => {
+                            self.mutexes[m as usize].holder = Some(t);
+                            self.mutex_acquired(m, t);
+                        }
+                        EventOwner::Rw { s, write } => self.rw_take(s, t, write),
+                    }
                     return Flow::Next;
                 }
                 let th = &mut self.threads[t.idx()];
-                th.micro.push_front(Micro::EventWaitLocked(m));
-                th.micro.push_front(Micro::LllLock(ev.mutex));
+                th.micro.push_front(Micro::EventWaitLocked(o));
+                th.micro.push_front(Micro::LllLock(em));
                 Flow::Next
             }
-            Micro::EventWaitLocked(m) => {
+            Micro::EventWaitLocked(o) => {
                 // os_event_wait_low, holding the event's mutex: while neither set nor
                 // signalled since the reset, pthread_cond_wait (which drops and retakes
-                // the mutex); then release it and spin for `m` again.
-                let Some(ev) = self.mutexes[m as usize].event else {
+                // the mutex); then release it and spin for the lock again.
+                let Some(ev) = self.event(o) else {
                     return Flow::Next;
                 };
                 let th = &mut self.threads[t.idx()];
@@ -1090,16 +1106,19 @@ impl World {
                 if ev.is_set || ev.signal_count != th.event_sig {
                     th.lock_wait_since = std::mem::replace(&mut th.event_wait_since, Nanos::MAX);
                     let spin = th.rw_spin;
-                    th.micro.push_front(Micro::MutexLockSpin(m, spin));
+                    th.micro.push_front(match o {
+                        EventOwner::Mutex(m) => Micro::MutexLockSpin(m, spin),
+                        EventOwner::Rw { s, write } => Micro::RwSpinDown { s, write, spin },
+                    });
                     th.micro.push_front(Micro::MutexUnlock(ev.mutex));
                     return Flow::Next;
                 }
-                self.push_cond_wait_lll(t, ev.cond, ev.mutex, Micro::EventWaitLocked(m));
+                self.push_cond_wait_lll(t, ev.cond, ev.mutex, Micro::EventWaitLocked(o));
                 Flow::Next
             }
-            Micro::EventSetLocked(m) => {
+            Micro::EventSetLocked(o) => {
                 // os_event_set, holding the event's mutex: set, count, broadcast.
-                let Some(ev) = self.mutexes[m as usize].event.as_mut() else {
+                let Some(ev) = self.event_mut(o) else {
                     return Flow::Next;
                 };
                 if !ev.is_set {
@@ -1417,26 +1436,6 @@ impl World {
                 }
                 Flow::Next
             }
-            Micro::RwSpinSleep { s, write } => {
-                let rw = &mut self.rwsems[s as usize];
-                let wait_lock = rw.wait_lock;
-                if rw.grantable(write, false) {
-                    self.rw_take(s, t, write);
-                    let th = &mut self.threads[t.idx()];
-                    th.micro.push_front(Micro::KUnlock(wait_lock));
-                    return Flow::Next;
-                }
-                rw.waiters.push_back((t, write));
-                // os_event_wait: a futex wait; woken, the thread spins again.
-                let wait = self.futex_cost(t);
-                let th = &mut self.threads[t.idx()];
-                let spin = th.rw_spin;
-                th.micro.push_front(Micro::RwSpinDown { s, write, spin });
-                th.micro.push_front(Micro::Block);
-                th.micro.push_front(wait);
-                th.micro.push_front(Micro::KUnlock(wait_lock));
-                Flow::Next
-            }
             Micro::RwSpinDown { s, write, spin } => {
                 let rw = &mut self.rwsems[s as usize];
                 if rw.grantable(write, false) {
@@ -1502,17 +1501,16 @@ impl World {
                     );
                 }
                 let rw = &mut self.rwsems[s as usize];
+                if rw.event.is_some() {
+                    // rw_lock_x_unlock_func / rw_lock_s_unlock_func: the lock's event is
+                    // set when it is free and its waiters flag is set.
+                    if rw.writer.is_none() && rw.readers == 0 {
+                        self.event_signal(t, EventOwner::Rw { s, write: false });
+                    }
+                    return Flow::Next;
+                }
                 if rw.writer.is_none() && rw.readers == 0 && !rw.waiters.is_empty() {
                     self.push_rwsem_wake(t, s);
-                }
-                Flow::Next
-            }
-            Micro::WakeRw(s) if self.rwsems[s as usize].user => {
-                // InnoDB's rw_lock_t: the release sets the lock's event (os_event_set, a
-                // broadcast; sync0rw.ic rw_lock_x_unlock_func / rw_lock_s_unlock_func):
-                // every waiter wakes and spins again.
-                while let Some((w, _)) = self.rwsems[s as usize].waiters.pop_front() {
-                    self.futex_wake_one(t, v, w);
                 }
                 Flow::Next
             }
@@ -1985,6 +1983,38 @@ impl World {
         th.micro.push_front(Micro::SemSleep(s));
         th.micro.push_front(Micro::KLock(bucket));
         th.micro.push_front(f);
+    }
+
+    /// The event of InnoDB lock `o`.
+    fn event(&self, o: EventOwner) -> Option<OsEvent> {
+        match o {
+            EventOwner::Mutex(m) => self.mutexes[m as usize].event,
+            EventOwner::Rw { s, .. } => self.rwsems[s as usize].event,
+        }
+    }
+
+    fn event_mut(&mut self, o: EventOwner) -> Option<&mut OsEvent> {
+        match o {
+            EventOwner::Mutex(m) => self.mutexes[m as usize].event.as_mut(),
+            EventOwner::Rw { s, .. } => self.rwsems[s as usize].event.as_mut(),
+        }
+    }
+
+    /// `t` released InnoDB lock `o`: if its waiters flag is set, clear it and set the
+    /// event under the event's mutex (mutex_signal_object, rw_lock_x_unlock_func →
+    /// os_event_set).
+    fn event_signal(&mut self, t: ThreadId, o: EventOwner) {
+        let Some(ev) = self.event_mut(o) else {
+            return;
+        };
+        if !std::mem::replace(&mut ev.waiters, false) {
+            return;
+        }
+        let em = ev.mutex;
+        let th = &mut self.threads[t.idx()];
+        th.micro.push_front(Micro::MutexUnlock(em));
+        th.micro.push_front(Micro::EventSetLocked(o));
+        th.micro.push_front(Micro::LllLock(em));
     }
 
     /// pthread_cond_wait(c, m), then `then`.

@@ -1,6 +1,7 @@
 //! Guest threads: a program counter over a compiled program, the current activity,
 //! a queue of kernel-path steps, and scheduling state.
 
+use crate::guest::sync::EventOwner;
 use crate::sim::{LockId, Nanos, Rng, ThreadId, VcpuId, VmId};
 use crate::workload::program::Program;
 use std::collections::VecDeque;
@@ -111,12 +112,6 @@ pub enum Micro {
         write: bool,
         spin: u64,
     },
-    /// Holding the lock's wait_lock (the event's mutex): take it if now free, else
-    /// queue, sleep, and spin again when woken.
-    RwSpinSleep {
-        s: u32,
-        write: bool,
-    },
     /// Holding the wait_lock: wake the writer at the front, or every reader before the
     /// first queued writer.
     WakeRw(u32),
@@ -147,18 +142,18 @@ pub enum Micro {
     MutexUnlock(u32),
     /// Holding the object's bucket lock: wake the first futex waiter.
     WakeMutexWaiter(u32),
-    /// InnoDB mutex `m`'s spin rounds and yield are spent: reserve a wait cell and reset
-    /// the mutex's event under the event's mutex (`OsEvent`).
-    EventReserve(u32),
-    /// Holding `m`'s event mutex: os_event_reset.
-    EventReset(u32),
-    /// Set `m`'s waiters flag and try it once more; else wait on its event.
-    EventTryOrWait(u32),
-    /// Holding `m`'s event mutex: wait on the event unless it was set since the reset,
-    /// then spin for `m` again.
-    EventWaitLocked(u32),
-    /// Holding `m`'s event mutex: os_event_set (a broadcast).
-    EventSetLocked(u32),
+    /// InnoDB lock's spin rounds and yield are spent: reserve a wait cell and reset
+    /// the lock's event under the event's mutex (`OsEvent`).
+    EventReserve(EventOwner),
+    /// Holding the lock's event mutex: os_event_reset.
+    EventReset(EventOwner),
+    /// Set the lock's waiters flag and try it once more; else wait on its event.
+    EventTryOrWait(EventOwner),
+    /// Holding the lock's event mutex: wait on the event unless it was set since the
+    /// reset, then spin for the lock again.
+    EventWaitLocked(EventOwner),
+    /// Holding the lock's event mutex: os_event_set (a broadcast).
+    EventSetLocked(EventOwner),
     BarrierArrive(u32),
     /// Holding the barrier's bucket: sleep unless generation `gen` has passed.
     BarrierSleep(u32, u64),

@@ -294,6 +294,7 @@ impl SyncArenas {
                 osq: Default::default(),
                 woken: None,
                 user,
+                event: None,
                 mutex,
                 class,
                 acquired_at: Nanos::ZERO,
@@ -317,26 +318,34 @@ impl SyncArenas {
                 tickets,
             });
         }
-        // InnoDB mutexes' events (last: the other objects' hash buckets are drawn as
+        // InnoDB locks' events (last: the other objects' hash buckets are drawn as
         // before): a default mutex and a condition variable each, reported as the
         // classes `NAME.event_mutex` and, with glibc's internal lock, `NAME.event_cond_lock`.
-        for &(m, wake_all) in &w.symbols.mutex_wake_all {
-            if !wake_all {
-                continue;
-            }
-            let name = mutex_class_name(&w.symbols.mutexes[m as usize]).to_string();
-            let class = user_class(self, &format!("{name}.event_mutex"));
-            let em = self.new_mutex(&mut ft, class);
+        let mut new_event = |arenas: &mut SyncArenas, name: &str| {
+            let class = user_class(arenas, &format!("{name}.event_mutex"));
+            let em = arenas.new_mutex(&mut ft, class);
             let lock = g
                 .cond_lock
-                .then(|| user_class(self, &format!("{name}.event_cond_lock")));
-            let ec = self.new_cond(&mut ft, lock);
-            self.mutexes[(mutex + m) as usize].event = Some(OsEvent {
+                .then(|| user_class(arenas, &format!("{name}.event_cond_lock")));
+            let ec = arenas.new_cond(&mut ft, lock);
+            Some(OsEvent {
                 mutex: em,
                 cond: ec,
                 is_set: false,
                 signal_count: 0,
-            });
+                waiters: false,
+            })
+        };
+        for &(m, wake_all) in &w.symbols.mutex_wake_all {
+            if wake_all {
+                let name = mutex_class_name(&w.symbols.mutexes[m as usize]).to_string();
+                self.mutexes[(mutex + m) as usize].event = new_event(self, &name);
+            }
+        }
+        for (ri, name) in w.symbols.rwsems.iter().enumerate() {
+            if self.rwsems[rwsem as usize + ri].user {
+                self.rwsems[rwsem as usize + ri].event = new_event(self, name);
+            }
         }
         ObjBases {
             spin,
