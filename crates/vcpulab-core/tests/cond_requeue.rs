@@ -35,10 +35,7 @@ fn lock_row<'a>(
     r: &'a vcpulab_core::Report,
     name: &str,
 ) -> &'a vcpulab_core::metrics::report::LockRow {
-    r.locks
-        .iter()
-        .find(|l| l.vm == "app" && l.lock == name)
-        .unwrap_or_else(|| panic!("lock class {name} is reported"))
+    common::lock_row(r, "app", name).unwrap_or_else(|| panic!("lock class {name} is reported"))
 }
 
 fn bucket_hold_p99(r: &vcpulab_core::Report) -> u64 {

@@ -853,10 +853,7 @@ fn an_innodb_mutex_release_wakes_every_sleeper_and_each_spins_again() {
     // releases with sleepers once (os_event_set): 6 × 3 + 3 acquisitions. The woken
     // retake it together, so some sleep on it.
     let event = |r: &vcpulab_core::metrics::report::Report| {
-        r.locks
-            .iter()
-            .find(|l| l.lock == "m.event_mutex")
-            .map(|l| (l.acquisitions, l.contended))
+        lock_row(r, "db", "m.event_mutex").map(|l| (l.acquisitions, l.contended))
     };
     let (acq, contended) = event(&innodb).expect("the InnoDB mutex has an event");
     assert_eq!(acq, 6 * 3 + 3);
@@ -865,7 +862,7 @@ fn an_innodb_mutex_release_wakes_every_sleeper_and_each_spins_again() {
     assert!(innodb.vms[0].futex_calls > glibc.vms[0].futex_calls + 6);
     // The mutex's own waits run from the first failed try to the acquisition, across
     // the event's locks: each later thread waits out one to three 1 ms holds.
-    let m = innodb.locks.iter().find(|l| l.lock == "m").expect("m");
+    let m = lock_row(&innodb, "db", "m").expect("m");
     assert_eq!((m.acquisitions, m.contended), (4, 3));
     assert!(m.wait_mean_ns > 1e6, "mean wait {} ns", m.wait_mean_ns);
     assert!(innodb.vms[0].time.spin_ns > glibc.vms[0].time.spin_ns + 25_000);
@@ -927,12 +924,7 @@ fn an_innodb_rw_lock_release_wakes_every_waiter() {
     // then the one the second release wakes: 3 + 2 + 1 waits on the lock's event, each
     // taking the event's mutex three times (reset, wait, retake after it), and three
     // releases setting the event under it.
-    let row = |name: &str| {
-        r.locks
-            .iter()
-            .find(|l| l.lock == name)
-            .map(|l| (l.acquisitions, l.contended))
-    };
+    let row = |name: &str| lock_row(&r, "db", name).map(|l| (l.acquisitions, l.contended));
     assert_eq!(row("page"), Some((4, 3)));
     assert_eq!(row("page.event_mutex").map(|(a, _)| a), Some(6 * 3 + 3));
     let err = match resolve(

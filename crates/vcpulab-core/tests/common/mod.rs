@@ -1,9 +1,15 @@
 #![allow(dead_code)]
+use vcpulab_core::metrics::report::LockRow;
 use vcpulab_core::{resolve, run, Report};
 
 pub fn run_toml(text: &str) -> Report {
     let sc = resolve(text, &[], None).unwrap_or_else(|e| panic!("scenario error: {e}"));
     run(&sc).unwrap()
+}
+
+/// VM `vm`'s row of lock class `name` in the locks table, if it was taken.
+pub fn lock_row<'a>(r: &'a Report, vm: &str, name: &str) -> Option<&'a LockRow> {
+    r.locks.iter().find(|l| l.vm == vm && l.lock == name)
 }
 
 pub fn run_with(text: &str, overrides: &[&str]) -> Report {
