@@ -103,7 +103,13 @@ fn series_under_fixed_and_kvm_windows_and_none_without_ple() {
         assert_eq!(e.exit_window_mean_cycles, 16384.0);
         // 50 exits x 16384 cycles at 3 GHz.
         assert_eq!(e.spin_before_exit_ns, 273_067);
-        assert!(e.handling_ns >= 50 * 500, "at least the exit cost of each");
+        // An exit's handling is booked when its vCPU enters again, in the epoch open
+        // then: of an epoch's 50 exits, up to one per vCPU of the VM (8) may be booked
+        // in the next, as many from the epoch before may be booked here.
+        assert!(
+            e.handling_ns >= (50 - 8) * 500,
+            "at least the exit cost of each exit booked: {e:?}"
+        );
     }
     let r = run_toml(&contended("policy = \"kvm\"\nepoch_exits = 20"));
     assert!(!r.ple_epochs.is_empty());

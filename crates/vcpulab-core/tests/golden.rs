@@ -34,6 +34,22 @@ fn weights_one_to_two_give_shares_one_to_two() {
     }
 }
 
+/// Xen credit weighs each active vCPU with its domain's weight (csched_acct: a
+/// domain's share is weight × active vCPUs over the total): a 1-vCPU and a 3-vCPU VM
+/// of CPU hogs and equal weight on two pCPUs get a quarter and three quarters.
+#[test]
+fn credit_gives_each_busy_vcpu_its_domains_weight() {
+    let text = "seed = 1\n[run]\nduration = \"3s\"\n[host]\npcpus = 2\n\
+        [host.scheduler]\nkind = \"credit\"\n\
+        [[vm]]\nname = \"one\"\nvcpus = 1\nworkload = { model = \"cpu-bomb\" }\n\
+        [[vm]]\nname = \"three\"\nvcpus = 3\nworkload = { model = \"cpu-bomb\" }\n";
+    let s = shares(&run_toml(text));
+    assert!(
+        (s[0] - 0.25).abs() < 0.02 && (s[1] - 0.75).abs() < 0.02,
+        "shares {s:?}"
+    );
+}
+
 #[test]
 fn weights_example_matches_within_one_percent() {
     let r = run_toml(&example("weights-1-1-2-4.toml"));

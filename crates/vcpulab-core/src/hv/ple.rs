@@ -159,6 +159,9 @@ impl World {
                     let vc = &mut self.vcpus[v.idx()];
                     vc.in_spin_loop = true;
                     vc.dy_eligible = false;
+                    // yield_to's work on this pCPU, paid by whichever vCPU it switches
+                    // in next (the yielder itself when it is alone there).
+                    self.pcpus[p.idx()].pending_overhead_ns += self.costs.yield_to_ns;
                     self.deschedule(p, v, StopReason::Yielded);
                     if tp != p {
                         // yield_to → resched_curr on the target's pCPU: a reschedule IPI

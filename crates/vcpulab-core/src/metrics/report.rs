@@ -500,10 +500,10 @@ fn ple_storm_warnings(w: &World, end_ns: u64) -> Vec<String> {
             (rate > PLE_STORM_EXITS_PER_VCPU_S).then(|| {
                 format!(
                     "vm {}: {:.0} PLE exits per vCPU-second, a PLE-exit storm: the model \
-                     charges an exit only its VM exit and entry, not the hypervisor's \
-                     handling of it (KVM's candidate scan and runqueue locking, the \
-                     reschedule), so how much work the storm costs rests on a cost it does \
-                     not have (docs/model.md, Known gaps)",
+                     charges an exit its VM exit and entry and a successful yield its \
+                     yield_to, not the rest of the hypervisor's handling (KVM's candidate \
+                     scan, the schedule() after the yield), so how much work the storm \
+                     costs rests on costs it does not have (docs/model.md, Known gaps)",
                     m.name, rate
                 )
             })

@@ -598,6 +598,9 @@ pub struct CreditParams {
     /// Ticks per slice (credit burn and BOOST expiry happen on ticks).
     pub ticks_per_slice: u32,
     pub ratelimit_us: f64,
+    /// How the rate limit treats a reschedule of a vCPU that ran less than it
+    /// (csched_schedule; set by the Xen platform profiles).
+    pub ratelimit_rule: RatelimitRule,
     pub boost: bool,
 }
 impl Default for CreditParams {
@@ -606,9 +609,24 @@ impl Default for CreditParams {
             slice_ms: 30.0,
             ticks_per_slice: 3,
             ratelimit_us: 1000.0,
+            ratelimit_rule: RatelimitRule::Xen48,
             boost: true,
         }
     }
+}
+
+/// Xen credit's rate limit rule (xen/common/sched_credit.c `csched_schedule`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RatelimitRule {
+    /// Xen 4.2 to 4.7: a runnable vCPU that ran less than the limit keeps its pCPU at
+    /// any reschedule, a yield included, and runs a whole rate-limit slice from then.
+    #[serde(rename = "xen-4.2")]
+    Xen42,
+    /// Xen 4.8 and later: a yielding vCPU gives way (the limit exempts yields), and one
+    /// kept runs only until it has run the limit ("xen: credit1: fix rate limiting when
+    /// yielding", "sched: credit: ratelimit only up to the limit", 2016).
+    #[serde(rename = "xen-4.8")]
+    Xen48,
 }
 
 /// Xen credit2 (xen/common/sched/credit2.c defaults), hv/sched/credit2.rs.
@@ -656,6 +674,7 @@ pub struct RelaxedCoParams {
     pub slice_ms: f64,
     pub ticks_per_slice: u32,
     pub ratelimit_us: f64,
+    pub ratelimit_rule: RatelimitRule,
     pub boost: bool,
     /// A vCPU whose progress leads its slowest runnable sibling by more than this is
     /// co-stopped until the sibling catches up.
@@ -668,6 +687,7 @@ impl Default for RelaxedCoParams {
             slice_ms: c.slice_ms,
             ticks_per_slice: c.ticks_per_slice,
             ratelimit_us: c.ratelimit_us,
+            ratelimit_rule: c.ratelimit_rule,
             boost: c.boost,
             skew_threshold_ms: 3.0,
         }
@@ -679,6 +699,7 @@ impl RelaxedCoParams {
             slice_ms: self.slice_ms,
             ticks_per_slice: self.ticks_per_slice,
             ratelimit_us: self.ratelimit_us,
+            ratelimit_rule: self.ratelimit_rule,
             boost: self.boost,
         }
     }
@@ -705,6 +726,10 @@ pub struct CostTable {
     /// kvm_vcpu_kick of a halted target: the host try_to_wake_up of its vCPU thread,
     /// done inside the sender's exit.
     pub kick_wake_ns: u64,
+    /// The host's yield_to in a PLE exit's successful directed yield (double_rq_lock,
+    /// yield_task_fair's update_curr, set_next_buddy, resched_curr): hypervisor work on
+    /// the yielder's pCPU that its next switch-in pays.
+    pub yield_to_ns: u64,
     /// Forcing a running vCPU out for an interrupt without posted interrupts: the kick's
     /// physical IPI, the external-interrupt exit's handling and the injection (the
     /// target pays `vmexit_ns` + this).
@@ -755,6 +780,7 @@ impl Default for CostTable {
             wake_halted_ns: 22_000,
             ipi_send_ns: 2_500,
             kick_wake_ns: 400,
+            yield_to_ns: 400,
             ipi_deliver_ns: 3_500,
             inject_ns: 300,
             eoi_ns: 200,

@@ -103,6 +103,9 @@ pub struct HostPlatform {
     /// Xen's scheduler rate limit (`sched_ratelimit_us`, Xen 4.2 and later; none in
     /// 4.1). `None` on KVM.
     pub xen_ratelimit_us: Option<f64>,
+    /// Xen credit's rate limit rule (`host.scheduler.ratelimit_rule`: "xen-4.2" before
+    /// Xen 4.8, "xen-4.8" from it); `None` on KVM and on Xen 4.1, which has no limit.
+    pub xen_ratelimit_rule: Option<&'static str>,
     /// The host scheduler the platform runs unless the preset or scenario chooses one.
     pub scheduler: &'static str,
     /// KVM: the host's CFS or EEVDF runs each VM as a task group
@@ -206,6 +209,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_esrch_ends_scan: true,
         ple_window_grows: false,
         xen_ratelimit_us: None,
+        xen_ratelimit_rule: None,
         scheduler: "cfs",
         per_vm_groups: Some(false),
         guest_kernel: "linux-3.9",
@@ -229,6 +233,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_esrch_ends_scan: false,
         ple_window_grows: false,
         xen_ratelimit_us: Some(0.0),
+        xen_ratelimit_rule: None,
         scheduler: "credit",
         per_vm_groups: None,
         guest_kernel: "linux-3.2",
@@ -252,6 +257,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_esrch_ends_scan: false,
         ple_window_grows: false,
         xen_ratelimit_us: Some(1000.0),
+        xen_ratelimit_rule: Some("xen-4.2"),
         scheduler: "credit",
         per_vm_groups: None,
         guest_kernel: "linux-3.5",
@@ -275,6 +281,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_esrch_ends_scan: true,
         ple_window_grows: false,
         xen_ratelimit_us: None,
+        xen_ratelimit_rule: None,
         scheduler: "cfs",
         per_vm_groups: Some(false),
         guest_kernel: "linux-3.2",
@@ -298,6 +305,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_esrch_ends_scan: false,
         ple_window_grows: true,
         xen_ratelimit_us: None,
+        xen_ratelimit_rule: None,
         scheduler: "cfs",
         per_vm_groups: Some(false),
         guest_kernel: "linux-3.19",
@@ -321,6 +329,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_esrch_ends_scan: false,
         ple_window_grows: true,
         xen_ratelimit_us: None,
+        xen_ratelimit_rule: None,
         scheduler: "eevdf",
         per_vm_groups: Some(true),
         guest_kernel: "linux-6.6",
@@ -344,6 +353,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_esrch_ends_scan: false,
         ple_window_grows: false,
         xen_ratelimit_us: Some(1000.0),
+        xen_ratelimit_rule: Some("xen-4.8"),
         scheduler: "credit2",
         per_vm_groups: None,
         guest_kernel: "linux-6.6",
@@ -673,6 +683,16 @@ impl HostPlatform {
                     &mut t,
                     &["host", "scheduler", "ratelimit_us"],
                     Value::Float(r),
+                );
+            }
+        }
+        if let Some(rule) = self.xen_ratelimit_rule {
+            // Credit1's rule (credit2 keeps the limit its own way).
+            if matches!(kind, "credit" | "relaxed_co") {
+                set(
+                    &mut t,
+                    &["host", "scheduler", "ratelimit_rule"],
+                    Value::String(rule.into()),
                 );
             }
         }

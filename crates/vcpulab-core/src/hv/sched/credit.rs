@@ -8,7 +8,7 @@
 
 use super::{HostScheduler, SchedSetup, StopReason, WakePlacement};
 use crate::hv::placement::prev_else_next_idle;
-use crate::scenario::CreditParams;
+use crate::scenario::{CreditParams, RatelimitRule};
 use crate::sim::{Nanos, PcpuId, VcpuId};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -55,6 +55,7 @@ pub struct Credit {
     /// Per pCPU: the latest time the running vCPU's tick effects are applied up to.
     applied: Vec<Nanos>,
     ratelimit: Nanos,
+    ratelimit_rule: RatelimitRule,
     boost: bool,
     setup: SchedSetup,
     svc: Vec<Svc>,
@@ -65,12 +66,25 @@ pub struct Credit {
     /// Per VM: its active vCPUs, kept as vCPUs become active (`catch_up`) and stop
     /// earning (`acct`), so the accounting pass need not count them.
     active_count: Vec<i64>,
+    /// The VMs with active vCPUs in the order accounting visits them (Xen's
+    /// `active_sdom` list): a VM joins at the head when its first vCPU becomes active
+    /// and leaves when its last stops earning; a VM that leaves credit unused after one
+    /// that wanted more moves to the head, so that next period its surplus reaches the
+    /// others (csched_acct's "lazily keep domains with extra credits at the head").
+    active_vms: Vec<u32>,
 }
 
 impl Credit {
     pub fn new(p: &CreditParams, setup: SchedSetup) -> Credit {
         let slice = Nanos((p.slice_ms * 1e6).round() as u64);
-        let tick = Nanos(slice.0 / p.ticks_per_slice as u64);
+        // csched_init (Xen 4.2 and later; 4.1's slice is fixed at 30 ms): a slice of
+        // fewer milliseconds than ticks per slice gets one tick.
+        let ticks = if p.slice_ms < f64::from(p.ticks_per_slice) {
+            1
+        } else {
+            p.ticks_per_slice
+        };
+        let tick = Nanos(slice.0 / ticks as u64);
         // Xen refuses a rate limit longer than the slice.
         let ratelimit = Nanos(((p.ratelimit_us * 1e3).round() as u64).min(slice.0));
         let svc = (0..setup.vcpu_vm.len())
@@ -97,11 +111,13 @@ impl Credit {
         Credit {
             vm_vcpus,
             active_count: vec![0; nvm],
+            active_vms: Vec::new(),
             slice,
             tick,
             first_tick,
             applied: vec![Nanos::ZERO; setup.pcpus as usize],
             ratelimit,
+            ratelimit_rule: p.ratelimit_rule,
             boost: p.boost,
             pcpus: vec![Pcpu::default(); setup.pcpus as usize],
             svc,
@@ -170,7 +186,11 @@ impl Credit {
         }
         if !s.active {
             s.active = true;
-            self.active_count[self.setup.vcpu_vm[c.idx()].idx()] += 1;
+            let d = self.setup.vcpu_vm[c.idx()].idx();
+            self.active_count[d] += 1;
+            if self.active_count[d] == 1 {
+                self.active_vms.insert(0, d as u32);
+            }
         }
     }
 
@@ -246,56 +266,79 @@ impl Credit {
         None
     }
 
-    /// csched_acct: hand out one period's credit by domain weight.
+    /// csched_acct: hand out one period's credit. Xen weighs every active vCPU with its
+    /// domain's weight ("Make weight per-vcpu": `__csched_vcpu_acct_start` adds the
+    /// domain's weight to the total once per vCPU that becomes active), so a domain's
+    /// fair share is its weight times its active vCPUs over the total, and its peak is
+    /// one period per active vCPU. Products in i128: credit is kept in nanoseconds.
     fn acct(&mut self) {
-        let nvm = self.setup.vm_weight.len();
-        let period = self.slice.0 as i64;
+        let period = self.slice.0 as i128;
         let mut active_count = std::mem::take(&mut self.active_count);
         debug_assert!(active_count.iter().enumerate().all(|(d, &c)| c
             == self.vm_vcpus[d]
                 .iter()
                 .filter(|&&i| self.svc[i as usize].active)
                 .count() as i64));
-        let weight_total: i64 = (0..nvm)
-            .filter(|&d| active_count[d] > 0)
-            .map(|d| self.setup.vm_weight[d] as i64)
+        debug_assert!(self
+            .active_vms
+            .iter()
+            .all(|&d| active_count[d as usize] > 0));
+        debug_assert_eq!(
+            self.active_vms.len(),
+            active_count.iter().filter(|&&c| c > 0).count()
+        );
+        let weight_of = |d: usize, active: i64| self.setup.vm_weight[d] as i128 * active as i128;
+        let weight_total: i128 = self
+            .active_vms
+            .iter()
+            .map(|&d| weight_of(d as usize, active_count[d as usize]))
             .sum();
         if weight_total == 0 {
             self.credit_balance = 0;
             self.active_count = active_count;
             return;
         }
-        let mut credit_total = period * self.pcpus.len() as i64;
-        if self.credit_balance < 0 {
-            credit_total -= self.credit_balance;
+        let prev_balance = self.credit_balance as i128;
+        let mut credit_total = period * self.pcpus.len() as i128;
+        if prev_balance < 0 {
+            credit_total -= prev_balance;
         }
         let mut weight_left = weight_total;
         let mut balance = 0i64;
-        for (d, count) in active_count.iter_mut().enumerate() {
-            let active = *count;
-            if active == 0 {
-                continue;
-            }
-            let w = self.setup.vm_weight[d] as i64;
-            weight_left -= w;
-            let mut peak = active * period;
-            if self.credit_balance < 0 {
-                peak += (-self.credit_balance * w + weight_total - 1) / weight_total;
+        let mut xtra = false;
+        let order = std::mem::take(&mut self.active_vms);
+        let mut to_head: Vec<u32> = Vec::new();
+        let mut gone: Vec<u32> = Vec::new();
+        for &d32 in &order {
+            let d = d32 as usize;
+            let active = active_count[d];
+            let weight = weight_of(d, active);
+            weight_left -= weight;
+            let mut peak = active as i128 * period;
+            if prev_balance < 0 {
+                peak += (-prev_balance * weight + weight_total - 1) / weight_total;
             }
             let mut cap_per_vcpu = i64::MAX;
             if let Some(cap) = self.setup.vm_cap[d] {
-                let c = (cap / 100.0 * period as f64).round() as i64;
+                let c = (cap / 100.0 * period as f64).round() as i128;
                 peak = peak.min(c);
-                cap_per_vcpu = (c + active - 1) / active;
+                cap_per_vcpu = ((c + active as i128 - 1) / active as i128) as i64;
             }
-            let mut fair = (credit_total * w + weight_total - 1) / weight_total;
-            if fair >= peak {
+            let mut fair = (credit_total * weight + weight_total - 1) / weight_total;
+            if fair < peak {
+                xtra = true;
+            } else {
                 if weight_left != 0 {
                     credit_total += ((fair - peak) * weight_total + weight_left - 1) / weight_left;
                 }
+                if xtra {
+                    to_head.push(d32);
+                }
                 fair = peak;
             }
-            let per_vcpu = (fair + active - 1) / active;
+            let per_vcpu = ((fair + active as i128 - 1) / active as i128) as i64;
+            let period = period as i64;
+            let count = &mut active_count[d];
             for &i in &self.vm_vcpus[d] {
                 let s = &mut self.svc[i as usize];
                 if !s.active {
@@ -309,9 +352,9 @@ impl Credit {
                     }
                     s.credit = s.credit.max(-period);
                 } else {
-                    if s.pri != Pri::Boost {
-                        s.pri = Pri::Under;
-                    }
+                    // Every active vCPU with credit is UNDER after accounting: a BOOST
+                    // it still had ends here.
+                    s.pri = Pri::Under;
                     s.parked = false;
                     if s.credit > period {
                         // Upper bound: stops earning, credit halved.
@@ -322,13 +365,25 @@ impl Credit {
                 }
                 balance += s.credit;
             }
+            if *count == 0 {
+                gone.push(d32);
+            }
         }
         self.credit_balance = balance;
         self.active_count = active_count;
-        // csched_runq_sort: stable re-sort of every runqueue by priority. Most are in
-        // order already (a stable sort leaves them as they are): checked first.
+        // The list after the pass: each VM moved to the head went there in turn (the
+        // last moved first), the others keep their order; VMs whose every vCPU stopped
+        // earning leave it.
+        let mut list: Vec<u32> = to_head.iter().rev().copied().collect();
+        list.extend(order.iter().filter(|d| !to_head.contains(d)));
+        list.retain(|d| !gone.contains(d));
+        self.active_vms = list;
+        // csched_runq_sort: each runqueue's vCPUs of UNDER or better move ahead of the
+        // OVER ones, keeping their order (BOOST and UNDER are one class there). Xen sorts
+        // each pCPU's queue at its next tick; here at the accounting instant. Most are
+        // in order already (a stable sort leaves them as they are): checked first.
         let svc = &self.svc;
-        let key = |v: &VcpuId| std::cmp::Reverse(svc[v.idx()].pri);
+        let key = |v: &VcpuId| svc[v.idx()].pri == Pri::Over;
         for pc in &mut self.pcpus {
             if !pc.runq.is_sorted_by_key(key) {
                 pc.runq.sort_by_key(key);
@@ -386,6 +441,10 @@ impl HostScheduler for Credit {
                 self.runq_insert(pi, v);
             }
             StopReason::Yielded => {
+                if self.ratelimit_rule == RatelimitRule::Xen42 {
+                    // Xen 4.2's limit does not exempt a yield.
+                    self.pcpus[pi].last_preempted = Some((v, Nanos(ran)));
+                }
                 self.runq_insert_yielded(pi, v);
             }
             StopReason::Blocked => {
@@ -406,7 +465,8 @@ impl HostScheduler for Credit {
             self.pcpus[pi].picked_at = now;
             return Some((v, Some(self.slice)));
         }
-        // Rate limit: a runnable vCPU that ran less than the limit keeps the pCPU.
+        // Rate limit: a runnable vCPU that ran less than the limit keeps the pCPU (a
+        // yielding one only under Xen 4.2's rule: `put_prev` records it then).
         if let Some((prev, ran)) = self.pcpus[pi].last_preempted.take() {
             if ran < self.ratelimit && !self.svc[prev.idx()].parked && !self.svc[prev.idx()].held {
                 if let Some(i) = self.pcpus[pi].runq.iter().position(|x| *x == prev) {
@@ -414,7 +474,13 @@ impl HostScheduler for Credit {
                     self.set_curr(pi, prev, now);
                     self.pcpus[pi].picked_at = now - ran;
                     self.svc[prev.idx()].start = now;
-                    return Some((prev, Some(Nanos(self.ratelimit.0 - ran.0))));
+                    let slice = match self.ratelimit_rule {
+                        // A whole rate-limit slice from now.
+                        RatelimitRule::Xen42 => self.ratelimit,
+                        // Until it has run the limit.
+                        RatelimitRule::Xen48 => Nanos(self.ratelimit.0 - ran.0),
+                    };
+                    return Some((prev, Some(slice)));
                 }
             }
         }
@@ -617,6 +683,13 @@ mod tests {
                     _ => c.global_tick(now, &mut resched),
                 }
                 proptest::prop_assert_eq!(recount_active(&c), c.active_count.clone());
+                // The accounting list holds exactly the VMs with active vCPUs, once each.
+                let mut listed = c.active_vms.clone();
+                listed.sort_unstable();
+                let with_active: Vec<u32> = (0..2u32)
+                    .filter(|&d| c.active_count[d as usize] > 0)
+                    .collect();
+                proptest::prop_assert_eq!(listed, with_active);
             }
         }
     }
@@ -630,5 +703,121 @@ mod tests {
         c.pcpus[0].curr = Some(VcpuId(0));
         c.put_prev(PcpuId(0), VcpuId(0), StopReason::Yielded, Nanos(1_000));
         assert_eq!(c.pcpus[0].runq, vec![VcpuId(1), VcpuId(2), VcpuId(0)]);
+    }
+
+    /// Two pCPUs; VM 0 has vCPU 0, VM 1 vCPUs 1-3; equal weights.
+    fn widths_one_and_three() -> Credit {
+        let setup = SchedSetup {
+            pcpus: 2,
+            threads_per_core: 1,
+            numa_nodes: 1,
+            vcpu_vm: vec![VmId(0), VmId(1), VmId(1), VmId(1)],
+            vcpu_mask: vec![CpuMask::all(2); 4],
+            vm_weight: vec![256, 256],
+            vm_cap: vec![None, None],
+        };
+        Credit::new(&CreditParams::default(), setup)
+    }
+
+    fn make_active(c: &mut Credit, vs: &[usize]) {
+        for &i in vs {
+            c.svc[i].active = true;
+            c.svc[i].blocked = false;
+            let d = c.setup.vcpu_vm[i].idx();
+            c.active_count[d] += 1;
+            if c.active_count[d] == 1 {
+                c.active_vms.insert(0, d as u32);
+            }
+        }
+    }
+
+    /// csched_acct weighs every active vCPU with its domain's weight: four active vCPUs
+    /// of equal weight share two pCPUs' period equally, whichever VM they belong to
+    /// (split per domain, the 1-vCPU VM's vCPU would get a whole period).
+    #[test]
+    fn accounting_weighs_each_active_vcpu() {
+        let mut c = widths_one_and_three();
+        make_active(&mut c, &[0, 1, 2, 3]);
+        c.acct();
+        let period = c.slice.0 as i64;
+        let credits: Vec<i64> = c.svc.iter().map(|s| s.credit).collect();
+        assert_eq!(credits, vec![period / 2; 4], "each gets half a period");
+    }
+
+    /// A VM that leaves credit unused after one that wanted more goes to the head of
+    /// the accounting list (csched_acct's reorder); one whose vCPUs all stop earning
+    /// leaves it.
+    #[test]
+    fn accounting_moves_a_vm_with_unused_credit_to_the_head() {
+        let mut c = widths_one_and_three();
+        make_active(&mut c, &[0, 1, 2, 3]);
+        // VM 1 joined last, so it is first: [1, 0]. Weight VM 1 low enough that its
+        // fair share is under its peak (it wants more) while VM 0's exceeds its one
+        // vCPU's peak.
+        c.setup.vm_weight = vec![1024, 256];
+        assert_eq!(c.active_vms, vec![1, 0]);
+        c.acct();
+        assert_eq!(c.active_vms, vec![0, 1]);
+    }
+
+    #[test]
+    fn accounting_ends_boost() {
+        let mut c = widths_one_and_three();
+        make_active(&mut c, &[0]);
+        c.svc[0].pri = Pri::Boost;
+        c.acct();
+        assert_eq!(c.svc[0].pri, Pri::Under);
+    }
+
+    /// Rate limit, Xen 4.2 to 4.7: a vCPU that yields before it has run the limit keeps
+    /// its pCPU for a whole limit; from 4.8 the yield goes through.
+    #[test]
+    fn a_yield_within_the_rate_limit_keeps_the_pcpu_under_xen_42_only() {
+        for (rule, keeps) in [(RatelimitRule::Xen42, true), (RatelimitRule::Xen48, false)] {
+            let mut c = one_pcpu(2);
+            c.ratelimit_rule = rule;
+            let (me, other) = (VcpuId(0), VcpuId(1));
+            c.runq_insert(0, me);
+            c.runq_insert(0, other);
+            let (first, _) = c.pick_next(PcpuId(0), Nanos::ZERO).expect("a vCPU");
+            assert_eq!(first, me);
+            c.put_prev(PcpuId(0), me, StopReason::Yielded, Nanos(200_000));
+            let (next, slice) = c.pick_next(PcpuId(0), Nanos(200_000)).expect("a vCPU");
+            if keeps {
+                assert_eq!((next, slice), (me, Some(c.ratelimit)), "{rule:?}");
+            } else {
+                assert_eq!(next, other, "{rule:?}");
+            }
+        }
+    }
+
+    /// csched_init: a slice of fewer milliseconds than ticks per slice has one tick.
+    #[test]
+    fn a_slice_under_three_ms_has_one_tick() {
+        let setup = |n: usize| SchedSetup {
+            pcpus: 1,
+            threads_per_core: 1,
+            numa_nodes: 1,
+            vcpu_vm: (0..n).map(|i| VmId(i as u32)).collect(),
+            vcpu_mask: vec![CpuMask::all(1); n],
+            vm_weight: vec![256; n],
+            vm_cap: vec![None; n],
+        };
+        for (slice_ms, tick_ns) in [
+            (30.0, 10_000_000),
+            (3.0, 1_000_000),
+            (1.0, 1_000_000),
+            (0.1, 100_000),
+        ] {
+            let p = CreditParams {
+                slice_ms,
+                ..CreditParams::default()
+            };
+            assert_eq!(
+                Credit::new(&p, setup(1)).tick,
+                Nanos(tick_ns),
+                "slice {slice_ms} ms"
+            );
+        }
     }
 }
