@@ -153,8 +153,10 @@ fn osq_spinners_take_the_freed_mutex_in_the_order_they_queued() {
 /// loses sets the hand-off flag and the next unlock makes it the owner — also when its
 /// vCPU has been preempted, and then nobody holds the mutex in practice until that vCPU
 /// runs again (a lock-waiter preemption). Without the hand-off (3.x) a running taker
-/// gets the freed mutex instead. Summed over three seeds of 1 s (each seed alone: 5–11%
-/// less work with the hand-off).
+/// gets the freed mutex instead, and no waiter is handed it while preempted. (What it
+/// does to throughput depends on the seed, either way: 1 s runs of seeds 1-3 did 4% and
+/// 7% less work with the hand-off and 17% more, 2026-11-28; the test checks the
+/// mechanism, not that.)
 #[test]
 fn the_hand_off_strands_the_mutex_on_preempted_first_waiters() {
     let text = program(2, "kmutex_lock", "kmutex_unlock", "exp(5us)")
@@ -162,21 +164,15 @@ fn the_hand_off_strands_the_mutex_on_preempted_first_waiters() {
         .replace("threads = 4", "threads = 8")
         .replace("duration = \"100ms\"", "duration = \"1s\"")
         + "[[vm]]\nname = \"b\"\nvcpus = 4\nworkload = { model = \"cpu-bomb\" }\n";
-    let (mut units_on, mut units_off, mut lwp_on, mut lwp_off) = (0, 0, 0, 0);
+    let (mut lwp_on, mut lwp_off) = (0, 0);
     for seed in ["seed=1", "seed=2", "seed=3"] {
         let on = run_with(&text, &[seed]);
         let off = run_with(&text, &[seed, "vm.0.guest.mutex_handoff=false"]);
-        units_on += on.vms[0].work_units;
-        units_off += off.vms[0].work_units;
         lwp_on += mutex_row(&on).lwp;
         lwp_off += mutex_row(&off).lwp;
     }
     assert_eq!(lwp_off, 0);
     assert!(lwp_on > 0, "no hand-off to a preempted waiter");
-    assert!(
-        units_on * 100 < units_off * 97,
-        "units with the hand-off {units_on} without {units_off}"
-    );
 }
 
 /// The hand-off is Linux 4.10's, the OSQ 3.15's: the profiles have them by version.

@@ -532,6 +532,11 @@ pub struct CfsParams {
     /// Each VM a task group: a cgroup per VM, as libvirt sets KVM hosts up (and as
     /// session autogroups do for VMs started from different sessions).
     pub per_vm_groups: bool,
+    /// A vCPU picked again right after it was put back (a yield or a reschedule that
+    /// finds nothing better) keeps its slice's start: Linux 3.15 and later
+    /// (pick_next_task_fair sets only the levels that change); before, every pick
+    /// restarts it. Set by the platform profiles.
+    pub repick_keeps_slice: bool,
     /// pCPUs (logical CPUs) per last-level cache: the scope of wake-up placement's idle
     /// search (`select_idle_sibling()`). Consecutive pCPUs share one; a host of at most
     /// this many pCPUs is one LLC.
@@ -549,6 +554,7 @@ impl Default for CfsParams {
             bandwidth_period_ms: 100.0,
             placement: Default::default(),
             per_vm_groups: true,
+            repick_keeps_slice: true,
             llc_pcpus: crate::hv::sched::DEFAULT_LLC_PCPUS,
         }
     }

@@ -103,6 +103,9 @@ pub struct HostPlatform {
     /// Xen's scheduler rate limit (`sched_ratelimit_us`, Xen 4.2 and later; none in
     /// 4.1). `None` on KVM.
     pub xen_ratelimit_us: Option<f64>,
+    /// Linux CFS hosts: whether a vCPU picked again at once keeps its slice's start
+    /// (`host.scheduler.repick_keeps_slice`: from Linux 3.15); `None` elsewhere.
+    pub cfs_repick_keeps_slice: Option<bool>,
     /// Xen credit's rate limit rule (`host.scheduler.ratelimit_rule`: "xen-4.2" before
     /// Xen 4.8, "xen-4.8" from it); `None` on KVM and on Xen 4.1, which has no limit.
     pub xen_ratelimit_rule: Option<&'static str>,
@@ -210,6 +213,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_window_grows: false,
         xen_ratelimit_us: None,
         xen_ratelimit_rule: None,
+        cfs_repick_keeps_slice: Some(false),
         scheduler: "cfs",
         per_vm_groups: Some(false),
         guest_kernel: "linux-3.9",
@@ -234,6 +238,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_window_grows: false,
         xen_ratelimit_us: Some(0.0),
         xen_ratelimit_rule: None,
+        cfs_repick_keeps_slice: None,
         scheduler: "credit",
         per_vm_groups: None,
         guest_kernel: "linux-3.2",
@@ -258,6 +263,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_window_grows: false,
         xen_ratelimit_us: Some(1000.0),
         xen_ratelimit_rule: Some("xen-4.2"),
+        cfs_repick_keeps_slice: None,
         scheduler: "credit",
         per_vm_groups: None,
         guest_kernel: "linux-3.5",
@@ -282,6 +288,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_window_grows: false,
         xen_ratelimit_us: None,
         xen_ratelimit_rule: None,
+        cfs_repick_keeps_slice: Some(false),
         scheduler: "cfs",
         per_vm_groups: Some(false),
         guest_kernel: "linux-3.2",
@@ -306,6 +313,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_window_grows: true,
         xen_ratelimit_us: None,
         xen_ratelimit_rule: None,
+        cfs_repick_keeps_slice: Some(true),
         scheduler: "cfs",
         per_vm_groups: Some(false),
         guest_kernel: "linux-3.19",
@@ -330,6 +338,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_window_grows: true,
         xen_ratelimit_us: None,
         xen_ratelimit_rule: None,
+        cfs_repick_keeps_slice: None,
         scheduler: "eevdf",
         per_vm_groups: Some(true),
         guest_kernel: "linux-6.6",
@@ -354,6 +363,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         ple_window_grows: false,
         xen_ratelimit_us: Some(1000.0),
         xen_ratelimit_rule: Some("xen-4.8"),
+        cfs_repick_keeps_slice: None,
         scheduler: "credit2",
         per_vm_groups: None,
         guest_kernel: "linux-6.6",
@@ -683,6 +693,15 @@ impl HostPlatform {
                     &mut t,
                     &["host", "scheduler", "ratelimit_us"],
                     Value::Float(r),
+                );
+            }
+        }
+        if let Some(keeps) = self.cfs_repick_keeps_slice {
+            if kind == "cfs" {
+                set(
+                    &mut t,
+                    &["host", "scheduler", "repick_keeps_slice"],
+                    Value::Boolean(keeps),
                 );
             }
         }

@@ -114,6 +114,8 @@ pub struct Cfs {
     tick: Nanos,
     bw_period: Nanos,
     groups: bool,
+    /// Linux 3.15+: an entity picked again at once keeps its slice's start.
+    repick_keeps_slice: bool,
     nv: u32,
     np: u32,
     setup: SchedSetup,
@@ -180,6 +182,7 @@ impl Cfs {
             tick: Nanos((1e9 / p.tick_hz as f64).round() as u64),
             bw_period,
             groups,
+            repick_keeps_slice: p.repick_keeps_slice,
             nv,
             np,
             rqs: vec![
@@ -590,6 +593,7 @@ impl Cfs {
             }
             r.left.set(None);
             r.load_sum -= w;
+            self.forget_buddies(p, ge);
             self.update_min_vr(p);
         }
         self.reweight_group(p, vm);
@@ -606,6 +610,7 @@ impl Cfs {
         self.rqs[lf].load_sum -= w;
         self.rqs[lt].load_sum += w;
         self.rqs[lf].queue.retain(|x| *x != v.0);
+        self.forget_buddies(lf, v.0);
         self.rqs[lt].queue.push(v.0);
         self.rqs[lf].left.set(None);
         self.rqs[lt].left.set(None);
@@ -694,26 +699,24 @@ impl Cfs {
         }
     }
 
-    /// pick_next_entity() on one level: the leftmost, or the forced entity, or a next
-    /// buddy not too far right of it, or (when the leftmost yielded) the second one if
-    /// close enough. Returns the entity's position in the queue.
+    /// pick_next_entity() on one level (Linux 3.2-6.5): the forced entity, else the
+    /// leftmost; if that is the skip buddy (it yielded), the second leftmost when close
+    /// enough; then a queued next buddy when close enough. "Close enough" is
+    /// wakeup_preempt_entity(e, left) < 1: at most a wake-up granularity, in the
+    /// leftmost's virtual time, to its right. Returns the entity's position in the queue.
     fn pick_level(&self, rq: RqId, forced: Option<EntId>) -> Option<(usize, EntId)> {
         let lv = self.leftmost(rq)?;
         let r = &self.rqs[rq];
+        if let Some(f) = forced.and_then(|f| r.queue.iter().position(|x| *x == f).map(|i| (i, f))) {
+            return Some(f);
+        }
         let li = r.queue.iter().position(|x| *x == lv).unwrap_or(0);
         let l_vr = self.vr(lv) as i64;
+        let gran = self.gran_for(lv);
+        let close = |e: EntId| !self.throttled(e) && self.vr(e) as i64 - l_vr <= gran;
         let mut pick = (li, lv);
-        let forced = forced.and_then(|f| r.queue.iter().position(|x| *x == f).map(|i| (i, f)));
-        if let Some(f) = forced {
-            pick = f;
-        } else if let Some(b) = r.next_buddy {
-            if let Some(bi) = r.queue.iter().position(|x| *x == b) {
-                if !self.throttled(b) && self.vr(b) as i64 - l_vr < self.gran_for(b) {
-                    pick = (bi, b);
-                }
-            }
-        } else if r.skip_buddy == Some(lv) {
-            // Take the second-leftmost when it is close enough (yield semantics).
+        if r.skip_buddy == Some(lv) {
+            // Yield semantics: the second-leftmost instead, when close enough.
             let second = r
                 .queue
                 .iter()
@@ -721,12 +724,31 @@ impl Cfs {
                 .filter(|(_, x)| **x != lv && !self.throttled(**x))
                 .min_by_key(|(_, x)| self.vr(**x));
             if let Some((si, &s)) = second {
-                if self.vr(s) as i64 - l_vr < self.gran_for(s) {
+                if close(s) {
                     pick = (si, s);
                 }
             }
         }
+        if let Some(b) = r.next_buddy {
+            if let Some(bi) = r.queue.iter().position(|x| *x == b) {
+                if close(b) {
+                    pick = (bi, b);
+                }
+            }
+        }
         Some(pick)
+    }
+
+    /// clear_buddies on one level: the hints that name `e` go (when it is picked or
+    /// leaves the runqueue); others stay until their entity is picked or dequeued.
+    fn forget_buddies(&mut self, rq: RqId, e: EntId) {
+        let r = &mut self.rqs[rq];
+        if r.next_buddy == Some(e) {
+            r.next_buddy = None;
+        }
+        if r.skip_buddy == Some(e) {
+            r.skip_buddy = None;
+        }
     }
 
     /// Sets the buddy hint `set` on every level of `v`'s hierarchy on `p`
@@ -849,6 +871,7 @@ impl HostScheduler for Cfs {
                 e.queued = true;
                 self.rqs[leaf].queue.push(v.0);
                 self.rqs[leaf].left.set(None);
+                self.rqs[leaf].put_back = Some((v.0, now));
                 if why == StopReason::Yielded {
                     self.set_buddy(pi, v, false);
                 }
@@ -858,6 +881,7 @@ impl HostScheduler for Cfs {
                 e.on_rq = false;
                 self.rqs[leaf].load_sum -= e.load;
                 e.rel_vr = e.vruntime as i64 - min_vr as i64;
+                self.forget_buddies(leaf, v.0);
                 self.update_min_vr(leaf);
                 self.count_out(v, pi, false);
             }
@@ -891,7 +915,6 @@ impl HostScheduler for Cfs {
             }
         }
         let forced = self.rqs[pi].forced;
-        let put_back = self.rqs[pi].put_back.take();
         let mut rq = pi;
         let v = loop {
             let want = forced.map(|f| {
@@ -903,15 +926,18 @@ impl HostScheduler for Cfs {
             });
             let (i, e) = self.pick_level(rq, want)?;
             debug_assert_eq!(self.rqs[rq].queue.get(i), Some(&e));
+            self.forget_buddies(rq, e);
+            let keeps = self.repick_keeps_slice;
             let r = &mut self.rqs[rq];
-            r.next_buddy = None;
-            r.skip_buddy = None;
+            let put_back = r.put_back.take();
             r.queue.swap_remove(i);
             r.left.set(None);
             r.curr = Some(e);
-            // set_next_entity: a group entity picked again right after it was put back
-            // keeps its start (only the levels that change are set).
-            if e < self.nv || put_back != Some((e, now)) {
+            // set_next_entity: from Linux 3.15 pick_next_task_fair sets only the levels
+            // that change, so an entity picked again right after it was put back keeps
+            // its start (prev_sum_exec_runtime, the base of check_preempt_tick); before,
+            // put_prev_task and set_next_entity ran on every level.
+            if !(keeps && put_back == Some((e, now))) {
                 r.picked_at = now;
             }
             let en = &mut self.ent[e as usize];
@@ -1406,5 +1432,89 @@ mod tests {
         let curr = c.running[tp.idx()].expect("something runs there");
         c.put_prev(tp, curr, StopReason::Preempted, Nanos(20));
         assert_eq!(c.pick_next(tp, Nanos(20)).map(|x| x.0), Some(VcpuId(2)));
+    }
+
+    /// pick_next_entity (Linux 3.2-6.5): a next buddy too far right of the leftmost
+    /// loses the pick but stays set, and wins a later pick once it is close enough; the
+    /// hint goes when its entity is picked.
+    #[test]
+    fn a_next_buddy_that_loses_a_pick_stays_until_picked() {
+        let mut c = cfs(1, &[256, 256, 256]);
+        for v in 0..3 {
+            c.enqueue_wake(VcpuId(v), Nanos(0));
+        }
+        // vCPU 2 far right (20 ms of vruntime) and the next buddy.
+        c.ent[2].vruntime += 20_000_000;
+        c.rqs[0].left.set(None);
+        c.rqs[0].next_buddy = Some(2);
+        let (first, _) = c.pick_next(PcpuId(0), Nanos(0)).expect("a vCPU");
+        assert_ne!(first, VcpuId(2), "too far right of the leftmost");
+        assert_eq!(c.rqs[0].next_buddy, Some(2), "the hint stays");
+        // Close enough now: the buddy wins over the leftmost.
+        c.ent[2].vruntime -= 19_000_000;
+        c.rqs[0].left.set(None);
+        c.put_prev(PcpuId(0), first, StopReason::Preempted, Nanos(1_000));
+        let (second, _) = c.pick_next(PcpuId(0), Nanos(1_000)).expect("a vCPU");
+        assert_eq!(second, VcpuId(2));
+        assert_eq!(c.rqs[0].next_buddy, None, "cleared once picked");
+    }
+
+    /// Skip buddy first, next buddy last: a yielder at the left gives way to the
+    /// second-leftmost also while a next buddy is set that is too far right to win, and a
+    /// next buddy close enough wins over both.
+    #[test]
+    fn the_skip_buddy_counts_whatever_the_next_buddy() {
+        let mut c = cfs(1, &[256, 256, 256]);
+        for v in 0..3 {
+            c.enqueue_wake(VcpuId(v), Nanos(0));
+        }
+        c.ent[1].vruntime += 1_000;
+        c.ent[2].vruntime += 20_000_000;
+        c.rqs[0].left.set(None);
+        c.rqs[0].skip_buddy = Some(0);
+        c.rqs[0].next_buddy = Some(2);
+        let (p, _) = c.pick_next(PcpuId(0), Nanos(0)).expect("a vCPU");
+        assert_eq!(
+            p,
+            VcpuId(1),
+            "the yielder's neighbour, the buddy being too far"
+        );
+        c.put_prev(PcpuId(0), p, StopReason::Preempted, Nanos(0));
+        c.ent[2].vruntime -= 19_998_000;
+        c.rqs[0].left.set(None);
+        c.rqs[0].skip_buddy = Some(0);
+        let (p, _) = c.pick_next(PcpuId(0), Nanos(0)).expect("a vCPU");
+        assert_eq!(p, VcpuId(2), "the next buddy, close enough now");
+    }
+
+    /// From Linux 3.15 a vCPU picked again right after it was put back keeps its slice's
+    /// start, so the tick still preempts it when the slice is up; before, the pick
+    /// restarted it.
+    #[test]
+    fn a_repicked_vcpu_keeps_its_slice_from_linux_3_15() {
+        for (keeps, preempted) in [(true, true), (false, false)] {
+            let mut c = cfs(1, &[256, 256]);
+            c.repick_keeps_slice = keeps;
+            c.enqueue_wake(VcpuId(0), Nanos(0));
+            c.enqueue_wake(VcpuId(1), Nanos(0));
+            let (first, _) = c.pick_next(PcpuId(0), Nanos(0)).expect("a vCPU");
+            // 10 ms in, it is put back and picked again at once (the other is far
+            // right, so it wins the pick).
+            let other = if first == VcpuId(0) { 1 } else { 0 };
+            c.ent[other].vruntime += 20_000_000;
+            c.rqs[0].left.set(None);
+            c.put_prev(PcpuId(0), first, StopReason::Preempted, Nanos(10_000_000));
+            let (again, _) = c.pick_next(PcpuId(0), Nanos(10_000_000)).expect("a vCPU");
+            assert_eq!(again, first);
+            // 14 ms in all: past the 12 ms ideal slice only counted from the first pick
+            // (the other 4 ms of vruntime behind it, within a slice).
+            c.ent[other].vruntime -= 10_000_000;
+            c.rqs[0].left.set(None);
+            assert_eq!(
+                c.tick(PcpuId(0), Nanos(14_000_000)),
+                preempted,
+                "keeps {keeps}"
+            );
+        }
     }
 }
