@@ -456,9 +456,14 @@ impl World {
             pcpu: wp.pcpu,
             pcpu_idle: self.pcpus[wp.pcpu.idx()].cur.is_none(),
         };
+        let delay = if count { self.costs.wake_halted_ns } else { 0 };
         if wp.preempt {
-            let delay = if count { self.costs.wake_halted_ns } else { 0 };
             self.request_resched(wp.pcpu, now + Nanos(delay));
+        }
+        if let Some(q) = self.sched.take_wake_tickle() {
+            // An idle pCPU woken to steal the work: the same host path to a running
+            // vCPU as waking one on its own idle pCPU.
+            self.request_resched(q, now + Nanos(delay));
         }
         // The wake-up is the host's work on another CPU (the waker's, or the timer's):
         // every pCPU the scheduler asks to pick again is remote.

@@ -30,6 +30,9 @@ struct Svc {
     blocked: bool,
     cpu: u32,
     start: Nanos,
+    /// Has been queued before: a wake-up queues it where it ran last (Xen's
+    /// `vc->processor`); the first placement looks for an idle pCPU.
+    placed: bool,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -72,6 +75,11 @@ pub struct Credit {
     /// that wanted more moves to the head, so that next period its surplus reaches the
     /// others (csched_acct's "lazily keep domains with extra credits at the head").
     active_vms: Vec<u32>,
+    /// The idle pCPU the last wake-up tickled (`__runq_tickle`), for the core to
+    /// reschedule: it steals the work queued on busy peers.
+    tickled: Option<PcpuId>,
+    /// The idle pCPU tickled last (opt_tickle_one_idle cycles through the idle ones).
+    last_tickle: usize,
 }
 
 impl Credit {
@@ -97,6 +105,7 @@ impl Credit {
                 blocked: true,
                 cpu: setup.vcpu_mask[i].iter().next().unwrap_or(0),
                 start: Nanos::ZERO,
+                placed: false,
             })
             .collect();
         let np = setup.pcpus as u64;
@@ -112,6 +121,8 @@ impl Credit {
             vm_vcpus,
             active_count: vec![0; nvm],
             active_vms: Vec::new(),
+            tickled: None,
+            last_tickle: 0,
             slice,
             tick,
             first_tick,
@@ -242,8 +253,10 @@ impl Credit {
         }
     }
 
-    /// csched_load_balance: steal the first vCPU of strictly higher priority than
-    /// `pri` from a busy peer, starting with the next pCPU.
+    /// csched_load_balance: from each busy peer in turn, starting with the next pCPU,
+    /// csched_runq_steal walks its queue and takes the first vCPU it may run here; it
+    /// gives up on that peer at the first vCPU not of strictly higher priority than
+    /// `pri` (the queue is in priority order, so nothing better follows).
     fn steal(&mut self, p: usize, pri: Option<Pri>) -> Option<VcpuId> {
         let n = self.pcpus.len();
         for k in 1..n {
@@ -251,13 +264,17 @@ impl Credit {
             if self.pcpus[q].curr.is_none() {
                 continue; // an idle peer picks up its own work
             }
-            let found = self.pcpus[q].runq.iter().position(|v| {
+            let mut found = None;
+            for (i, v) in self.pcpus[q].runq.iter().enumerate() {
                 let s = &self.svc[v.idx()];
-                Some(s.pri) > pri
-                    && !s.parked
-                    && !s.held
-                    && self.setup.vcpu_mask[v.idx()].contains(p as u32)
-            });
+                if Some(s.pri) <= pri {
+                    break;
+                }
+                if !s.parked && !s.held && self.setup.vcpu_mask[v.idx()].contains(p as u32) {
+                    found = Some(i);
+                    break;
+                }
+            }
             if let Some(i) = found {
                 let v = self.pcpus[q].runq.remove(i);
                 return Some(v);
@@ -397,6 +414,10 @@ impl HostScheduler for Credit {
         "credit"
     }
 
+    fn take_wake_tickle(&mut self) -> Option<PcpuId> {
+        self.tickled.take()
+    }
+
     fn tick_period(&self) -> Option<Nanos> {
         None
     }
@@ -405,11 +426,22 @@ impl HostScheduler for Credit {
         Some(self.slice)
     }
 
+    /// csched_vcpu_wake (Xen 4.1/4.2): the vCPU is queued where it ran last
+    /// (`vc->processor`; its first placement looks for an idle pCPU), BOOSTed if UNDER,
+    /// and `__runq_tickle` reschedules that pCPU if the vCPU's priority is strictly
+    /// higher than its current one's and, when that pCPU is busy, tickles one idle pCPU
+    /// the vCPU may run on, which steals work queued on busy peers.
     fn enqueue_wake(&mut self, v: VcpuId, now: Nanos) -> WakePlacement {
-        let p = self.pick_cpu(v);
+        let own = self.svc[v.idx()].cpu;
+        let p = if self.svc[v.idx()].placed && self.setup.vcpu_mask[v.idx()].contains(own) {
+            own as usize
+        } else {
+            self.pick_cpu(v)
+        };
         self.catch_up(p, now);
         let s = &mut self.svc[v.idx()];
         s.blocked = false;
+        s.placed = true;
         if self.boost && s.pri == Pri::Under && !s.parked {
             s.pri = Pri::Boost;
         }
@@ -417,11 +449,19 @@ impl HostScheduler for Credit {
         self.runq_insert(p, v);
         let preempt = match self.pcpus[p].curr {
             None => true,
-            Some(c) => {
-                let _ = now;
-                pri > self.svc[c.idx()].pri
-            }
+            Some(c) => pri > self.svc[c.idx()].pri,
         };
+        if self.pcpus[p].curr.is_some() {
+            let n = self.pcpus.len();
+            let mask = self.setup.vcpu_mask[v.idx()];
+            let idle = (1..=n)
+                .map(|k| (self.last_tickle + k) % n)
+                .find(|&q| q != p && mask.contains(q as u32) && self.is_idle(q));
+            if let Some(q) = idle {
+                self.last_tickle = q;
+                self.tickled = Some(PcpuId(q as u32));
+            }
+        }
         WakePlacement {
             pcpu: PcpuId(p as u32),
             preempt,
@@ -819,5 +859,61 @@ mod tests {
                 "slice {slice_ms} ms"
             );
         }
+    }
+
+    fn on_pcpus(pcpus: u32, n: usize) -> Credit {
+        let setup = SchedSetup {
+            pcpus,
+            threads_per_core: 1,
+            numa_nodes: 1,
+            vcpu_vm: (0..n).map(|i| VmId(i as u32)).collect(),
+            vcpu_mask: vec![CpuMask::all(pcpus); n],
+            vm_weight: vec![256; n],
+            vm_cap: vec![None; n],
+        };
+        Credit::new(&CreditParams::default(), setup)
+    }
+
+    /// csched_vcpu_wake: a vCPU that ran before is queued where it ran last, even when
+    /// another pCPU idles; that idle pCPU is tickled and steals it.
+    #[test]
+    fn a_wake_queues_where_it_ran_and_tickles_an_idle_pcpu_to_steal() {
+        let mut c = on_pcpus(2, 2);
+        let (a, b) = (VcpuId(0), VcpuId(1));
+        // a runs on pCPU 0 and blocks; b runs on pCPU 0.
+        c.svc[a.idx()].placed = true;
+        c.svc[a.idx()].cpu = 0;
+        c.svc[b.idx()].pri = Pri::Boost;
+        c.runq_insert(0, b);
+        c.svc[b.idx()].blocked = false;
+        c.pick_next(PcpuId(0), Nanos::ZERO).expect("b runs");
+        // a wakes: BOOST does not beat b's BOOST, so it waits on pCPU 0...
+        let w = c.enqueue_wake(a, Nanos(1_000));
+        assert_eq!((w.pcpu, w.preempt), (PcpuId(0), false));
+        // ...and idle pCPU 1 is tickled; picking, it steals a.
+        assert_eq!(c.take_wake_tickle(), Some(PcpuId(1)));
+        assert_eq!(c.take_wake_tickle(), None, "taken once");
+        let (v, _) = c.pick_next(PcpuId(1), Nanos(2_000)).expect("stolen");
+        assert_eq!(v, a);
+    }
+
+    /// csched_runq_steal gives up on a peer at the first queued vCPU that is not of
+    /// strictly higher priority, although a better one may sit behind it in a queue put
+    /// out of order (by yield-to-head, say).
+    #[test]
+    fn a_steal_stops_at_the_first_vcpu_not_of_higher_priority() {
+        let mut c = on_pcpus(2, 3);
+        let (run, over, under) = (VcpuId(0), VcpuId(1), VcpuId(2));
+        c.runq_insert(0, run);
+        c.svc[run.idx()].blocked = false;
+        c.pick_next(PcpuId(0), Nanos::ZERO).expect("runs");
+        c.svc[over.idx()].pri = Pri::Over;
+        c.svc[under.idx()].pri = Pri::Under;
+        c.pcpus[0].runq = vec![over, under];
+        // pCPU 1's own best is OVER: only strictly better work is stolen, and the
+        // peer's head is OVER, so nothing.
+        assert_eq!(c.steal(1, Some(Pri::Over)), None);
+        // Idle (nothing of its own): the head is taken.
+        assert_eq!(c.steal(1, None), Some(over));
     }
 }

@@ -114,6 +114,13 @@ pub trait HostScheduler {
         false
     }
 
+    /// An idle pCPU the last `enqueue_wake` tickled besides the pCPU it queued the vCPU
+    /// on (Xen credit's `__runq_tickle`: the idle pCPU then steals queued work), which
+    /// the core wakes as it would the woken vCPU's own.
+    fn take_wake_tickle(&mut self) -> Option<PcpuId> {
+        None
+    }
+
     /// pCPUs the scheduler itself decided must pick again now (a gang starts or ends,
     /// a co-stopped vCPU is released); drained by the core after each decision.
     fn drain_resched(&mut self, _out: &mut Vec<PcpuId>) {}

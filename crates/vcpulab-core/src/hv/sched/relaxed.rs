@@ -223,6 +223,10 @@ impl HostScheduler for RelaxedCo {
     fn drain_resched(&mut self, out: &mut Vec<PcpuId>) {
         out.append(&mut self.pending);
     }
+
+    fn take_wake_tickle(&mut self) -> Option<PcpuId> {
+        self.inner.take_wake_tickle()
+    }
 }
 
 #[cfg(test)]
