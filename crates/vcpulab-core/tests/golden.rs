@@ -43,11 +43,22 @@ fn credit_gives_each_busy_vcpu_its_domains_weight() {
         [host.scheduler]\nkind = \"credit\"\n\
         [[vm]]\nname = \"one\"\nvcpus = 1\nworkload = { model = \"cpu-bomb\" }\n\
         [[vm]]\nname = \"three\"\nvcpus = 3\nworkload = { model = \"cpu-bomb\" }\n";
-    let s = shares(&run_toml(text));
+    let r = run_toml(text);
+    let s = shares(&r);
     assert!(
         (s[0] - 0.25).abs() < 0.02 && (s[1] - 0.75).abs() < 0.02,
         "shares {s:?}"
     );
+    // The report's entitlement follows the scheduler's rule: per vCPU.
+    for vm in &r.vms {
+        assert!(
+            (vm.share_ratio - 1.0).abs() < 0.02,
+            "{}: entitlement {} share {}",
+            vm.vm,
+            vm.entitlement,
+            vm.cpu_share
+        );
+    }
 }
 
 #[test]

@@ -512,6 +512,19 @@ fn ple_storm_warnings(w: &World, end_ns: u64) -> Vec<String> {
 }
 
 /// Weighted max-min fair allocation of `capacity` among claimants with (weight, max).
+/// Whether the host scheduler weighs each vCPU with its VM's weight (so a VM with more
+/// busy vCPUs is entitled to more), rather than each VM as a whole (a task group per VM,
+/// or co-scheduling's per-VM slices).
+fn per_vcpu_weights(s: &crate::scenario::SchedulerConfig) -> bool {
+    use crate::scenario::SchedulerConfig as S;
+    match s {
+        S::Cfs(p) => !p.per_vm_groups,
+        S::Eevdf(p) => !p.per_vm_groups,
+        S::Credit(_) | S::Credit2(_) | S::RelaxedCo(_) => true,
+        S::Gang(_) => false,
+    }
+}
+
 pub fn water_fill(capacity: f64, claims: &[(f64, f64)]) -> Vec<f64> {
     let mut alloc = vec![0.0; claims.len()];
     let mut open: Vec<usize> = (0..claims.len()).filter(|&i| claims[i].0 > 0.0).collect();
@@ -581,23 +594,59 @@ impl Report {
         // it can use (its vCPUs, its cap) and what it asked for: the time its vCPUs
         // were on a pCPU or waiting for one. A VM that sleeps most of the time is
         // entitled to what it wanted, not to a share it never asked for.
-        let claims: Vec<(f64, f64)> = w
-            .vms
-            .iter()
-            .zip(&times)
-            .map(|(m, t)| {
-                let max = m
-                    .cap
-                    .map_or(m.nvcpus as f64, |c| (c / 100.0).min(m.nvcpus as f64));
-                let demand = if end > 0 {
-                    (t.cpu_ns + t.runnable_ns) as f64 / end as f64
-                } else {
-                    max
-                };
-                (m.weight as f64, max.min(demand))
-            })
-            .collect();
-        let ent = water_fill(npc, &claims);
+        let demand_of = |t: &TimeBreakdown, max: f64| {
+            if end > 0 {
+                (t.cpu_ns + t.runnable_ns) as f64 / end as f64
+            } else {
+                max
+            }
+        };
+        let ent = if per_vcpu_weights(&sc.host.scheduler) {
+            // Schedulers that weigh each vCPU with its VM's weight (Xen credit and
+            // credit2, Linux without a task group per VM): the max-min share is one of
+            // vCPUs, each up to one pCPU and its own demand; a VM's cap scales its
+            // vCPUs' claims down together when it binds.
+            let mut claims = Vec::new();
+            let mut owner = Vec::new();
+            for (i, m) in w.vms.iter().enumerate() {
+                let vs = &w.vcpus[m.first_vcpu as usize..(m.first_vcpu + m.nvcpus) as usize];
+                let wants: Vec<f64> = vs
+                    .iter()
+                    .map(|v| demand_of(&TimeBreakdown::of(v), 1.0).min(1.0))
+                    .collect();
+                let total: f64 = wants.iter().sum();
+                let scale = m.cap.map_or(1.0, |c| {
+                    if total > c / 100.0 {
+                        c / 100.0 / total
+                    } else {
+                        1.0
+                    }
+                });
+                for want in wants {
+                    claims.push((m.weight as f64, want * scale));
+                    owner.push(i);
+                }
+            }
+            let per_vcpu = water_fill(npc, &claims);
+            let mut ent = vec![0.0; w.vms.len()];
+            for (a, i) in per_vcpu.iter().zip(owner) {
+                ent[i] += a;
+            }
+            ent
+        } else {
+            let claims: Vec<(f64, f64)> = w
+                .vms
+                .iter()
+                .zip(&times)
+                .map(|(m, t)| {
+                    let max = m
+                        .cap
+                        .map_or(m.nvcpus as f64, |c| (c / 100.0).min(m.nvcpus as f64));
+                    (m.weight as f64, max.min(demand_of(t, max)))
+                })
+                .collect();
+            water_fill(npc, &claims)
+        };
         let secs = (end as f64 / 1e9).max(1e-12);
         // Lock-holder and lock-waiter preemptions per VM, in one pass over the lock
         // classes (a filter per VM was quadratic on hosts of a thousand VMs).
