@@ -67,7 +67,7 @@ pub static COLUMNS: &[Column] = &[
     c("vms", "halted_ns", "ns", "vCPU time halted (nothing to run in the guest)"),
     c("vms", "cpu_ns", "ns", "vCPU time on a pCPU: user + kernel + spin + idle_poll + overhead"),
     c("vms", "cpu_share", "fraction", "the VM's cpu_ns over all pCPU time (pCPUs x duration)"),
-    c("vms", "entitlement", "fraction", "the VM's weighted max-min fair share of all pCPU time, limited by its vCPUs, its cap and its demand (the time its vCPUs were on a pCPU or waiting for one): a VM that sleeps most of the time is entitled to what it asked for"),
+    c("vms", "entitlement", "fraction", "the VM's weighted max-min fair share of all pCPU time, limited by its vCPUs, its cap and its demand (the time its vCPUs were on a pCPU or waiting for one): a VM that sleeps most of the time is entitled to what it asked for. Under schedulers that weigh each vCPU with its VM's weight (Xen credit and credit2, CFS or EEVDF without a task group per VM) the fair share is one of vCPUs, each up to one pCPU and its own demand, summed per VM (a VM with more busy vCPUs is entitled to more); with a task group per VM, or co-scheduling, one of VMs"),
     c("vms", "share_ratio", "ratio", "cpu_share / entitlement (1 = got its fair share)"),
     c("vms", "finished", "bool", "the workload completed its fixed work within the run"),
     c("vms", "completion_ns", "ns", "when the workload finished (null if it did not)"),
