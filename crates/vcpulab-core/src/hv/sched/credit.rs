@@ -287,9 +287,11 @@ impl Credit {
     /// domain's weight ("Make weight per-vcpu": `__csched_vcpu_acct_start` adds the
     /// domain's weight to the total once per vCPU that becomes active), so a domain's
     /// fair share is its weight times its active vCPUs over the total, and its peak is
-    /// one period per active vCPU. Products in i128: credit is kept in nanoseconds.
+    /// one period per active vCPU. Credit is kept in nanoseconds, so a product of
+    /// credit and weight can pass i64 on a large host: `mul_div_ceil` falls back to
+    /// i128 then (accounting runs every slice; i128 division is a library call).
     fn acct(&mut self) {
-        let period = self.slice.0 as i128;
+        let period = self.slice.0 as i64;
         let mut active_count = std::mem::take(&mut self.active_count);
         debug_assert!(active_count.iter().enumerate().all(|(d, &c)| c
             == self.vm_vcpus[d]
@@ -304,8 +306,8 @@ impl Credit {
             self.active_vms.len(),
             active_count.iter().filter(|&&c| c > 0).count()
         );
-        let weight_of = |d: usize, active: i64| self.setup.vm_weight[d] as i128 * active as i128;
-        let weight_total: i128 = self
+        let weight_of = |d: usize, active: i64| i64::from(self.setup.vm_weight[d]) * active;
+        let weight_total: i64 = self
             .active_vms
             .iter()
             .map(|&d| weight_of(d as usize, active_count[d as usize]))
@@ -315,8 +317,8 @@ impl Credit {
             self.active_count = active_count;
             return;
         }
-        let prev_balance = self.credit_balance as i128;
-        let mut credit_total = period * self.pcpus.len() as i128;
+        let prev_balance = self.credit_balance;
+        let mut credit_total = period * self.pcpus.len() as i64;
         if prev_balance < 0 {
             credit_total -= prev_balance;
         }
@@ -331,30 +333,29 @@ impl Credit {
             let active = active_count[d];
             let weight = weight_of(d, active);
             weight_left -= weight;
-            let mut peak = active as i128 * period;
+            let mut peak = active * period;
             if prev_balance < 0 {
-                peak += (-prev_balance * weight + weight_total - 1) / weight_total;
+                peak += mul_div_ceil(-prev_balance, weight, weight_total);
             }
             let mut cap_per_vcpu = i64::MAX;
             if let Some(cap) = self.setup.vm_cap[d] {
-                let c = (cap / 100.0 * period as f64).round() as i128;
+                let c = (cap / 100.0 * period as f64).round() as i64;
                 peak = peak.min(c);
-                cap_per_vcpu = ((c + active as i128 - 1) / active as i128) as i64;
+                cap_per_vcpu = mul_div_ceil(c, 1, active);
             }
-            let mut fair = (credit_total * weight + weight_total - 1) / weight_total;
+            let mut fair = mul_div_ceil(credit_total, weight, weight_total);
             if fair < peak {
                 xtra = true;
             } else {
                 if weight_left != 0 {
-                    credit_total += ((fair - peak) * weight_total + weight_left - 1) / weight_left;
+                    credit_total += mul_div_ceil(fair - peak, weight_total, weight_left);
                 }
                 if xtra {
                     to_head.push(d32);
                 }
                 fair = peak;
             }
-            let per_vcpu = ((fair + active as i128 - 1) / active as i128) as i64;
-            let period = period as i64;
+            let per_vcpu = mul_div_ceil(fair, 1, active);
             let count = &mut active_count[d];
             for &i in &self.vm_vcpus[d] {
                 let s = &mut self.svc[i as usize];
@@ -391,10 +392,14 @@ impl Credit {
         // The list after the pass: each VM moved to the head went there in turn (the
         // last moved first), the others keep their order; VMs whose every vCPU stopped
         // earning leave it.
-        let mut list: Vec<u32> = to_head.iter().rev().copied().collect();
-        list.extend(order.iter().filter(|d| !to_head.contains(d)));
-        list.retain(|d| !gone.contains(d));
-        self.active_vms = list;
+        self.active_vms = if to_head.is_empty() && gone.is_empty() {
+            order
+        } else {
+            let mut list: Vec<u32> = to_head.iter().rev().copied().collect();
+            list.extend(order.iter().filter(|d| !to_head.contains(d)));
+            list.retain(|d| !gone.contains(d));
+            list
+        };
         // csched_runq_sort: each runqueue's vCPUs of UNDER or better move ahead of the
         // OVER ones, keeping their order (BOOST and UNDER are one class there). Xen sorts
         // each pCPU's queue at its next tick; here at the accounting instant. Most are
@@ -406,6 +411,17 @@ impl Credit {
                 pc.runq.sort_by_key(key);
             }
         }
+    }
+}
+
+/// ⌈a·b / d⌉ for a, b ≥ 0 and d > 0, as Xen's `(a * b + d - 1) / d`: in i64, or in
+/// i128 when the product would overflow (credit in nanoseconds times weights on a large
+/// host).
+#[inline]
+fn mul_div_ceil(a: i64, b: i64, d: i64) -> i64 {
+    match a.checked_mul(b) {
+        Some(p) if p <= i64::MAX - d => (p + d - 1) / d,
+        _ => ((i128::from(a) * i128::from(b) + i128::from(d) - 1) / i128::from(d)) as i64,
     }
 }
 
