@@ -79,8 +79,9 @@ struct Rq {
     exec_start: Nanos,
     /// When `curr` was picked (prev_sum_exec_runtime, for check_preempt_tick).
     picked_at: Nanos,
-    /// The entity put back last and when: a group entity picked again at once keeps
-    /// its `picked_at` (pick_next_task_fair sets only the levels that change).
+    /// The entity put back last and when: one picked again at once keeps its
+    /// `picked_at` from Linux 3.15 (`repick_keeps_slice`: pick_next_task_fair sets only
+    /// the levels that change).
     put_back: Option<(EntId, Nanos)>,
     min_vr: u64,
     next_buddy: Option<EntId>,

@@ -649,17 +649,25 @@ mod tests {
     use crate::host::cpumask::CpuMask;
     use crate::sim::VmId;
 
-    fn one_pcpu(n: usize) -> Credit {
-        let setup = SchedSetup {
-            pcpus: 1,
+    /// `n` one-vCPU VMs of equal weight on `pcpus` pCPUs.
+    fn setup(pcpus: u32, n: usize) -> SchedSetup {
+        SchedSetup {
+            pcpus,
             threads_per_core: 1,
             numa_nodes: 1,
             vcpu_vm: (0..n).map(|i| VmId(i as u32)).collect(),
-            vcpu_mask: vec![CpuMask::all(1); n],
+            vcpu_mask: vec![CpuMask::all(pcpus); n],
             vm_weight: vec![256; n],
             vm_cap: vec![None; n],
-        };
-        Credit::new(&CreditParams::default(), setup)
+        }
+    }
+
+    fn one_pcpu(n: usize) -> Credit {
+        on_pcpus(1, n)
+    }
+
+    fn on_pcpus(pcpus: u32, n: usize) -> Credit {
+        Credit::new(&CreditParams::default(), setup(pcpus, n))
     }
 
     #[test]
@@ -850,15 +858,6 @@ mod tests {
     /// csched_init: a slice of fewer milliseconds than ticks per slice has one tick.
     #[test]
     fn a_slice_under_three_ms_has_one_tick() {
-        let setup = |n: usize| SchedSetup {
-            pcpus: 1,
-            threads_per_core: 1,
-            numa_nodes: 1,
-            vcpu_vm: (0..n).map(|i| VmId(i as u32)).collect(),
-            vcpu_mask: vec![CpuMask::all(1); n],
-            vm_weight: vec![256; n],
-            vm_cap: vec![None; n],
-        };
         for (slice_ms, tick_ns) in [
             (30.0, 10_000_000),
             (3.0, 1_000_000),
@@ -870,24 +869,11 @@ mod tests {
                 ..CreditParams::default()
             };
             assert_eq!(
-                Credit::new(&p, setup(1)).tick,
+                Credit::new(&p, setup(1, 1)).tick,
                 Nanos(tick_ns),
                 "slice {slice_ms} ms"
             );
         }
-    }
-
-    fn on_pcpus(pcpus: u32, n: usize) -> Credit {
-        let setup = SchedSetup {
-            pcpus,
-            threads_per_core: 1,
-            numa_nodes: 1,
-            vcpu_vm: (0..n).map(|i| VmId(i as u32)).collect(),
-            vcpu_mask: vec![CpuMask::all(pcpus); n],
-            vm_weight: vec![256; n],
-            vm_cap: vec![None; n],
-        };
-        Credit::new(&CreditParams::default(), setup)
     }
 
     /// csched_vcpu_wake: a vCPU that ran before is queued where it ran last, even when
