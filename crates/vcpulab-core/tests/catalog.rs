@@ -198,12 +198,14 @@ fn dedup_suffers_lock_holder_preemption_only_when_co_running() {
             lh0 + 1
         };
         assert!(lh1 >= want, "with {co}: {lh1} LHP/LWP vs {lh0} alone");
-        // Lock waits grow (seeds 1-3: 2.1x with cpu-bomb, since a vCPU going idle
-        // pulls no cache-hot thread and, on this 3.x guest, none at all while its idle
-        // periods average under 0.5 ms — the dedicated run's 26 threads queue on their
-        // vCPUs and wait longer too; 3.8x before, 11x before glibc's mutexes slept at
-        // once; the factors also move with the random streams).
-        let factor = if co == "cpu-bomb" { 1.6 } else { 1.3 };
+        // Lock waits grow. By how much rests on a few convoys (the page-table lock's
+        // queue handed to a preempted waiter: 34 to 365 such hand-offs per seed with
+        // cpu-bomb), so the factor moves with the random streams: 1.10x with cpu-bomb
+        // over seeds 1-3 since busy vCPUs balance periodically (guest/balance.rs), 6.5x
+        // before — the queues that built up on some vCPUs then stayed until a vCPU went
+        // idle, which on this 3.x guest pulls nothing while its idle periods average
+        // under 0.5 ms.
+        let factor = 1.05;
         assert!(
             w1 > factor * w0.max(1.0),
             "with {co}: lock wait {w1} vs {w0} alone"

@@ -1,10 +1,11 @@
 //! The guest's load balancing besides wake-up placement (kernel/sched/fair.c): the
 //! newidle balance of a vCPU going idle and the nohz idle balance that busy vCPUs' ticks
 //! start for idle ones (`GuestBalance`), and the periodic balance (scheduler_tick →
-//! trigger_load_balance → rebalance_domains → load_balance) on the vCPUs where the
-//! model needs it: those that never go idle because a SCHED_IDLE thread runs there
-//! (Gleaner's yielding thread). The periodic balance of vCPUs running workload threads
-//! is not modelled.
+//! trigger_load_balance → rebalance_domains → load_balance): of vCPUs running workload
+//! threads (`on_busy_balance`: without it, threads crowded on one vCPU while every
+//! sibling is busy stay crowded, as no vCPU goes idle to pull them), and of vCPUs that
+//! never go idle because a SCHED_IDLE thread runs there (Gleaner's yielding thread,
+//! `periodic_balance`).
 //!
 //! A sched_yield that finds its own runqueue holding only the yielder does not balance:
 //! schedule() runs newidle_balance only when the runqueue is empty, and the yielder is
@@ -76,6 +77,11 @@ pub struct GuestBalance {
     pub pending: bool,
     /// vCPUs of the VM in the idle loop or halted (between idle entry and exit).
     pub idle_vcpus: u32,
+    /// The busy vCPUs' periodic balance is armed (`Ev::BusyBalance`).
+    pub busy_pending: bool,
+    /// The earliest time a busy vCPU's periodic balance is due, as the last round left
+    /// it (the next round is armed no earlier).
+    pub busy_next: Nanos,
 }
 
 impl GuestBalance {
@@ -91,6 +97,8 @@ impl GuestBalance {
             pending: false,
             // Every vCPU starts in the idle loop.
             idle_vcpus: vcpus,
+            busy_pending: false,
+            busy_next: Nanos::ZERO,
         }
     }
 
@@ -104,6 +112,13 @@ impl GuestBalance {
         } else {
             (avg as i64 + (idle as i64 - avg as i64) / 8) as u64
         }
+    }
+
+    /// The time from one periodic balance to the next (rebalance_domains): the domain's
+    /// interval, times `factor` on a CPU that is not idle, at most HZ × CPUs / 10
+    /// jiffies (max_load_balance_interval: 100 ms per vCPU).
+    pub fn period(&self, interval: u64, factor: u64, vcpus: u32) -> u64 {
+        (interval * factor).min(100 * MS * vcpus.max(1) as u64)
     }
 
     /// Whether a vCPU whose average idle is `avg` runs its newidle balance.
@@ -138,7 +153,8 @@ impl World {
             (clock.interval * 2).min(b.max_interval)
         };
         let factor = if b.sched_idle_cpu { 1 } else { b.busy_factor };
-        clock.next = tick_after(self.now + Nanos(clock.interval * factor), vm.guest.tick);
+        let period = b.period(clock.interval, factor, vm.nvcpus);
+        clock.next = tick_after(self.now + Nanos(period), vm.guest.tick);
         pulled
     }
 
@@ -184,6 +200,140 @@ impl World {
         if moved {
             self.nohz_arm(m);
         }
+    }
+
+    /// Threads are queued in VM `vm`: arm its busy vCPUs' periodic balance if it is not
+    /// armed, at the earliest balance time the last one left (`GuestBalance::busy_next`).
+    #[inline]
+    pub(crate) fn busy_arm(&mut self, vm: usize) {
+        let m = &self.vms[vm];
+        if m.balance.busy_pending || !m.guest.load_balance {
+            return;
+        }
+        let at = m
+            .balance
+            .busy_next
+            .max(tick_after(self.now + Nanos(1), m.guest.tick));
+        self.vms[vm].balance.busy_pending = true;
+        self.q.push(at, Ev::BusyBalance(VmId(vm as u32)));
+    }
+
+    /// The periodic balance of VM `vm`'s busy vCPUs (scheduler_tick →
+    /// trigger_load_balance → rebalance_domains → load_balance on a CPU that is not
+    /// idle): each vCPU running a workload thread on its pCPU, when its balance is due,
+    /// pulls queued threads from the sibling with the most runnable ones
+    /// (`busy_pull`); its next balance comes an interval times the busy factor on,
+    /// the interval reset after a balance that moved a thread and doubled (up to the
+    /// domain's maximum) after one that did not. A vCPU the host has descheduled takes
+    /// no tick and balances at a later round. Armed again while threads are queued.
+    pub(crate) fn on_busy_balance(&mut self, vm: VmId) {
+        let m = vm.idx();
+        self.vms[m].balance.busy_pending = false;
+        if self.vms[m].queued == 0 {
+            // Re-armed by the next thread queued (`rq_push`).
+            return;
+        }
+        let (first, n) = (self.vms[m].first_vcpu, self.vms[m].nvcpus);
+        let (b, tick) = (self.vms[m].balance, self.vms[m].guest.tick);
+        let mut next = Nanos::MAX;
+        for i in 0..n {
+            let v = VcpuId(first + i);
+            let vc = &self.vcpus[v.idx()];
+            let Some(c) = vc.cur else {
+                continue;
+            };
+            if !vc.is_running() || self.threads[c.idx()].idle_prio {
+                // Not ticking, or a yielding vCPU (its own balance: `periodic_balance`).
+                continue;
+            }
+            let mut clock = vc.busy_balance;
+            if self.now >= clock.next {
+                let pulled = self.busy_pull(v);
+                clock.interval = if pulled || clock.interval == 0 {
+                    b.interval
+                } else {
+                    (clock.interval * 2).min(b.max_interval)
+                };
+                let period = b.period(clock.interval, b.busy_factor, n);
+                clock.next = tick_after(self.now + Nanos(period), tick);
+                self.vcpus[v.idx()].busy_balance = clock;
+            }
+            next = next.min(clock.next);
+        }
+        if next == Nanos::MAX {
+            next = tick_after(
+                self.now + Nanos(b.period(b.interval, b.busy_factor, n)),
+                tick,
+            );
+        }
+        self.vms[m].balance.busy_next = next;
+        if self.vms[m].queued > 0 {
+            self.busy_arm(m);
+        }
+    }
+
+    /// load_balance() run by the busy `v` (calculate_imbalance and detach_tasks with
+    /// nice-0 threads, the VM's one sched domain whose groups are single vCPUs): the
+    /// sibling with the most runnable threads gives up queued ones while it holds at
+    /// least two more than `v`, as many as take neither past the VM's average (at least
+    /// one). Each moved thread is checked for wake-up preemption of `v`'s current one
+    /// (attach_task → check_preempt_curr). True when a thread moved.
+    fn busy_pull(&mut self, v: VcpuId) -> bool {
+        let vm = self.vcpus[v.idx()].vm.idx();
+        let m = &self.vms[vm];
+        if !m.cpuset.contains(v.0 - m.first_vcpu) {
+            return false;
+        }
+        let nr = |w: &World, s: VcpuId| {
+            let sv = &w.vcpus[s.idx()];
+            sv.rq.len() + sv.cur.is_some() as usize
+        };
+        let (first, n) = (m.first_vcpu, m.nvcpus);
+        let allowed = (0..n).filter(|&i| m.cpuset.contains(i)).count();
+        let total: usize = (0..n)
+            .filter(|&i| m.cpuset.contains(i))
+            .map(|i| nr(self, VcpuId(first + i)))
+            .sum();
+        let busiest = (first..first + n)
+            .map(VcpuId)
+            .filter(|&s| s != v && !self.vcpus[s.idx()].rq.is_empty())
+            .max_by_key(|&s| (nr(self, s), std::cmp::Reverse(s.0)));
+        let Some(s) = busiest else {
+            return false;
+        };
+        let (this, most) = (nr(self, v), nr(self, s));
+        if most < this + 2 {
+            return false;
+        }
+        // Threads to move: the busiest's excess over the average or this vCPU's
+        // shortfall, whichever is less (in threads × vCPUs, to stay in integers).
+        let excess = (most * allowed).saturating_sub(total);
+        let shortfall = total.saturating_sub(this * allowed);
+        let want = (excess.min(shortfall) / allowed.max(1)).max(1);
+        let mut moved = 0;
+        self.sync_progress(v);
+        while moved < want {
+            let Some(i) = self.vcpus[s.idx()]
+                .rq
+                .iter()
+                .position(|t| !self.threads[t.idx()].yielder)
+            else {
+                break;
+            };
+            let t = self.vcpus[s.idx()].rq.remove(i);
+            self.move_thread(t, v);
+            self.vcpus[v.idx()].rq.push(t);
+            moved += 1;
+            if let Some(c) = self.vcpus[v.idx()].cur {
+                if self.wakeup_preempts(v, c, Some(t)) && self.resched_now(v, c, false) {
+                    self.guest_preempt(v, c);
+                }
+            }
+        }
+        if moved > 0 {
+            self.vcpu_continue(v);
+        }
+        moved > 0
     }
 
     /// `GuestBalance::idle_vcpus` counts the VM's vCPUs between idle entry and exit.
@@ -259,6 +409,48 @@ workload = { model = "matmul", params = { forever = true } }
         }
     }
 
+    /// Eight CPU-bound threads of a four-vCPU VM, all moved onto vCPU 0 by a cpuset
+    /// and then let go: the three idle vCPUs take one each (newidle and nohz balance)
+    /// and are busy from then on, so only the busy vCPUs' periodic balance can move the
+    /// four left crowded on vCPU 0 (5 / 1 / 1 / 1 runnable) — at the busy interval.
+    #[test]
+    fn busy_vcpus_even_out_a_crowded_sibling_at_their_periodic_balance() {
+        let text = r#"
+preset = "kvm-default"
+seed = 1
+[run]
+duration = "DURATION"
+[host]
+pcpus = 4
+[[vm]]
+vcpus = 4
+[vm.workload]
+model = "program"
+[[vm.workload.group]]
+threads = 1
+ops = [{ cpuset = "0" }, { compute = "2ms" }, { cpuset = "0-3" }, { loop = { n = "forever", body = [{ compute = "1ms" }, { count = 1 }] } }]
+[[vm.workload.group]]
+threads = 7
+ops = [{ loop = { n = "forever", body = [{ compute = "1ms" }, { count = 1 }] } }]
+"#;
+        let runnable = |duration: &str| {
+            let sc = crate::resolve(&text.replace("DURATION", duration), &[], None)
+                .expect("scenario resolves");
+            let mut w = World::new(&sc).expect("world builds");
+            w.run();
+            w.vcpus
+                .iter()
+                .map(|vc| vc.rq.len() + vc.cur.is_some() as usize)
+                .collect::<Vec<_>>()
+        };
+        // The busy interval of today's guest on four vCPUs: 4 ms × 16.
+        let early = runnable("20ms");
+        assert_eq!(early.iter().sum::<usize>(), 8);
+        assert_eq!(early.iter().max(), Some(&5), "crowded at first: {early:?}");
+        let later = runnable("400ms");
+        assert_eq!(later, vec![2, 2, 2, 2], "balanced by then");
+    }
+
     #[test]
     fn avg_idle_is_an_eighth_weighted_average_capped_at_twice_the_cost() {
         let g = GuestBalance {
@@ -270,6 +462,8 @@ workload = { model = "matmul", params = { forever = true } }
             max_interval: 4_000_000,
             pending: false,
             idle_vcpus: 0,
+            busy_pending: false,
+            busy_next: Nanos::ZERO,
         };
         // The first period starts from the cap (rq->avg_idle's initial value).
         assert_eq!(g.next_avg_idle(u64::MAX, 200_000), 1_000_000 - 100_000);

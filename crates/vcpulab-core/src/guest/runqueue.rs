@@ -120,7 +120,9 @@ impl World {
     pub(crate) fn rq_push(&mut self, v: VcpuId, t: ThreadId) {
         let vc = &mut self.vcpus[v.idx()];
         vc.rq.push(t);
-        self.vms[vc.vm.idx()].queued += 1;
+        let vm = vc.vm.idx();
+        self.vms[vm].queued += 1;
+        self.busy_arm(vm);
     }
 
     /// Assigns `t` to vCPU `to`, carrying its vruntime over as Linux's

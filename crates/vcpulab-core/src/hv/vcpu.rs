@@ -199,6 +199,9 @@ pub struct Vcpu {
     /// eighth of each new one, capped at twice the migration cost; u64::MAX before the
     /// first, which counts as that cap).
     pub avg_idle: u64,
+    /// The periodic balance this vCPU runs from its tick while it runs a workload thread
+    /// (guest/balance.rs `on_busy_balance`).
+    pub busy_balance: crate::guest::balance::BalanceClock,
 }
 
 impl Vcpu {
@@ -208,6 +211,7 @@ impl Vcpu {
             index,
             mask,
             avg_idle: u64::MAX,
+            busy_balance: crate::guest::balance::BalanceClock::default(),
             hv: HvState::Halted,
             act: VcpuActivity::Off,
             gen: 0,

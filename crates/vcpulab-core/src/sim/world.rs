@@ -49,6 +49,8 @@ pub enum Ev {
     NicArrival(u32),
     /// A VM's idle vCPUs balance (nohz idle balance, guest/balance.rs).
     NohzBalance(VmId),
+    /// A VM's busy vCPUs run their periodic balance (guest/balance.rs).
+    BusyBalance(VmId),
 }
 
 /// A kernel-spinlock event, logged when `World::lock_log` is set.
@@ -698,6 +700,7 @@ impl World {
             }
             Ev::GleanerTick(vm) => self.on_gleaner_tick(vm),
             Ev::NohzBalance(vm) => self.on_nohz_balance(vm),
+            Ev::BusyBalance(vm) => self.on_busy_balance(vm),
             Ev::NicArrival(i) => self.on_nic_arrival(i),
         }
         true
