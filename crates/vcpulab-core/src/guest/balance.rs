@@ -23,7 +23,7 @@
 use crate::guest::preempt::tick_after;
 use crate::scenario::{BalanceInterval, GuestConfig};
 use crate::sim::world::{Ev, World};
-use crate::sim::{Nanos, VcpuId, VmId};
+use crate::sim::{Nanos, ThreadId, VcpuId, VmId};
 
 const MS: u64 = 1_000_000;
 
@@ -284,9 +284,12 @@ impl World {
         if !m.cpuset.contains(v.0 - m.first_vcpu) {
             return false;
         }
+        // Runnable threads, SCHED_IDLE ones left out: load_balance weighs threads by
+        // load, and a SCHED_IDLE thread's (3) is next to nothing beside a nice-0 one's.
         let nr = |w: &World, s: VcpuId| {
             let sv = &w.vcpus[s.idx()];
-            sv.rq.len() + sv.cur.is_some() as usize
+            let normal = |t: &ThreadId| !w.threads[t.idx()].idle_prio;
+            sv.rq.iter().filter(|t| normal(t)).count() + sv.cur.iter().filter(|t| normal(t)).count()
         };
         let (first, n) = (m.first_vcpu, m.nvcpus);
         let allowed = (0..n).filter(|&i| m.cpuset.contains(i)).count();
@@ -296,7 +299,13 @@ impl World {
             .sum();
         let busiest = (first..first + n)
             .map(VcpuId)
-            .filter(|&s| s != v && !self.vcpus[s.idx()].rq.is_empty())
+            .filter(|&s| {
+                s != v
+                    && self.vcpus[s.idx()]
+                        .rq
+                        .iter()
+                        .any(|t| !self.threads[t.idx()].idle_prio)
+            })
             .max_by_key(|&s| (nr(self, s), std::cmp::Reverse(s.0)));
         let Some(s) = busiest else {
             return false;
@@ -316,7 +325,7 @@ impl World {
             let Some(i) = self.vcpus[s.idx()]
                 .rq
                 .iter()
-                .position(|t| !self.threads[t.idx()].yielder)
+                .position(|t| !self.threads[t.idx()].idle_prio)
             else {
                 break;
             };
