@@ -141,8 +141,10 @@ impl Hist {
     }
 
     /// Grows the window to take in buckets `from .. to`, with room to spare on the side
-    /// it grows (at least doubling, as a Vec would), so that a histogram reallocates a
-    /// few times only.
+    /// it grows — a quarter of the window (at least 16 buckets), so that a histogram
+    /// reallocates a few times only (the window grows geometrically) without holding
+    /// twice the counters it needs, as doubling did: on a host of a thousand VMs, each
+    /// with a dozen histograms, doubling cost 10% of the run's memory.
     #[cold]
     fn cover(&mut self, from: usize, to: usize) {
         let (lo, hi) = if self.counts.is_empty() {
@@ -150,7 +152,7 @@ impl Hist {
         } else {
             (from.min(self.lo as usize), to.max(self.hi()))
         };
-        let spare = self.counts.len().max(16);
+        let spare = (self.counts.len() / 4).max(16);
         let (lo, hi) = if self.counts.is_empty() {
             (lo, hi)
         } else if lo < self.lo as usize {
