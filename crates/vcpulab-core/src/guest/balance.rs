@@ -433,6 +433,7 @@ duration = "DURATION"
 pcpus = 4
 [[vm]]
 vcpus = 4
+guest = { kernel = "KERNEL" }
 [vm.workload]
 model = "program"
 [[vm.workload.group]]
@@ -442,22 +443,29 @@ ops = [{ cpuset = "0" }, { compute = "2ms" }, { cpuset = "0-3" }, { loop = { n =
 threads = 7
 ops = [{ loop = { n = "forever", body = [{ compute = "1ms" }, { count = 1 }] } }]
 "#;
-        let runnable = |duration: &str| {
-            let sc = crate::resolve(&text.replace("DURATION", duration), &[], None)
-                .expect("scenario resolves");
-            let mut w = World::new(&sc).expect("world builds");
-            w.run();
-            w.vcpus
-                .iter()
-                .map(|vc| vc.rq.len() + vc.cur.is_some() as usize)
-                .collect::<Vec<_>>()
-        };
-        // The busy interval of today's guest on four vCPUs: 4 ms × 16.
-        let early = runnable("20ms");
-        assert_eq!(early.iter().sum::<usize>(), 8);
-        assert_eq!(early.iter().max(), Some(&5), "crowded at first: {early:?}");
-        let later = runnable("400ms");
-        assert_eq!(later, vec![2, 2, 2, 2], "balanced by then");
+        // Today's guest (EEVDF; 4 vCPUs × 16 ms) and Linux 3.9's (CFS; 1 ms × 64): the
+        // same busy interval, two runqueue models.
+        for kernel in ["linux-6.6", "linux-3.9"] {
+            let runnable = |duration: &str| {
+                let text = text.replace("DURATION", duration).replace("KERNEL", kernel);
+                let sc = crate::resolve(&text, &[], None).expect("scenario resolves");
+                let mut w = World::new(&sc).expect("world builds");
+                w.run();
+                w.vcpus
+                    .iter()
+                    .map(|vc| vc.rq.len() + vc.cur.is_some() as usize)
+                    .collect::<Vec<_>>()
+            };
+            let early = runnable("20ms");
+            assert_eq!(early.iter().sum::<usize>(), 8);
+            assert_eq!(
+                early.iter().max(),
+                Some(&5),
+                "{kernel}: crowded at first: {early:?}"
+            );
+            let later = runnable("400ms");
+            assert_eq!(later, vec![2, 2, 2, 2], "{kernel}: balanced by then");
+        }
     }
 
     #[test]
