@@ -45,6 +45,9 @@ struct Pcpu {
     last_preempted: Option<(VcpuId, Nanos)>,
     /// Co-scheduling: the vCPU this pCPU runs next, ahead of its runqueue.
     forced: Option<VcpuId>,
+    /// The accounting pass whose priorities the runqueue was last sorted by
+    /// (`Credit::sort_epoch`; csched_pcpu's runq_sort_last).
+    sorted_epoch: u64,
 }
 
 pub struct Credit {
@@ -80,6 +83,13 @@ pub struct Credit {
     tickled: Option<PcpuId>,
     /// The idle pCPU tickled last (opt_tickle_one_idle cycles through the idle ones).
     last_tickle: usize,
+    /// Accounting passes so far (csched_private's runq_sort) and when the last one ran:
+    /// each pCPU re-sorts its runqueue at its first tick after it (`sort_if_due`).
+    sort_epoch: u64,
+    acct_at: Nanos,
+    /// The latest time the scheduler was called at (for `requeue`, which is called at
+    /// the time of the `put_prev` or `pick_next` before it).
+    clock: Nanos,
 }
 
 impl Credit {
@@ -123,6 +133,9 @@ impl Credit {
             active_vms: Vec::new(),
             tickled: None,
             last_tickle: 0,
+            sort_epoch: 0,
+            acct_at: Nanos::ZERO,
+            clock: Nanos::ZERO,
             slice,
             tick,
             first_tick,
@@ -134,6 +147,38 @@ impl Credit {
             svc,
             setup,
             credit_balance: 0,
+        }
+    }
+
+    /// csched_tick → csched_runq_sort: a pCPU re-sorts its runqueue by the priorities
+    /// of the last accounting pass at its first tick after that pass (ticks are not
+    /// events here: this runs before anything that reads or changes the queue's order
+    /// at or after that tick, which comes to the same). Until then a pick, a steal or an
+    /// insertion sees the queue in its old order, as on Xen. The sort is stable and has
+    /// two classes: UNDER or BOOST ahead of OVER.
+    fn sort_if_due(&mut self, p: usize, now: Nanos) {
+        if self.pcpus[p].sorted_epoch == self.sort_epoch {
+            return;
+        }
+        // The first tick strictly after the pass (a tick at the same instant came first).
+        let first = self.first_tick[p];
+        let due = if self.tick.0 == 0 {
+            self.acct_at
+        } else if self.acct_at < first {
+            first
+        } else {
+            Nanos(first.0 + ((self.acct_at.0 - first.0) / self.tick.0 + 1) * self.tick.0)
+        };
+        if now < due {
+            return;
+        }
+        self.pcpus[p].sorted_epoch = self.sort_epoch;
+        let svc = &self.svc;
+        let key = |v: &VcpuId| svc[v.idx()].pri == Pri::Over;
+        let q = &mut self.pcpus[p].runq;
+        // Most are in order already (a stable sort leaves them as they are).
+        if !q.is_sorted_by_key(key) {
+            q.sort_by_key(key);
         }
     }
 
@@ -257,13 +302,14 @@ impl Credit {
     /// csched_runq_steal walks its queue and takes the first vCPU it may run here; it
     /// gives up on that peer at the first vCPU not of strictly higher priority than
     /// `pri` (the queue is in priority order, so nothing better follows).
-    fn steal(&mut self, p: usize, pri: Option<Pri>) -> Option<VcpuId> {
+    fn steal(&mut self, p: usize, pri: Option<Pri>, now: Nanos) -> Option<VcpuId> {
         let n = self.pcpus.len();
         for k in 1..n {
             let q = (p + k) % n;
             if self.pcpus[q].curr.is_none() {
                 continue; // an idle peer picks up its own work
             }
+            self.sort_if_due(q, now);
             let mut found = None;
             for (i, v) in self.pcpus[q].runq.iter().enumerate() {
                 let s = &self.svc[v.idx()];
@@ -400,17 +446,9 @@ impl Credit {
             list.retain(|d| !gone.contains(d));
             list
         };
-        // csched_runq_sort: each runqueue's vCPUs of UNDER or better move ahead of the
-        // OVER ones, keeping their order (BOOST and UNDER are one class there). Xen sorts
-        // each pCPU's queue at its next tick; here at the accounting instant. Most are
-        // in order already (a stable sort leaves them as they are): checked first.
-        let svc = &self.svc;
-        let key = |v: &VcpuId| svc[v.idx()].pri == Pri::Over;
-        for pc in &mut self.pcpus {
-            if !pc.runq.is_sorted_by_key(key) {
-                pc.runq.sort_by_key(key);
-            }
-        }
+        // csched_runq_sort: each pCPU re-sorts its runqueue at its next tick
+        // (`sort_if_due`).
+        self.sort_epoch += 1;
     }
 }
 
@@ -454,7 +492,9 @@ impl HostScheduler for Credit {
         } else {
             self.pick_cpu(v)
         };
+        self.clock = now;
         self.catch_up(p, now);
+        self.sort_if_due(p, now);
         let s = &mut self.svc[v.idx()];
         s.blocked = false;
         s.placed = true;
@@ -487,7 +527,9 @@ impl HostScheduler for Credit {
     fn put_prev(&mut self, p: PcpuId, v: VcpuId, why: StopReason, now: Nanos) {
         let pi = p.idx();
         let ran = now.0.saturating_sub(self.pcpus[pi].picked_at.0);
+        self.clock = now;
         self.catch_up(pi, now);
+        self.sort_if_due(pi, now);
         self.burn(v, now);
         self.pcpus[pi].curr = None;
         self.pcpus[pi].last_preempted = None;
@@ -511,6 +553,8 @@ impl HostScheduler for Credit {
 
     fn pick_next(&mut self, p: PcpuId, now: Nanos) -> Option<(VcpuId, Option<Nanos>)> {
         let pi = p.idx();
+        self.clock = now;
+        self.sort_if_due(pi, now);
         if let Some(v) = self.pcpus[pi].forced.take() {
             // Co-scheduling: run the chosen vCPU now, whatever the queue says.
             self.pcpus[pi].last_preempted = None;
@@ -547,7 +591,7 @@ impl HostScheduler for Credit {
             self.pcpus[pi].runq.remove(i);
             v
         } else {
-            match self.steal(pi, head_pri) {
+            match self.steal(pi, head_pri, now) {
                 Some(v) => v,
                 None => {
                     let (i, v) = head?;
@@ -567,7 +611,9 @@ impl HostScheduler for Credit {
     fn tick(&mut self, p: PcpuId, now: Nanos) -> bool {
         // Only schedulers built on credit that keep ticks of their own call this.
         let pi = p.idx();
+        self.clock = now;
         self.catch_up(pi, now);
+        self.sort_if_due(pi, now);
         if let Some(c) = self.pcpus[pi].curr {
             // A parked (capped-out) vCPU stops at once.
             return self.svc[c.idx()].parked;
@@ -577,10 +623,15 @@ impl HostScheduler for Credit {
     }
 
     fn global_tick(&mut self, now: Nanos, resched: &mut Vec<PcpuId>) {
+        self.clock = now;
         for p in 0..self.pcpus.len() {
             self.catch_up(p, now);
+            // A sort whose tick has come runs by the old priorities, before this pass
+            // changes them.
+            self.sort_if_due(p, now);
         }
         self.acct();
+        self.acct_at = now;
         for p in 0..self.pcpus.len() {
             match self.pcpus[p].curr {
                 Some(c) if self.svc[c.idx()].parked => resched.push(PcpuId(p as u32)),
@@ -615,12 +666,13 @@ impl HostScheduler for Credit {
 
     fn requeue(&mut self, v: VcpuId, head: bool) -> bool {
         let home = self.svc[v.idx()].cpu as usize;
+        self.sort_if_due(home, self.clock);
         let Some(i) = self.pcpus[home].runq.iter().position(|x| *x == v) else {
             return false;
         };
         self.pcpus[home].runq.remove(i);
-        // Out of priority order until the next accounting period re-sorts the queue
-        // (as Xen's csched_runq_sort does).
+        // Out of priority order until the pCPU's first tick after the next accounting
+        // pass re-sorts the queue (csched_runq_sort).
         if head {
             self.pcpus[home].runq.insert(0, v);
         } else {
@@ -914,8 +966,45 @@ mod tests {
         c.pcpus[0].runq = vec![over, under];
         // pCPU 1's own best is OVER: only strictly better work is stolen, and the
         // peer's head is OVER, so nothing.
-        assert_eq!(c.steal(1, Some(Pri::Over)), None);
+        assert_eq!(c.steal(1, Some(Pri::Over), Nanos::ZERO), None);
         // Idle (nothing of its own): the head is taken.
-        assert_eq!(c.steal(1, None), Some(over));
+        assert_eq!(c.steal(1, None, Nanos::ZERO), Some(over));
+    }
+
+    /// csched_runq_sort runs from csched_tick: after an accounting pass a pCPU picks
+    /// from its queue in the old order until its next tick, then by the new priorities.
+    #[test]
+    fn a_runqueue_is_sorted_at_its_first_tick_after_accounting() {
+        let pick_at = |t: Nanos| {
+            let mut c = one_pcpu(3);
+            let (run, a, b) = (VcpuId(0), VcpuId(1), VcpuId(2));
+            for v in [run, a, b] {
+                c.svc[v.idx()].blocked = false;
+                c.runq_insert(0, v);
+            }
+            c.pick_next(PcpuId(0), Nanos::ZERO).expect("runs");
+            // An accounting pass at 25 ms leaves a OVER and b UNDER (a ahead of b).
+            let mut resched = Vec::new();
+            c.global_tick(Nanos(25_000_000), &mut resched);
+            c.svc[a.idx()].pri = Pri::Over;
+            c.svc[b.idx()].pri = Pri::Under;
+            assert_eq!(c.pcpus[0].runq, vec![a, b]);
+            c.put_prev(PcpuId(0), run, StopReason::Blocked, t);
+            c.pick_next(PcpuId(0), t).expect("a vCPU").0
+        };
+        // 30 ms slices, three ticks each: the one pCPU ticks at 10, 20, 30 ms ...
+        let c = one_pcpu(1);
+        assert_eq!(
+            (c.first_tick[0], c.tick),
+            (Nanos(10_000_000), Nanos(10_000_000))
+        );
+        let due = Nanos(30_000_000);
+        let (a, b) = (VcpuId(1), VcpuId(2));
+        assert_eq!(
+            pick_at(Nanos(due.0 - 1)),
+            a,
+            "before the tick: the old order"
+        );
+        assert_eq!(pick_at(due), b, "at the tick: UNDER first");
     }
 }
