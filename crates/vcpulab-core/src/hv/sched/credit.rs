@@ -45,9 +45,9 @@ struct Pcpu {
     last_preempted: Option<(VcpuId, Nanos)>,
     /// Co-scheduling: the vCPU this pCPU runs next, ahead of its runqueue.
     forced: Option<VcpuId>,
-    /// The accounting pass whose priorities the runqueue was last sorted by
-    /// (`Credit::sort_epoch`; csched_pcpu's runq_sort_last).
-    sorted_epoch: u64,
+    /// When the runqueue is next re-sorted: the pCPU's first tick after the last
+    /// accounting pass (csched_runq_sort from csched_tick), MAX once done.
+    sort_due: Nanos,
 }
 
 pub struct Credit {
@@ -83,10 +83,6 @@ pub struct Credit {
     tickled: Option<PcpuId>,
     /// The idle pCPU tickled last (opt_tickle_one_idle cycles through the idle ones).
     last_tickle: usize,
-    /// Accounting passes so far (csched_private's runq_sort) and when the last one ran:
-    /// each pCPU re-sorts its runqueue at its first tick after it (`sort_if_due`).
-    sort_epoch: u64,
-    acct_at: Nanos,
     /// The latest time the scheduler was called at (for `requeue`, which is called at
     /// the time of the `put_prev` or `pick_next` before it).
     clock: Nanos,
@@ -133,8 +129,6 @@ impl Credit {
             active_vms: Vec::new(),
             tickled: None,
             last_tickle: 0,
-            sort_epoch: 0,
-            acct_at: Nanos::ZERO,
             clock: Nanos::ZERO,
             slice,
             tick,
@@ -143,7 +137,13 @@ impl Credit {
             ratelimit,
             ratelimit_rule: p.ratelimit_rule,
             boost: p.boost,
-            pcpus: vec![Pcpu::default(); setup.pcpus as usize],
+            pcpus: vec![
+                Pcpu {
+                    sort_due: Nanos::MAX,
+                    ..Pcpu::default()
+                };
+                setup.pcpus as usize
+            ],
             svc,
             setup,
             credit_balance: 0,
@@ -156,23 +156,17 @@ impl Credit {
     /// at or after that tick, which comes to the same). Until then a pick, a steal or an
     /// insertion sees the queue in its old order, as on Xen. The sort is stable and has
     /// two classes: UNDER or BOOST ahead of OVER.
+    #[inline(always)]
     fn sort_if_due(&mut self, p: usize, now: Nanos) {
-        if self.pcpus[p].sorted_epoch == self.sort_epoch {
-            return;
+        if now >= self.pcpus[p].sort_due {
+            self.sort_runq(p);
         }
-        // The first tick strictly after the pass (a tick at the same instant came first).
-        let first = self.first_tick[p];
-        let due = if self.tick.0 == 0 {
-            self.acct_at
-        } else if self.acct_at < first {
-            first
-        } else {
-            Nanos(first.0 + ((self.acct_at.0 - first.0) / self.tick.0 + 1) * self.tick.0)
-        };
-        if now < due {
-            return;
-        }
-        self.pcpus[p].sorted_epoch = self.sort_epoch;
+    }
+
+    /// csched_runq_sort on `p`'s runqueue (see `sort_if_due`).
+    #[inline(never)]
+    fn sort_runq(&mut self, p: usize) {
+        self.pcpus[p].sort_due = Nanos::MAX;
         let svc = &self.svc;
         let key = |v: &VcpuId| svc[v.idx()].pri == Pri::Over;
         let q = &mut self.pcpus[p].runq;
@@ -446,9 +440,21 @@ impl Credit {
             list.retain(|d| !gone.contains(d));
             list
         };
-        // csched_runq_sort: each pCPU re-sorts its runqueue at its next tick
-        // (`sort_if_due`).
-        self.sort_epoch += 1;
+    }
+
+    /// After an accounting pass at `now`: each pCPU re-sorts its runqueue at its first
+    /// tick strictly after it (a tick at the same instant came first; `sort_if_due`).
+    fn sorts_due_after(&mut self, now: Nanos) {
+        for p in 0..self.pcpus.len() {
+            let first = self.first_tick[p];
+            self.pcpus[p].sort_due = if self.tick.0 == 0 {
+                now
+            } else if now < first {
+                first
+            } else {
+                Nanos(first.0 + ((now.0 - first.0) / self.tick.0 + 1) * self.tick.0)
+            };
+        }
     }
 }
 
@@ -631,7 +637,7 @@ impl HostScheduler for Credit {
             self.sort_if_due(p, now);
         }
         self.acct();
-        self.acct_at = now;
+        self.sorts_due_after(now);
         for p in 0..self.pcpus.len() {
             match self.pcpus[p].curr {
                 Some(c) if self.svc[c.idx()].parked => resched.push(PcpuId(p as u32)),
