@@ -475,7 +475,7 @@ impl World {
                 }
                 self.threads[y.idx()].state = ThreadState::Runnable;
                 self.rq_push(v, y);
-                self.kick_vcpu(v);
+                self.kick_vcpu(v, None);
             } else if running && cur_is_yielder && self.normal_queued(v) {
                 // A thread migrated here: the SCHED_IDLE yielder gives way at once.
                 self.sync_progress(v);

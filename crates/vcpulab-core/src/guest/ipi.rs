@@ -6,10 +6,11 @@
 
 use crate::guest::thread::{Micro, ThreadActivity, ThreadState};
 use crate::hv::irq::{Delivered, Irq};
+use crate::hv::sched::wake_affine::Waker;
 use crate::hv::vcpu::{HvState, VcpuActivity};
 use crate::scenario::WakeIpi;
 use crate::sim::world::{Ev, World};
-use crate::sim::{Nanos, ThreadId, VcpuId};
+use crate::sim::{Nanos, PcpuId, ThreadId, VcpuId};
 
 /// Wake-up paths, as indices of the per-VM wake-latency histograms.
 pub const PATH_SAME_VCPU: u8 = 0;
@@ -39,8 +40,43 @@ pub enum IpiKind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IpiMsg {
     pub kind: IpiKind,
+    /// The pCPU the sender ran on when its exit woke a halted target's thread
+    /// (`NO_WAKER`: none, as with IPI virtualization); packed beside `kind` so that
+    /// the event stays small.
+    waker_pcpu: u16,
     pub thread: ThreadId,
     pub gen: u32,
+    /// The sending vCPU.
+    sender: VcpuId,
+}
+
+const NO_WAKER: u16 = u16::MAX;
+
+impl IpiMsg {
+    /// An IPI `sender` sends; `waker`: who the host's wake-up of a halted target is
+    /// done by (`World::waker_of`).
+    pub fn new(
+        kind: IpiKind,
+        thread: ThreadId,
+        gen: u32,
+        sender: VcpuId,
+        waker: Option<Waker>,
+    ) -> IpiMsg {
+        IpiMsg {
+            kind,
+            waker_pcpu: waker.map_or(NO_WAKER, |w| w.pcpu.0 as u16),
+            thread,
+            gen,
+            sender,
+        }
+    }
+
+    pub fn waker(&self) -> Option<Waker> {
+        (self.waker_pcpu != NO_WAKER).then_some(Waker {
+            vcpu: self.sender,
+            pcpu: PcpuId(u32::from(self.waker_pcpu)),
+        })
+    }
 }
 
 /// The wake-up path an interrupt's delivery makes (the target's state when it arrives).
@@ -153,11 +189,7 @@ impl World {
         };
         if polling {
             // A polling idle loop sees the flag without an interrupt.
-            let msg = IpiMsg {
-                kind: IpiKind::Poke,
-                thread: w,
-                gen: 0,
-            };
+            let msg = IpiMsg::new(IpiKind::Poke, w, 0, from, self.waker_of(from, true));
             self.irq_send(IpiKind::Poke, from, &[target]);
             self.q
                 .push(self.now + Nanos(remote), Ev::IpiArrive(target, msg));
@@ -176,11 +208,7 @@ impl World {
                 .push_front(Micro::Exit { ns: exit });
         }
         self.protect_sender(from);
-        let msg = IpiMsg {
-            kind: IpiKind::Resched,
-            thread: w,
-            gen: 0,
-        };
+        let msg = IpiMsg::new(IpiKind::Resched, w, 0, from, self.waker_of(from, true));
         self.irq_send(IpiKind::Resched, from, &[target]);
         let flight = remote + self.icr_flight_ns();
         self.q
@@ -240,6 +268,7 @@ impl World {
                 kind: msg.kind,
                 sent,
                 tlb,
+                waker: msg.waker(),
             },
         );
         // The wake-up path is decided by the target's state when the IPI arrives.
@@ -449,11 +478,7 @@ impl World {
         th.micro.push_front(Micro::Exit { ns: exits });
         self.vms[vm.idx()].tlb_shootdowns += 1;
         self.irq_send(IpiKind::Tlb, v, &targets);
-        let msg = IpiMsg {
-            kind: IpiKind::Tlb,
-            thread: t,
-            gen,
-        };
+        let msg = IpiMsg::new(IpiKind::Tlb, t, gen, v, self.waker_of(v, true));
         let at = self.now + Nanos(self.icr_flight_ns());
         for &tv in &targets {
             self.q.push(at, Ev::IpiArrive(tv, msg));

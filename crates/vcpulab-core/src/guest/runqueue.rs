@@ -290,7 +290,13 @@ impl World {
     /// `to` got a thread from `from`'s side: make sure it notices (wake it if halted,
     /// let an idle loop pick it up, interrupt a busy one).
     pub(crate) fn kick_vcpu_for_work(&mut self, to: VcpuId) {
-        let how = self.irq_deliver(to, Irq::Kick { only_idle: true });
+        let how = self.irq_deliver(
+            to,
+            Irq::Kick {
+                only_idle: true,
+                waker: None,
+            },
+        );
         if how == Delivered::Running && self.vcpus[to.idx()].cur.is_none() {
             self.vcpu_continue(to);
         }

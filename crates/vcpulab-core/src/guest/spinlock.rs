@@ -552,7 +552,8 @@ impl World {
             kernel: true,
         });
         self.lock_classes[class].kicks += 1;
-        self.kick_vcpu(nv);
+        let by = self.threads[t.idx()].vcpu;
+        self.kick_vcpu(nv, Some(by));
     }
 
     /// The pv spin budget of `t`, spinning for `l`, ran out.

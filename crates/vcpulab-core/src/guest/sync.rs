@@ -901,9 +901,18 @@ impl World {
     }
 
     /// A pv kick: wakes a halted vCPU, cancels a halt in progress or host polling.
-    pub(crate) fn kick_vcpu(&mut self, v: VcpuId) {
+    /// `by`: the kicking vCPU (a hypercall's exit), if a vCPU kicks.
+    pub(crate) fn kick_vcpu(&mut self, v: VcpuId, by: Option<VcpuId>) {
         use crate::hv::irq::{Delivered, Irq};
-        if self.irq_deliver(v, Irq::Kick { only_idle: false }) == Delivered::Running {
+        let waker = by.and_then(|k| self.waker_of(k, false));
+        if self.irq_deliver(
+            v,
+            Irq::Kick {
+                only_idle: false,
+                waker,
+            },
+        ) == Delivered::Running
+        {
             self.sync_progress(v);
             self.vcpu_continue(v);
         }

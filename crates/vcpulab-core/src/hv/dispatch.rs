@@ -438,7 +438,13 @@ impl World {
 
     /// A halted vCPU becomes runnable (an interrupt or IPI arrived for it); returns the
     /// pCPU it was queued on and whether that pCPU was idle.
-    pub(crate) fn hv_wake_vcpu(&mut self, v: VcpuId, count: bool) -> WakePlacement {
+    /// `waker`: the vCPU whose exit does the host's wake-up (an IPI or pv kick), if any.
+    pub(crate) fn hv_wake_vcpu(
+        &mut self,
+        v: VcpuId,
+        count: bool,
+        waker: Option<crate::hv::sched::wake_affine::Waker>,
+    ) -> WakePlacement {
         let now = self.now;
         let vc = &mut self.vcpus[v.idx()];
         debug_assert_eq!(vc.hv, HvState::Halted);
@@ -449,7 +455,10 @@ impl World {
         vc.woke_from_halt = true;
         self.frag.vcpu_waiting(now, true);
         self.adapt_halt_poll(v);
-        let wp = self.sched.enqueue_wake(v, now);
+        let wp = self.sched.enqueue_wake_by(v, waker, now);
+        if self.sched.take_affine() {
+            self.vcpus[v.idx()].affine_wakes += 1;
+        }
         let home = self.sched.home_of(v);
         self.runq.wants(v, home, now);
         let placement = WakePlacement {

@@ -11,6 +11,7 @@
 //! delivery (DCS treats IPIs as coordination signals).
 
 use crate::guest::ipi::IpiKind;
+use crate::hv::sched::wake_affine::Waker;
 use crate::hv::vcpu::{HvState, VcpuActivity};
 use crate::sim::world::World;
 use crate::sim::{Nanos, PcpuId, ThreadId, VcpuId};
@@ -25,6 +26,7 @@ pub enum Irq {
         kind: IpiKind,
         sent: Nanos,
         tlb: Option<(ThreadId, u32)>,
+        waker: Option<Waker>,
     },
     /// A device completion for `thread`, routed to the VM's vCPU 0.
     Device { thread: ThreadId },
@@ -32,8 +34,12 @@ pub enum Irq {
     Timer,
     /// A kick: pv unlock's KVM_HC_KICK_CPU, or a thread made runnable on the vCPU
     /// from outside (a cpuset migration, Gleaner's unparked yielder). `only_idle`: it
-    /// matters only to a vCPU without a current thread.
-    Kick { only_idle: bool },
+    /// matters only to a vCPU without a current thread; `waker`: the kicking vCPU's
+    /// hypercall exit (a pv kick).
+    Kick {
+        only_idle: bool,
+        waker: Option<Waker>,
+    },
 }
 
 /// The class of an interrupt, as a policy sees it.
@@ -46,6 +52,15 @@ pub enum IrqClass {
 }
 
 impl Irq {
+    /// Who does the host's wake-up of a halted target: the sender's exit, if any
+    /// (hv/sched/wake_affine.rs).
+    pub fn waker(&self) -> Option<Waker> {
+        match *self {
+            Irq::Ipi { waker, .. } | Irq::Kick { waker, .. } => waker,
+            Irq::Device { .. } | Irq::Timer => None,
+        }
+    }
+
     pub fn class(&self) -> IrqClass {
         match self {
             Irq::Ipi { kind, .. } => IrqClass::Ipi(*kind),
@@ -88,6 +103,24 @@ pub struct NoIrqPolicy;
 impl IrqPolicy for NoIrqPolicy {}
 
 impl World {
+    /// Who wakes a halted target of `sender`'s IPI (`by_icr`) or pv kick: the sender's
+    /// exit on its pCPU, which does the host's wake-up of the target's thread
+    /// (kvm_vcpu_kick). None in native mode, and for an IPI with IPI virtualization:
+    /// the CPU posts it and KVM's wake-up vector handler wakes a blocked target on the
+    /// pCPU it blocked on (pi_wakeup_handler).
+    pub(crate) fn waker_of(&self, sender: VcpuId, by_icr: bool) -> Option<Waker> {
+        if !self.virtualized || (by_icr && self.ipi_virtualization) {
+            return None;
+        }
+        match self.vcpus[sender.idx()].hv {
+            HvState::Running(p) => Some(Waker {
+                vcpu: sender,
+                pcpu: p,
+            }),
+            _ => None,
+        }
+    }
+
     /// `sender` sends IPIs of `kind` to `recipients` (observed by the policy); the
     /// caller schedules their arrival.
     pub(crate) fn irq_send(&mut self, kind: IpiKind, sender: VcpuId, recipients: &[VcpuId]) {
@@ -114,7 +147,7 @@ impl World {
         let how = match self.vcpus[v.idx()].hv {
             HvState::Halted => {
                 self.irq_queue_for_entry(v, irq, now);
-                Delivered::Woken(self.hv_wake_vcpu(v, true))
+                Delivered::Woken(self.hv_wake_vcpu(v, true, irq.waker()))
             }
             HvState::Runnable => {
                 match irq {
@@ -146,7 +179,9 @@ impl World {
     fn irq_queue_for_entry(&mut self, v: VcpuId, irq: Irq, now: Nanos) {
         let vc = &mut self.vcpus[v.idx()];
         match irq {
-            Irq::Ipi { kind, sent, tlb } => {
+            Irq::Ipi {
+                kind, sent, tlb, ..
+            } => {
                 let kind = if kind == IpiKind::Poke {
                     IpiKind::Resched
                 } else {
@@ -168,7 +203,9 @@ impl World {
                 kind: IpiKind::Poke,
                 ..
             }
-            | Irq::Kick { only_idle: true } => self.vcpus[v.idx()].cur.is_none(),
+            | Irq::Kick {
+                only_idle: true, ..
+            } => self.vcpus[v.idx()].cur.is_none(),
             _ => true,
         };
         if let Irq::Device { .. } = irq {

@@ -202,6 +202,8 @@ pub struct Vcpu {
     /// The periodic balance this vCPU runs from its tick while it runs a workload thread
     /// (guest/balance.rs `on_busy_balance`).
     pub busy_balance: crate::guest::balance::BalanceClock,
+    /// Wake-ups the host placed by its affine rule (hv/sched/wake_affine.rs).
+    pub affine_wakes: u64,
 }
 
 impl Vcpu {
@@ -248,6 +250,7 @@ impl Vcpu {
             migrations: 0,
             halts: 0,
             wakes: 0,
+            affine_wakes: 0,
             thread_seg_start: Nanos::ZERO,
             runnable_since: Nanos::ZERO,
             pending: Vec::new(),

@@ -147,6 +147,7 @@ pub struct VmRow {
     pub migrations: u64,
     pub halts: u64,
     pub wakes: u64,
+    pub affine_wakes: u64,
     pub idle_transitions_per_s: f64,
     pub cache_refill_ns: u64,
     pub wake_latency_count: u64,
@@ -299,6 +300,7 @@ pub struct VcpuRow {
     pub migrations: u64,
     pub halts: u64,
     pub wakes: u64,
+    pub affine_wakes: u64,
     pub cache_refill_ns: u64,
 }
 
@@ -700,6 +702,7 @@ impl Report {
                 migrations: vs.iter().map(|v| v.migrations).sum(),
                 halts,
                 wakes: vs.iter().map(|v| v.wakes).sum(),
+                affine_wakes: vs.iter().map(|v| v.affine_wakes).sum(),
                 idle_transitions_per_s: halts as f64 / secs / m.nvcpus.max(1) as f64,
                 cache_refill_ns: vs.iter().map(|v| v.refill_ns).sum(),
                 wake_latency_count: wake_latency.count(),
@@ -763,6 +766,7 @@ impl Report {
                 migrations: v.migrations,
                 halts: v.halts,
                 wakes: v.wakes,
+                affine_wakes: v.affine_wakes,
                 cache_refill_ns: v.refill_ns,
             })
             .collect();

@@ -541,6 +541,11 @@ pub struct CfsParams {
     /// search (`select_idle_sibling()`). Consecutive pCPUs share one; a host of at most
     /// this many pCPUs is one LLC.
     pub llc_pcpus: u32,
+    /// Whether and by which kernel's rule a vCPU woken by a sibling's IPI or pv kick
+    /// may be queued on the waker's pCPU (hv/sched/wake_affine.rs): "off", "linux-3.2",
+    /// "linux-3.12", "linux-3.16" or "linux-4.14" (4.14 and later). Set by the platform
+    /// profiles.
+    pub wake_affine: crate::hv::sched::wake_affine::WakeAffine,
 }
 impl Default for CfsParams {
     fn default() -> Self {
@@ -556,6 +561,7 @@ impl Default for CfsParams {
             per_vm_groups: true,
             repick_keeps_slice: true,
             llc_pcpus: crate::hv::sched::DEFAULT_LLC_PCPUS,
+            wake_affine: Default::default(),
         }
     }
 }
@@ -579,6 +585,8 @@ pub struct EevdfParams {
     /// pCPUs per last-level cache, as for CFS; also the balancing domain: periodic
     /// balancing looks within it every interval and across the host less often.
     pub llc_pcpus: u32,
+    /// Affine wake-ups, as for CFS (EEVDF kernels follow the "linux-4.14" rule).
+    pub wake_affine: crate::hv::sched::wake_affine::WakeAffine,
 }
 impl Default for EevdfParams {
     fn default() -> Self {
@@ -592,6 +600,7 @@ impl Default for EevdfParams {
             bandwidth_period_ms: c.bandwidth_period_ms,
             placement: c.placement,
             llc_pcpus: c.llc_pcpus,
+            wake_affine: c.wake_affine,
         }
     }
 }

@@ -106,6 +106,9 @@ pub struct HostPlatform {
     /// Linux CFS hosts: whether a vCPU picked again at once keeps its slice's start
     /// (`host.scheduler.repick_keeps_slice`: from Linux 3.15); `None` elsewhere.
     pub cfs_repick_keeps_slice: Option<bool>,
+    /// Linux hosts (CFS or EEVDF): the affine wake-up rule of the host kernel
+    /// (`host.scheduler.wake_affine`, hv/sched/wake_affine.rs); `None` on Xen.
+    pub linux_wake_affine: Option<&'static str>,
     /// Xen credit's rate limit rule (`host.scheduler.ratelimit_rule`: "xen-4.2" before
     /// Xen 4.8, "xen-4.8" from it); `None` on KVM and on Xen 4.1, which has no limit.
     pub xen_ratelimit_rule: Option<&'static str>,
@@ -214,6 +217,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         xen_ratelimit_us: None,
         xen_ratelimit_rule: None,
         cfs_repick_keeps_slice: Some(false),
+        linux_wake_affine: Some("linux-3.2"),
         scheduler: "cfs",
         per_vm_groups: Some(false),
         guest_kernel: "linux-3.9",
@@ -239,6 +243,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         xen_ratelimit_us: Some(0.0),
         xen_ratelimit_rule: None,
         cfs_repick_keeps_slice: None,
+        linux_wake_affine: None,
         scheduler: "credit",
         per_vm_groups: None,
         guest_kernel: "linux-3.2",
@@ -264,6 +269,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         xen_ratelimit_us: Some(1000.0),
         xen_ratelimit_rule: Some("xen-4.2"),
         cfs_repick_keeps_slice: None,
+        linux_wake_affine: None,
         scheduler: "credit",
         per_vm_groups: None,
         guest_kernel: "linux-3.5",
@@ -289,6 +295,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         xen_ratelimit_us: None,
         xen_ratelimit_rule: None,
         cfs_repick_keeps_slice: Some(false),
+        linux_wake_affine: Some("linux-3.2"),
         scheduler: "cfs",
         per_vm_groups: Some(false),
         guest_kernel: "linux-3.2",
@@ -314,6 +321,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         xen_ratelimit_us: None,
         xen_ratelimit_rule: None,
         cfs_repick_keeps_slice: Some(true),
+        linux_wake_affine: Some("linux-3.16"),
         scheduler: "cfs",
         per_vm_groups: Some(false),
         guest_kernel: "linux-3.19",
@@ -339,6 +347,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         xen_ratelimit_us: None,
         xen_ratelimit_rule: None,
         cfs_repick_keeps_slice: None,
+        linux_wake_affine: Some("linux-4.14"),
         scheduler: "eevdf",
         per_vm_groups: Some(true),
         guest_kernel: "linux-6.6",
@@ -364,6 +373,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         xen_ratelimit_us: Some(1000.0),
         xen_ratelimit_rule: Some("xen-4.8"),
         cfs_repick_keeps_slice: None,
+        linux_wake_affine: None,
         scheduler: "credit2",
         per_vm_groups: None,
         guest_kernel: "linux-6.6",
@@ -702,6 +712,15 @@ impl HostPlatform {
                     &mut t,
                     &["host", "scheduler", "repick_keeps_slice"],
                     Value::Boolean(keeps),
+                );
+            }
+        }
+        if let Some(rule) = self.linux_wake_affine {
+            if matches!(kind, "cfs" | "eevdf") {
+                set(
+                    &mut t,
+                    &["host", "scheduler", "wake_affine"],
+                    Value::String(rule.into()),
                 );
             }
         }

@@ -531,7 +531,7 @@ impl World {
         }
         for v in 0..self.vcpus.len() {
             if !self.vcpus[v].rq.is_empty() {
-                self.hv_wake_vcpu(VcpuId(v as u32), false);
+                self.hv_wake_vcpu(VcpuId(v as u32), false, None);
             }
         }
         if let Some(p) = self.sched.tick_period() {

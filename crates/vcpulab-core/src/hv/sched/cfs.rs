@@ -19,6 +19,7 @@
 
 use super::groups::GroupSlots;
 use super::smt_balance::SmtBalance;
+use super::wake_affine::{AffineLoads, WakeAffinity, Waker, Wakeup};
 use super::{HostScheduler, SchedSetup, StopReason, WakePlacement};
 use crate::host::cpumask::CpuMask;
 use crate::host::topology::{Topology, MAX_LEVELS};
@@ -102,6 +103,8 @@ struct Rq {
 
 pub struct Cfs {
     placement: crate::hv::placement::Placement,
+    /// Whether a vCPU woken by a sibling's exit may be queued beside it.
+    affinity: WakeAffinity,
     /// SMT cores, last-level caches and NUMA nodes: wake-up placement searches the
     /// previous pCPU's LLC (an idle core first), and balancing walks the domains.
     topo: Topology,
@@ -173,6 +176,7 @@ impl Cfs {
         let topo = Topology::new(np, setup.threads_per_core, p.llc_pcpus, setup.numa_nodes);
         Cfs {
             placement: p.placement,
+            affinity: WakeAffinity::new(p.wake_affine, nv as usize),
             smt_balance: SmtBalance::new(&topo),
             topo,
             latency: ms(p.latency_ms),
@@ -428,7 +432,7 @@ impl Cfs {
             .any(|&o| o != v.0 && self.ent_vm(o) == vm)
     }
 
-    fn select_rq(&self, v: VcpuId) -> usize {
+    fn select_rq(&mut self, v: VcpuId, waker: Option<Waker>, now: Nanos) -> usize {
         let mask = self.setup.vcpu_mask[v.idx()];
         let prev = self.ent[v.idx()].rq as usize;
         if let Some(p) = crate::hv::placement::choose(
@@ -440,24 +444,48 @@ impl Cfs {
         ) {
             return p as usize;
         }
-        // select_idle_sibling(): the previous pCPU if idle, else (with SMT) a whole idle
-        // core of its last-level cache, else the next idle one after it in the LLC
-        // (wrapping inside it); a vCPU moves to another cache only by load balancing.
-        let cache = self.llc_of(prev);
+        // select_task_rq_fair(): the waker's pCPU or the previous one (wake_affine), then
+        // select_idle_sibling() around it: the target if idle (with SMT; without, the
+        // scan below starts there), else (with SMT) a whole idle core of its last-level
+        // cache, else the next idle one after it in the LLC (wrapping inside it); a
+        // vCPU moves to another cache only by an affine wake-up or by load balancing.
+        let target = if self.ent[v.idx()].ran {
+            let waker_allowed = waker.is_some_and(|w| mask.contains(w.pcpu.0));
+            let mut affinity = std::mem::take(&mut self.affinity);
+            let wake = Wakeup {
+                wakee: v,
+                prev: prev as u32,
+                waker,
+                now,
+            };
+            let t = affinity.target(&self.topo, wake, waker_allowed, |this| {
+                self.affine_loads(v, this as usize, prev)
+            });
+            self.affinity = affinity;
+            t as usize
+        } else {
+            prev
+        };
+        let cache = self.llc_of(target);
         let (lo, span) = (cache.start, cache.len());
-        if self.topo.threads_per_core() > 1 && mask.contains(prev as u32) && self.rq_idle(prev) {
-            return prev;
+        if self.topo.threads_per_core() > 1 && mask.contains(target as u32) && self.rq_idle(target)
+        {
+            return target;
         }
-        if let Some(q) = self.idle_core(prev, mask) {
+        if let Some(q) = self.idle_core(target, mask) {
             return q;
         }
         if let Some(k) = prev_else_next_idle(
-            prev - lo,
+            target - lo,
             span,
             |k| mask.contains((lo + k) as u32),
             |k| self.rq_idle(lo + k),
         ) {
             return lo + k;
+        }
+        if target != prev {
+            // An affine wake-up with no idle pCPU around the waker: queued beside it.
+            return target;
         }
         if mask.contains(prev as u32) && self.ent[v.idx()].ran {
             return prev;
@@ -475,6 +503,34 @@ impl Cfs {
             .map(|q| q as usize)
             .min_by_key(|&q| (self.load(q), q))
             .unwrap_or(prev)
+    }
+
+    /// What wake_affine reads of the waker's pCPU `this` and the wakee's previous one.
+    fn affine_loads(&self, v: VcpuId, this: usize, prev: usize) -> AffineLoads {
+        AffineLoads {
+            this_load: self.load(this),
+            this_nr: self.nr[this],
+            this_idle: self.rq_idle(this),
+            prev_load: self.load(prev),
+            prev_idle: self.rq_idle(prev),
+            task_load: self.wakee_h_load(v, prev),
+        }
+    }
+
+    /// task_h_load() of a waking vCPU that last ran on `prev`: its weight, or with
+    /// groups its share of its group entity there, as if it were runnable there again.
+    fn wakee_h_load(&self, v: VcpuId, prev: usize) -> u64 {
+        let w = self.weight(v.0);
+        if !self.groups {
+            return w;
+        }
+        let vm = self.vm_of(v);
+        let Some(slot) = self.slots.get(prev as u32, vm) else {
+            return w;
+        };
+        let ge = self.nv + slot;
+        let gl = self.rqs[self.np as usize + slot as usize].load_sum;
+        self.weight(ge) * w / (gl + w)
     }
 
     /// The load on `p`'s core (all its threads).
@@ -811,9 +867,17 @@ impl HostScheduler for Cfs {
             .then_some(self.bw_period)
     }
 
+    fn take_affine(&mut self) -> bool {
+        self.affinity.take_affine()
+    }
+
     fn enqueue_wake(&mut self, v: VcpuId, now: Nanos) -> WakePlacement {
+        self.enqueue_wake_by(v, None, now)
+    }
+
+    fn enqueue_wake_by(&mut self, v: VcpuId, waker: Option<Waker>, now: Nanos) -> WakePlacement {
         self.slots.set_clock(now);
-        let p = self.select_rq(v);
+        let p = self.select_rq(v, waker, now);
         self.update_curr(p, now);
         self.ensure_group(p, self.vm_of(v));
         let leaf = self.leaf_rq(v, p);

@@ -27,6 +27,7 @@
 
 use super::groups::GroupSlots;
 use super::smt_balance::SmtBalance;
+use super::wake_affine::{AffineLoads, WakeAffinity, Waker, Wakeup};
 use super::{HostScheduler, SchedSetup, StopReason, WakePlacement};
 use crate::host::cpumask::CpuMask;
 use crate::host::topology::{Topology, MAX_LEVELS};
@@ -117,6 +118,8 @@ struct Cpu {
 
 pub struct Eevdf {
     placement: crate::hv::placement::Placement,
+    /// Whether a vCPU woken by a sibling's exit may be queued beside it.
+    affinity: WakeAffinity,
     /// Per pCPU: the queued vCPU it runs next (urgent-vCPU-first, hv/uvf.rs).
     forced: Vec<Option<VcpuId>>,
     base_slice: u64,
@@ -298,6 +301,7 @@ impl Eevdf {
             llc_level,
             balanced: vec![[Nanos::ZERO; MAX_LEVELS]; np as usize],
             placement: p.placement,
+            affinity: WakeAffinity::new(p.wake_affine, nv as usize),
             forced: vec![None; np as usize],
             base_slice,
             tick: Nanos((1e9 / p.tick_hz as f64).round() as u64),
@@ -795,7 +799,7 @@ impl Eevdf {
         here > counted_self as u32
     }
 
-    fn select_rq(&self, v: VcpuId) -> u32 {
+    fn select_rq(&mut self, v: VcpuId, waker: Option<Waker>, now: Nanos) -> u32 {
         let mask = self.setup.vcpu_mask[v.idx()];
         let prev = self.se[v.idx()].home;
         if let Some(p) = crate::hv::placement::choose(
@@ -807,22 +811,46 @@ impl Eevdf {
         ) {
             return p;
         }
-        // select_idle_sibling(): the previous pCPU if idle, else (with SMT) a whole idle
-        // core of its last-level cache, else the next idle one after it in the LLC. The
-        // search stays in the LLC; a vCPU moves to another cache only by load balancing.
-        if self.topo.threads_per_core() > 1 && mask.contains(prev) && self.idle.contains(prev) {
-            return prev;
+        // select_task_rq_fair(): the waker's pCPU or the previous one (wake_affine), then
+        // select_idle_sibling() around it: the target if idle (with SMT; without, the
+        // scan below starts there), else (with SMT) a whole idle core of its last-level
+        // cache, else the next idle one after it in the LLC. The search stays in the
+        // target's LLC; a vCPU moves to another cache only by an affine wake-up or by
+        // load balancing.
+        let target = if self.se[v.idx()].last_ran > Nanos::ZERO {
+            let waker_allowed = waker.is_some_and(|w| mask.contains(w.pcpu.0));
+            let mut affinity = std::mem::take(&mut self.affinity);
+            let wake = Wakeup {
+                wakee: v,
+                prev,
+                waker,
+                now,
+            };
+            let t = affinity.target(&self.topo, wake, waker_allowed, |this| {
+                self.affine_loads(v, this, prev)
+            });
+            self.affinity = affinity;
+            t
+        } else {
+            prev
+        };
+        if self.topo.threads_per_core() > 1 && mask.contains(target) && self.idle.contains(target) {
+            return target;
         }
-        if let Some(q) = self.idle_core(prev, mask) {
+        if let Some(q) = self.idle_core(target, mask) {
             return q;
         }
         if let Some(q) = self
             .idle
             .and(mask)
-            .and(self.domain_of(prev))
-            .first_from(prev)
+            .and(self.domain_of(target))
+            .first_from(target)
         {
             return q;
+        }
+        if target != prev {
+            // An affine wake-up with no idle pCPU around the waker: queued beside it.
+            return target;
         }
         if mask.contains(prev) && self.se[v.idx()].last_ran > Nanos::ZERO {
             return prev;
@@ -861,6 +889,33 @@ impl Eevdf {
             }
         }
         best
+    }
+
+    /// What wake_affine reads of the waker's pCPU `this` and the wakee's previous one.
+    fn affine_loads(&self, v: VcpuId, this: u32, prev: u32) -> AffineLoads {
+        AffineLoads {
+            this_load: self.cpu_load(this),
+            this_nr: self.nr_running(this),
+            this_idle: self.idle.contains(this),
+            prev_load: self.cpu_load(prev),
+            prev_idle: self.idle.contains(prev),
+            task_load: self.wakee_h_load(v, prev),
+        }
+    }
+
+    /// task_h_load() of a waking vCPU that last ran on `prev`: its weight, or with
+    /// groups its share of its group entity there, as if it were runnable there again.
+    fn wakee_h_load(&self, v: VcpuId, prev: u32) -> u64 {
+        let w = self.se[v.idx()].weight;
+        if !self.groups {
+            return w;
+        }
+        let Some(slot) = self.slots.get(prev, self.vm_of(v)) else {
+            return w;
+        };
+        let ge = (self.nv + slot) as usize;
+        let gl = self.rqs[(self.np + slot) as usize].load;
+        self.se[ge].weight * w / (gl + w)
     }
 
     /// The load on `p`'s core (all its threads).
@@ -994,9 +1049,17 @@ impl HostScheduler for Eevdf {
             .then_some(self.bw_period)
     }
 
+    fn take_affine(&mut self) -> bool {
+        self.affinity.take_affine()
+    }
+
     fn enqueue_wake(&mut self, v: VcpuId, now: Nanos) -> WakePlacement {
+        self.enqueue_wake_by(v, None, now)
+    }
+
+    fn enqueue_wake_by(&mut self, v: VcpuId, waker: Option<Waker>, now: Nanos) -> WakePlacement {
         self.slots.set_clock(now);
-        let p = self.select_rq(v);
+        let p = self.select_rq(v, waker, now);
         let pending = self.update_curr(p, now);
         self.enqueue_vcpu(v, p);
         WakePlacement {

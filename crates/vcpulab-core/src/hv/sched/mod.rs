@@ -12,6 +12,7 @@ mod groups;
 mod pelt;
 pub mod relaxed;
 mod smt_balance;
+pub mod wake_affine;
 
 use crate::host::cpumask::CpuMask;
 use crate::sim::{Nanos, PcpuId, VcpuId, VmId};
@@ -69,6 +70,18 @@ pub trait HostScheduler {
     /// `v` becomes runnable (initially, or woken from halt): queue it.
     fn enqueue_wake(&mut self, v: VcpuId, now: Nanos) -> WakePlacement;
 
+    /// As `enqueue_wake`, for a wake-up another vCPU's exit did (an IPI or a pv kick
+    /// from `waker`): Linux's schedulers may queue `v` beside its waker
+    /// (hv/sched/wake_affine.rs); the others ignore who woke it.
+    fn enqueue_wake_by(
+        &mut self,
+        v: VcpuId,
+        _waker: Option<wake_affine::Waker>,
+        now: Nanos,
+    ) -> WakePlacement {
+        self.enqueue_wake(v, now)
+    }
+
     /// The running `v` on `p` stops.
     fn put_prev(&mut self, p: PcpuId, v: VcpuId, why: StopReason, now: Nanos);
 
@@ -119,6 +132,11 @@ pub trait HostScheduler {
     /// the core wakes as it would the woken vCPU's own.
     fn take_wake_tickle(&mut self) -> Option<PcpuId> {
         None
+    }
+
+    /// Whether the last `enqueue_wake_by` chose the waker's side (an affine wake-up).
+    fn take_affine(&mut self) -> bool {
+        false
     }
 
     /// pCPUs the scheduler itself decided must pick again now (a gang starts or ends,
@@ -225,6 +243,96 @@ mod tests {
                 );
                 let one_idle = wake_beside_a_busy_llc(make, llc, llc - 1);
                 assert_eq!(one_idle, llc - 1, "{name}, LLC {llc}");
+            }
+        }
+    }
+
+    /// Two pCPUs, no idle one: vCPU 0 last ran on pCPU 0, which runs and queues
+    /// `others` more vCPUs; its waker, vCPU 1, runs alone on pCPU 1. Returns where
+    /// vCPU 0 is queued when vCPU 1 wakes it.
+    fn woken_by_a_lone_waker(
+        make: &dyn Fn(SchedSetup) -> Box<dyn HostScheduler>,
+        others: u32,
+    ) -> u32 {
+        let pin = |p: u32| {
+            let mut m = CpuMask::default();
+            m.insert(p);
+            m
+        };
+        let mut vcpu_mask = vec![CpuMask::all(2), pin(1)];
+        vcpu_mask.extend((0..others).map(|_| pin(0)));
+        let n = vcpu_mask.len();
+        let setup = SchedSetup {
+            pcpus: 2,
+            threads_per_core: 1,
+            numa_nodes: 1,
+            vcpu_vm: vec![VmId(0); n],
+            vcpu_mask,
+            vm_weight: vec![256],
+            vm_cap: vec![None],
+        };
+        let mut s = make(setup);
+        let ms = |m: u64| Nanos(m * 1_000_000);
+        assert_eq!(s.enqueue_wake(VcpuId(0), ms(0)).pcpu, PcpuId(0));
+        assert_eq!(s.pick_next(PcpuId(0), ms(0)).map(|r| r.0), Some(VcpuId(0)));
+        s.put_prev(PcpuId(0), VcpuId(0), StopReason::Blocked, ms(1));
+        for v in 1..n as u32 {
+            let p = s.enqueue_wake(VcpuId(v), ms(1)).pcpu;
+            if s.queued_on(p) == 1 && v < 3 {
+                s.pick_next(p, ms(1));
+            }
+        }
+        let waker = wake_affine::Waker {
+            vcpu: VcpuId(1),
+            pcpu: PcpuId(1),
+        };
+        s.enqueue_wake_by(VcpuId(0), Some(waker), ms(2)).pcpu.0
+    }
+
+    /// wake_affine(): with no idle pCPU, a vCPU woken by a sibling goes to the waker's
+    /// pCPU when that is enough lighter than its own (two others there against the
+    /// waker alone), and stays with one other there; with the rule off, or woken by
+    /// nobody, it stays. For CFS (3.2's and 4.14's rules) and EEVDF, without groups.
+    #[test]
+    fn a_vcpu_woken_by_a_sibling_joins_it_when_its_pcpu_is_lighter() {
+        use wake_affine::WakeAffine;
+        for rule in [
+            WakeAffine::Linux3_2,
+            WakeAffine::Linux3_16,
+            WakeAffine::Linux4_14,
+            WakeAffine::Off,
+        ] {
+            let cfs = move |s: SchedSetup| -> Box<dyn HostScheduler> {
+                let p = CfsParams {
+                    per_vm_groups: false,
+                    wake_affine: rule,
+                    ..CfsParams::default()
+                };
+                Box::new(cfs::Cfs::new(&p, s))
+            };
+            let eevdf = move |s: SchedSetup| -> Box<dyn HostScheduler> {
+                let p = EevdfParams {
+                    per_vm_groups: false,
+                    wake_affine: rule,
+                    ..EevdfParams::default()
+                };
+                Box::new(eevdf::Eevdf::new(&p, s))
+            };
+            for (name, make) in [
+                ("cfs", &cfs as &dyn Fn(SchedSetup) -> Box<dyn HostScheduler>),
+                ("eevdf", &eevdf),
+            ] {
+                let on = rule != WakeAffine::Off;
+                assert_eq!(
+                    woken_by_a_lone_waker(make, 2),
+                    on as u32,
+                    "{name} {rule:?}, two others"
+                );
+                assert_eq!(
+                    woken_by_a_lone_waker(make, 1),
+                    0,
+                    "{name} {rule:?}, one other"
+                );
             }
         }
     }
