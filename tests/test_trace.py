@@ -46,14 +46,14 @@ def test_trace_shows_a_lock_holder_preemption(tmp_path: Path) -> None:
         "trace",
         str(ROOT / "scenarios/apple/pair.toml"),
         "--set",
-        # dbench-like's clients first preempt a journal-lock holder between 250 and
-        # 350 ms (at about 293 ms since 2026-11-28's host scheduler changes; the
+        # dbench-like's clients first preempt a journal-lock holder between 30 and
+        # 130 ms (at about 44 ms since the guest's and the host's affine wake-ups; the
         # window cut keeps the trace small)
-        "run.duration=350ms",
+        "run.duration=130ms",
         "--from",
-        "250ms",
+        "30ms",
         "--to",
-        "350ms",
+        "130ms",
         "-o",
         str(out),
     )

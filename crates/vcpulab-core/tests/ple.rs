@@ -134,7 +134,8 @@ fn a_ple_exit_storm_is_flagged_in_the_report() {
         env!("CARGO_MANIFEST_DIR")
     ))
     .unwrap();
-    let base = ["vm.0.workload.model=dbench", "run.duration=50ms"];
+    // 200 ms: the storm builds up over the first tens of milliseconds.
+    let base = ["vm.0.workload.model=dbench", "run.duration=200ms"];
     let storm = run_with(
         &pair,
         &[
@@ -143,7 +144,7 @@ fn a_ple_exit_storm_is_flagged_in_the_report() {
         ]
         .concat(),
     );
-    let per_vcpu_s = |exits: u64| exits as f64 / (16.0 * 0.05);
+    let per_vcpu_s = |exits: u64| exits as f64 / (16.0 * 0.2);
     for vm in &storm.vms {
         let rate = per_vcpu_s(vm.ple_exits);
         assert!(rate > 10_000.0, "{}: {rate} exits per vCPU-second", vm.vm);

@@ -68,3 +68,23 @@ fn ipi_virtualization_leaves_ipi_wake_ups_without_a_waker() {
         affine(&without)
     );
 }
+
+/// The guest's own wake_affine (guest.wake_affine, set by the guest kernel profile):
+/// dedup-like's pipeline threads, more than its vCPUs, are sometimes woken onto their
+/// waker's vCPU; never with the rule off.
+#[test]
+fn guest_wake_ups_go_affine_only_where_the_guest_rule_is_on() {
+    let guest = |r: &vcpulab_core::Report| -> Vec<u64> {
+        r.vms.iter().map(|v| v.guest_affine_wakes).collect()
+    };
+    let on = pair("kvm-3.2-wsm", &[]);
+    assert!(guest(&on).iter().all(|&n| n > 0), "{:?}", guest(&on));
+    let off = pair("kvm-3.2-wsm", &["guest.wake_affine=off"]);
+    assert_eq!(guest(&off), vec![0, 0]);
+    let modern = pair("kvm-6.6-spr", &[]);
+    assert!(
+        guest(&modern).iter().all(|&n| n > 0),
+        "{:?}",
+        guest(&modern)
+    );
+}

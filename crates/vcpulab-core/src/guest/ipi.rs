@@ -113,20 +113,25 @@ impl World {
         }
     }
 
-    /// Wake-up placement: the previous vCPU if idle, else an idle vCPU of the VM, else
-    /// the previous one (all within the thread's cpuset); a yielding thread's own vCPU.
-    pub(crate) fn select_wake_vcpu(&self, t: ThreadId) -> VcpuId {
-        let th = &self.threads[t.idx()];
-        if th.yielder {
+    /// Wake-up placement (select_task_rq_fair): the target is the waking vCPU `waker`
+    /// when the guest kernel's wake_affine rule takes it (hv/sched/wake_affine.rs), else
+    /// the previous vCPU; then the target if idle, else an idle vCPU of the VM from it
+    /// (select_idle_sibling over the VM's one domain), else the target (all within the
+    /// thread's cpuset); a yielding thread's own vCPU. `waker`: None for a look that
+    /// decides nothing (a timer's check whether its thread would move).
+    pub(crate) fn select_wake_vcpu(&mut self, t: ThreadId, waker: Option<VcpuId>) -> VcpuId {
+        if self.threads[t.idx()].yielder {
             // Gleaner's yielding threads are pinned to their vCPU.
-            return th.vcpu;
+            return self.threads[t.idx()].vcpu;
         }
+        let prev = self.threads[t.idx()].vcpu;
+        let target = waker.map_or(prev, |from| self.guest_affine_target(t, prev, from));
+        let th = &self.threads[t.idx()];
         let vm = &self.vms[th.vm.idx()];
         let allowed = |v: VcpuId| vm.cpuset.contains(v.0 - vm.first_vcpu);
-        let prev = th.vcpu;
         let n = vm.nvcpus;
         let at = |i: usize| VcpuId(vm.first_vcpu + i as u32);
-        let base = (prev.0 - vm.first_vcpu) as usize;
+        let base = (target.0 - vm.first_vcpu) as usize;
         if let Some(i) = crate::hv::placement::prev_else_next_idle(
             base,
             n as usize,
@@ -135,13 +140,59 @@ impl World {
         ) {
             return at(i);
         }
-        if allowed(prev) {
-            return prev;
+        if allowed(target) {
+            return target;
         }
         (0..n)
             .map(|i| VcpuId(vm.first_vcpu + i))
             .find(|c| allowed(*c))
             .unwrap_or(prev)
+    }
+
+    /// The guest's wake_affine (select_task_rq_fair): `from`, the vCPU whose thread (or
+    /// interrupt handler) wakes `t`, is the target instead of `t`'s previous vCPU when
+    /// its runqueue is enough lighter (or, from Linux 4.14, idle while `prev` is not).
+    /// Loads are runnable threads × nice-0 weight, SCHED_IDLE ones left out; the VM's
+    /// vCPUs are one domain sharing a cache (as its balancing takes them).
+    fn guest_affine_target(&mut self, t: ThreadId, prev: VcpuId, from: VcpuId) -> VcpuId {
+        use crate::hv::sched::wake_affine::{AffineLoads, WakeAffine};
+        let vmi = self.threads[t.idx()].vm.idx();
+        let rule = self.vms[vmi].guest.wake_affine;
+        if rule == WakeAffine::Off {
+            return prev;
+        }
+        let (first, n) = (self.vms[vmi].first_vcpu, self.vms[vmi].nvcpus);
+        let wide = match self.vcpus[from.idx()].cur {
+            Some(c) => self
+                .thread_flips
+                .record_and_check_wide(rule, n, c.idx(), t.idx(), self.now),
+            None => false,
+        };
+        if from == prev || wide || !self.vms[vmi].cpuset.contains(from.0 - first) {
+            return prev;
+        }
+        let nr = |w: &World, v: VcpuId| -> u64 {
+            let vc = &w.vcpus[v.idx()];
+            let normal = |x: &ThreadId| !w.threads[x.idx()].idle_prio;
+            (vc.rq.iter().filter(|x| normal(x)).count()
+                + vc.cur.iter().filter(|x| normal(x)).count()) as u64
+        };
+        const NICE_0: u64 = 1024;
+        let (this_nr, prev_nr) = (nr(self, from), nr(self, prev));
+        let loads = AffineLoads {
+            this_load: this_nr * NICE_0,
+            this_nr: this_nr as u32,
+            this_idle: self.vcpu_idle(from),
+            prev_load: prev_nr * NICE_0,
+            prev_idle: self.vcpu_idle(prev),
+            task_load: NICE_0,
+        };
+        if rule.affine(crate::host::topology::Level::Llc, true, &loads) {
+            self.vms[vmi].guest_affine_wakes += 1;
+            from
+        } else {
+            prev
+        }
     }
 
     /// Puts the woken thread on vCPU `v`'s runqueue.
@@ -170,7 +221,7 @@ impl World {
             self.threads[w.idx()].wake_pending = true;
             return;
         }
-        let target = self.select_wake_vcpu(w);
+        let target = self.select_wake_vcpu(w, Some(from));
         if self.trace.is_some() {
             let now = self.now;
             let name = format!("wakes {}", self.threads[w.idx()].name);

@@ -45,7 +45,7 @@ impl World {
             let vc = &self.vcpus[v.idx()];
             vc.cur.is_some() && vc.is_running()
         };
-        if busy && self.select_wake_vcpu(t) != v {
+        if busy && self.select_wake_vcpu(t, None) != v {
             self.irq_deliver(v, Irq::Timer);
             self.send_wake(v, t);
             if self.vcpus[v.idx()].is_running() {

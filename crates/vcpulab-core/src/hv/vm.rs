@@ -50,6 +50,8 @@ pub struct GuestParams {
     pub haltpoll_max: u64,
     pub haltpoll_start: u64,
     pub load_balance: bool,
+    /// The guest kernel's affine wake-up rule (guest/ipi.rs `select_wake_vcpu`).
+    pub wake_affine: crate::hv::sched::wake_affine::WakeAffine,
 }
 
 /// Fields in declaration order (`repr(C)`), on cache-line boundaries (`align(64)`):
@@ -101,6 +103,8 @@ pub struct Vm {
     pub halt_poll_hits: u64,
     pub halt_poll_misses: u64,
     pub tlb_shootdowns: u64,
+    /// Thread wake-ups the guest aimed at the waking vCPU (its wake_affine).
+    pub guest_affine_wakes: u64,
     /// Scheduling latency: from runnable to dispatched, per dispatch.
     pub dispatch_wait: Hist,
     /// Wake-up latency by path (guest::ipi::PATH_*); the VM's wake-up latency is their

@@ -95,6 +95,7 @@ pub static COLUMNS: &[Column] = &[
     c("vms", "tlb_shootdowns", "count", "TLB shootdowns initiated (IPIs to every other vCPU of the mm)"),
     c("vms", "thread_switches", "count", "context switches between the VM's threads inside the guest (a vCPU starting a thread other than the one it ran last, or coming out of its idle task), as vmstat's cs counts them"),
     c("vms", "futex_calls", "count", "futex system calls of the VM's threads: waits (a mutex, barrier, condition variable or semaphore sleep) and wakes of a sleeping waiter"),
+    c("vms", "guest_affine_wakes", "count", "thread wake-ups across vCPUs that the guest kernel aimed at the waking vCPU rather than the thread's previous one (its wake_affine, guest.wake_affine; an idle vCPU near it may then take the thread)"),
     c("vms", "ipis_resched", "count", "reschedule IPIs (wake-ups of a thread on another vCPU) handled by their target"),
     c("vms", "ipis_tlb", "count", "TLB-shootdown IPIs handled by their target"),
     c("vms", "tlb_wait_mean_ns", "ns", "mean time the initiator waited for every acknowledgement"),

@@ -1177,6 +1177,11 @@ pub struct GuestConfig {
     pub balance_busy_factor: u32,
     /// The sched domain's balance interval: `fixed` (before 3.16) or `domain-weight`.
     pub balance_interval: BalanceInterval,
+    /// The guest kernel's affine wake-up rule (select_task_rq_fair → wake_affine,
+    /// hv/sched/wake_affine.rs): a thread woken by a thread on another vCPU may be
+    /// queued on the waker's vCPU. "off", "linux-3.2", "linux-3.12", "linux-3.16" or
+    /// "linux-4.14"; set by the guest kernel profiles.
+    pub wake_affine: crate::hv::sched::wake_affine::WakeAffine,
     /// vCPUs the workload's threads may use (a cpuset), e.g. "0-3"; all when absent.
     pub cpuset: Option<String>,
     /// Gleaner: resource retention by yielding threads, and consolidation.
@@ -1226,6 +1231,7 @@ impl Default for GuestConfig {
             newidle_avg_idle_gate: true,
             balance_busy_factor: 64,
             balance_interval: BalanceInterval::Fixed,
+            wake_affine: crate::hv::sched::wake_affine::WakeAffine::Linux3_2,
             cpuset: None,
             gleaner: GleanerConfig::default(),
         }

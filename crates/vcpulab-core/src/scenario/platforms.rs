@@ -193,6 +193,8 @@ pub struct GuestKernel {
     pub newidle_avg_idle_gate: bool,
     pub balance_busy_factor: u32,
     pub balance_interval: &'static str,
+    /// `guest.wake_affine`: the kernel's affine wake-up rule (hv/sched/wake_affine.rs).
+    pub wake_affine: &'static str,
     pub notes: &'static str,
 }
 
@@ -414,6 +416,7 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         newidle_avg_idle_gate: true,
         balance_busy_factor: 64,
         balance_interval: "fixed",
+        wake_affine: "linux-3.2",
         notes: "ticket spinlocks (PV ticket locks came in 3.12); a glibc of its time (before 2.25): broadcasts requeue, condition variables and barriers have an internal lock",
     },
     GuestKernel {
@@ -448,6 +451,7 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         newidle_avg_idle_gate: true,
         balance_busy_factor: 64,
         balance_interval: "fixed",
+        wake_affine: "linux-3.2",
         notes: "ticket spinlocks; a glibc of its time (before 2.25): broadcasts requeue, condition variables and barriers have an internal lock",
     },
     GuestKernel {
@@ -482,6 +486,7 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         newidle_avg_idle_gate: true,
         balance_busy_factor: 64,
         balance_interval: "fixed",
+        wake_affine: "linux-3.2",
         notes: "ticket spinlocks; a glibc of its time (before 2.25): broadcasts requeue, condition variables and barriers have an internal lock",
     },
     GuestKernel {
@@ -516,6 +521,7 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         newidle_avg_idle_gate: true,
         balance_busy_factor: 32,
         balance_interval: "domain-weight",
+        wake_affine: "linux-3.16",
         notes: "rwsem writers spin on a running writer owner (3.16); mutex spinners queue on the OSQ (3.15); i_mmap_mutex became i_mmap_rwsem (3.19); dentry references are lockrefs (3.12), dput's last one still under d_lock; ticket spinlocks: the PV ticket lock of 3.12-4.1 needs KVM_FEATURE_PV_UNHALT, which QEMU leaves off unless asked (kvm-pv-unhalt); Ubuntu 14.04's glibc 2.19: broadcasts requeue, condition variables and barriers have an internal lock",
     },
     GuestKernel {
@@ -550,6 +556,7 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         newidle_avg_idle_gate: false,
         balance_busy_factor: 16,
         balance_interval: "domain-weight",
+        wake_affine: "linux-4.14",
         notes: "PV queued spinlocks, wake_q (4.2), PV TLB flush (4.16), vcpu_is_preempted (4.10), rwsem writers spin on readers for a bounded time (5.x), rwsem reader lock stealing and hand-off (5.11), the mutex's hand-off to its first waiter (4.10), i_mmap_rwsem (3.19) and i_rwsem (4.7), lockref dentries (3.12) and fast_dput (4.0), cpuidle-haltpoll (5.4); glibc 2.25+: a broadcast wakes every waiter, no internal condition-variable or barrier lock",
     },
 ];
@@ -817,6 +824,7 @@ impl GuestKernel {
             "balance_interval".into(),
             Value::String(self.balance_interval.into()),
         );
+        t.insert("wake_affine".into(), Value::String(self.wake_affine.into()));
         t
     }
 }

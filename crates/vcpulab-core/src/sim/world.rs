@@ -139,6 +139,8 @@ pub struct World {
     pub irq_policy: Box<dyn crate::hv::irq::IrqPolicy>,
     /// A reused buffer: the recipients of the IPI being sent.
     pub irq_recipients: Vec<VcpuId>,
+    /// The guests' record_wakee() counts per thread (guest/ipi.rs `select_wake_vcpu`).
+    pub thread_flips: crate::hv::sched::wake_affine::WakeeFlips,
     /// When set, every kernel-spinlock arrival, acquisition and release is logged
     /// (for tests of mutual exclusion and FIFO order).
     pub lock_log: Option<Vec<LockEvent>>,
@@ -295,6 +297,7 @@ impl World {
                 tlb_shootdowns: 0,
                 thread_switches: 0,
                 futex_calls: 0,
+                guest_affine_wakes: 0,
                 exits: Default::default(),
                 ple_exits: 0,
                 yields_ok: 0,
@@ -339,6 +342,15 @@ impl World {
         let nvms = vms.len();
         let vcpu_vm: Vec<VmId> = vcpus.iter().map(|v| v.vm).collect();
         let finite_left = vms.iter().map(|v| v.finite_threads as u64).sum();
+        let counts_flips = vms.iter().any(|m| m.guest.wake_affine.counts_flips());
+        let thread_flips = crate::hv::sched::wake_affine::WakeeFlips::new(
+            if counts_flips {
+                crate::hv::sched::wake_affine::WakeAffine::Linux4_14
+            } else {
+                crate::hv::sched::wake_affine::WakeAffine::Off
+            },
+            threads.len(),
+        );
         Ok(World {
             now: Nanos::ZERO,
             q: EventQueue::new(),
@@ -369,6 +381,7 @@ impl World {
             virtualized: sc.run.mode != crate::scenario::Mode::Native,
             irq_policy: Box::new(crate::hv::irq::NoIrqPolicy),
             irq_recipients: Vec::new(),
+            thread_flips,
             locks: sync.locks,
             lock_classes: sync.lock_classes,
             mutexes: sync.mutexes,

@@ -64,6 +64,23 @@ pub enum WakeAffine {
 }
 
 impl WakeAffine {
+    /// wake_affine()'s verdict for a wake-up whose waker's CPU (allowed, not the
+    /// previous one, the pair not wide) and previous CPU meet first at `level`: true
+    /// when the waker's CPU is the target.
+    pub fn affine(self, level: Level, share_cache: bool, l: &AffineLoads) -> bool {
+        let imbalance = 100 + (self.imbalance_pct(level) - 100) / 2;
+        match self {
+            WakeAffine::Off => false,
+            WakeAffine::Linux4_14 => affine_idle_weight(l, share_cache, imbalance),
+            _ => affine_load(l, imbalance),
+        }
+    }
+
+    /// The rule counts wakee flips (wake_wide(), Linux 3.12 and later).
+    pub fn counts_flips(self) -> bool {
+        !matches!(self, WakeAffine::Off | WakeAffine::Linux3_2)
+    }
+
     /// The lowest common domain's imbalance_pct at `level` (sd_init(); the SD_*_INIT
     /// initializers before Linux 3.16).
     fn imbalance_pct(self, level: Level) -> u64 {
@@ -103,6 +120,63 @@ const NO_WAKEE: u32 = u32::MAX;
 /// record_wakee() decays once per HZ jiffies: a second.
 const FLIP_DECAY: Nanos = Nanos(1_000_000_000);
 
+/// record_wakee()'s counts per task (vCPU threads on the host, threads in a guest),
+/// and wake_wide() over them.
+#[derive(Clone, Debug, Default)]
+pub struct WakeeFlips {
+    flips: Vec<Flips>,
+}
+
+impl WakeeFlips {
+    /// Counts for `tasks` tasks if `rule` uses them (none otherwise).
+    pub fn new(rule: WakeAffine, tasks: usize) -> WakeeFlips {
+        let n = if rule.counts_flips() { tasks } else { 0 };
+        WakeeFlips {
+            flips: vec![
+                Flips {
+                    last_wakee: NO_WAKEE,
+                    flips: 0,
+                    decay_at: Nanos::ZERO,
+                };
+                n
+            ],
+        }
+    }
+
+    /// record_wakee() for `waker` waking `wakee` at `now`, then wake_wide() of `rule`
+    /// (false for a rule without it). `factor`: the waker's CPU's LLC size
+    /// (sd_llc_size).
+    pub fn record_and_check_wide(
+        &mut self,
+        rule: WakeAffine,
+        factor: u32,
+        waker: usize,
+        wakee: usize,
+        now: Nanos,
+    ) -> bool {
+        if !rule.counts_flips() || self.flips.is_empty() {
+            return false;
+        }
+        let halve = rule == WakeAffine::Linux4_14;
+        let f = &mut self.flips[waker];
+        if now > f.decay_at + FLIP_DECAY {
+            f.flips = if halve { f.flips >> 1 } else { 0 };
+            f.decay_at = now;
+        }
+        if f.last_wakee != wakee as u32 {
+            f.last_wakee = wakee as u32;
+            f.flips += 1;
+        }
+        let (master, slave) = (self.flips[waker].flips, self.flips[wakee].flips);
+        if halve {
+            let (hi, lo) = (master.max(slave), master.min(slave));
+            lo >= factor && hi >= lo.saturating_mul(factor)
+        } else {
+            slave > factor && master > factor.saturating_mul(slave)
+        }
+    }
+}
+
 /// What the decision reads of the two CPUs.
 #[derive(Clone, Copy, Debug)]
 pub struct AffineLoads {
@@ -121,7 +195,7 @@ pub struct AffineLoads {
 #[derive(Clone, Debug)]
 pub struct WakeAffinity {
     rule: WakeAffine,
-    flips: Vec<Flips>,
+    flips: WakeeFlips,
     /// Wake-ups placed on the waker's side (schedstat ttwu_move_affine).
     pub moved: u64,
     /// Whether the last decision was affine (taken by `take_affine`).
@@ -136,18 +210,7 @@ impl Default for WakeAffinity {
 
 impl WakeAffinity {
     pub fn new(rule: WakeAffine, vcpus: usize) -> WakeAffinity {
-        let flips = if matches!(rule, WakeAffine::Off | WakeAffine::Linux3_2) {
-            Vec::new()
-        } else {
-            vec![
-                Flips {
-                    last_wakee: NO_WAKEE,
-                    flips: 0,
-                    decay_at: Nanos::ZERO,
-                };
-                vcpus
-            ]
-        };
+        let flips = WakeeFlips::new(rule, vcpus);
         WakeAffinity {
             rule,
             flips,
@@ -185,7 +248,9 @@ impl WakeAffinity {
         }
         let this = w.pcpu.0;
         let llc_size = topo.llc_of(this).len() as u32;
-        let wide = self.record_and_check_wide(llc_size, w.vcpu, wakee, now);
+        let wide =
+            self.flips
+                .record_and_check_wide(self.rule, llc_size, w.vcpu.idx(), wakee.idx(), now);
         if !allowed || this == prev || wide {
             return prev;
         }
@@ -194,50 +259,15 @@ impl WakeAffinity {
             .iter()
             .find(|d| this / d.span == prev / d.span)
             .map_or(Level::Host, |d| d.level);
-        let imbalance = 100 + (self.rule.imbalance_pct(level) - 100) / 2;
-        let l = loads(this);
-        let affine = if self.rule == WakeAffine::Linux4_14 {
-            affine_idle_weight(&l, topo.llc_of(this) == topo.llc_of(prev), imbalance)
-        } else {
-            affine_load(&l, imbalance)
-        };
+        let affine = self
+            .rule
+            .affine(level, topo.llc_of(this) == topo.llc_of(prev), &loads(this));
         if affine {
             self.moved += 1;
             self.last_affine = true;
             this
         } else {
             prev
-        }
-    }
-
-    /// record_wakee() for the waker, then wake_wide() (a rule without it: false).
-    /// `factor`: the waker's CPU's LLC size (sd_llc_size).
-    fn record_and_check_wide(
-        &mut self,
-        factor: u32,
-        waker: VcpuId,
-        wakee: VcpuId,
-        now: Nanos,
-    ) -> bool {
-        if self.flips.is_empty() {
-            return false;
-        }
-        let halve = self.rule == WakeAffine::Linux4_14;
-        let f = &mut self.flips[waker.idx()];
-        if now > f.decay_at + FLIP_DECAY {
-            f.flips = if halve { f.flips >> 1 } else { 0 };
-            f.decay_at = now;
-        }
-        if f.last_wakee != wakee.0 {
-            f.last_wakee = wakee.0;
-            f.flips += 1;
-        }
-        let (master, slave) = (self.flips[waker.idx()].flips, self.flips[wakee.idx()].flips);
-        if halve {
-            let (hi, lo) = (master.max(slave), master.min(slave));
-            lo >= factor && hi >= lo.saturating_mul(factor)
-        } else {
-            slave > factor && master > factor.saturating_mul(slave)
         }
     }
 }
@@ -326,16 +356,22 @@ mod tests {
         let mut a = WakeAffinity::new(WakeAffine::Linux4_14, 4);
         let t = Nanos(1);
         // vCPU 0 alternates wakees 1, 2, 3: its flips grow; 1 wakes 0 and 2.
-        for k in 0..6u32 {
-            a.record_and_check_wide(2, VcpuId(0), VcpuId(1 + k % 3), t);
+        for k in 0..6usize {
+            a.flips
+                .record_and_check_wide(WakeAffine::Linux4_14, 2, 0, 1 + k % 3, t);
         }
-        a.record_and_check_wide(2, VcpuId(1), VcpuId(0), t);
-        a.record_and_check_wide(2, VcpuId(1), VcpuId(2), t);
-        assert!(a.record_and_check_wide(2, VcpuId(0), VcpuId(1), t));
+        a.flips
+            .record_and_check_wide(WakeAffine::Linux4_14, 2, 1, 0, t);
+        a.flips
+            .record_and_check_wide(WakeAffine::Linux4_14, 2, 1, 2, t);
+        assert!(a
+            .flips
+            .record_and_check_wide(WakeAffine::Linux4_14, 2, 0, 1, t));
         // A second later the waker's flips halve once per decay.
         let later = Nanos(3_000_000_000);
         let mut b = a.clone();
-        b.record_and_check_wide(2, VcpuId(0), VcpuId(2), later);
-        assert!(b.flips[0].flips < a.flips[0].flips);
+        b.flips
+            .record_and_check_wide(WakeAffine::Linux4_14, 2, 0, 2, later);
+        assert!(b.flips.flips[0].flips < a.flips.flips[0].flips);
     }
 }
