@@ -272,6 +272,15 @@ impl World {
         }
     }
 
+    /// Runnable threads on `v`, the current one included, SCHED_IDLE ones left out:
+    /// the kernel weighs threads by load, and a SCHED_IDLE thread's (3) is next to
+    /// nothing beside a nice-0 one's (load balancing and wake_affine count these).
+    pub(crate) fn normal_runnable(&self, v: VcpuId) -> usize {
+        let vc = &self.vcpus[v.idx()];
+        let normal = |t: &ThreadId| !self.threads[t.idx()].idle_prio;
+        vc.rq.iter().filter(|t| normal(t)).count() + vc.cur.iter().filter(|t| normal(t)).count()
+    }
+
     /// load_balance() run by the busy `v` (calculate_imbalance and detach_tasks with
     /// nice-0 threads, the VM's one sched domain whose groups are single vCPUs): the
     /// sibling with the most runnable threads gives up queued ones while it holds at
@@ -284,18 +293,11 @@ impl World {
         if !m.cpuset.contains(v.0 - m.first_vcpu) {
             return false;
         }
-        // Runnable threads, SCHED_IDLE ones left out: load_balance weighs threads by
-        // load, and a SCHED_IDLE thread's (3) is next to nothing beside a nice-0 one's.
-        let nr = |w: &World, s: VcpuId| {
-            let sv = &w.vcpus[s.idx()];
-            let normal = |t: &ThreadId| !w.threads[t.idx()].idle_prio;
-            sv.rq.iter().filter(|t| normal(t)).count() + sv.cur.iter().filter(|t| normal(t)).count()
-        };
         let (first, n) = (m.first_vcpu, m.nvcpus);
         let allowed = (0..n).filter(|&i| m.cpuset.contains(i)).count();
         let total: usize = (0..n)
             .filter(|&i| m.cpuset.contains(i))
-            .map(|i| nr(self, VcpuId(first + i)))
+            .map(|i| self.normal_runnable(VcpuId(first + i)))
             .sum();
         let busiest = (first..first + n)
             .map(VcpuId)
@@ -306,11 +308,11 @@ impl World {
                         .iter()
                         .any(|t| !self.threads[t.idx()].idle_prio)
             })
-            .max_by_key(|&s| (nr(self, s), std::cmp::Reverse(s.0)));
+            .max_by_key(|&s| (self.normal_runnable(s), std::cmp::Reverse(s.0)));
         let Some(s) = busiest else {
             return false;
         };
-        let (this, most) = (nr(self, v), nr(self, s));
+        let (this, most) = (self.normal_runnable(v), self.normal_runnable(s));
         if most < this + 2 {
             return false;
         }

@@ -189,14 +189,11 @@ impl World {
         if from == prev || wide || !self.vms[vmi].cpuset.contains(from.0 - first) {
             return prev;
         }
-        let nr = |w: &World, v: VcpuId| -> u64 {
-            let vc = &w.vcpus[v.idx()];
-            let normal = |x: &ThreadId| !w.threads[x.idx()].idle_prio;
-            (vc.rq.iter().filter(|x| normal(x)).count()
-                + vc.cur.iter().filter(|x| normal(x)).count()) as u64
-        };
         const NICE_0: u64 = 1024;
-        let (this_nr, prev_nr) = (nr(self, from), nr(self, prev));
+        let (this_nr, prev_nr) = (
+            self.normal_runnable(from) as u64,
+            self.normal_runnable(prev) as u64,
+        );
         let loads = AffineLoads {
             this_load: this_nr * NICE_0,
             this_nr: this_nr as u32,

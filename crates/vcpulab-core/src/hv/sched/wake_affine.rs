@@ -196,9 +196,8 @@ pub struct AffineLoads {
 pub struct WakeAffinity {
     rule: WakeAffine,
     flips: WakeeFlips,
-    /// Wake-ups placed on the waker's side (schedstat ttwu_move_affine).
-    pub moved: u64,
-    /// Whether the last decision was affine (taken by `take_affine`).
+    /// Whether the last decision was affine (schedstat ttwu_move_affine; taken by
+    /// `take_affine`, which the core counts per vCPU).
     last_affine: bool,
 }
 
@@ -214,7 +213,6 @@ impl WakeAffinity {
         WakeAffinity {
             rule,
             flips,
-            moved: 0,
             last_affine: false,
         }
     }
@@ -263,7 +261,6 @@ impl WakeAffinity {
             .rule
             .affine(level, topo.llc_of(this) == topo.llc_of(prev), &loads(this));
         if affine {
-            self.moved += 1;
             self.last_affine = true;
             this
         } else {
@@ -346,7 +343,6 @@ mod tests {
         assert_eq!(on.target(&topo, wake(w), false, heavy_prev), 5);
         assert_eq!(on.target(&topo, wake(w), true, heavy_prev), 3);
         assert!(on.take_affine() && !on.take_affine());
-        assert_eq!(on.moved, 1);
     }
 
     #[test]
