@@ -151,7 +151,13 @@ impl World {
             PleAction::Coschedule => self.ple_coschedule_or_yield(p, v),
             PleAction::Cvs => self.ple_cvs(p, v),
             PleAction::DirectedYield => {
-                if let Some(tp) = self.directed_yield(p, v) {
+                let scan = self.directed_yield(p, v);
+                // The handler's own work besides the exit: its loop over the VM's vCPUs
+                // and the yield_to calls that found no target (a successful one is
+                // `yield_to_ns` below).
+                let handler = u64::from(scan.looked) * self.costs.ple_scan_per_vcpu_ns
+                    + u64::from(scan.failed_calls) * self.costs.yield_to_ns;
+                if let Some(tp) = scan.target {
                     self.vms[vm].yields_ok += 1;
                     // It yields from inside its handler: in the spin loop until it runs
                     // again (kvm_vcpu_set_in_spin_loop), then not eligible (the handler's
@@ -159,9 +165,9 @@ impl World {
                     let vc = &mut self.vcpus[v.idx()];
                     vc.in_spin_loop = true;
                     vc.dy_eligible = false;
-                    // yield_to's work on this pCPU, paid by whichever vCPU it switches
-                    // in next (the yielder itself when it is alone there).
-                    self.pcpus[p.idx()].pending_overhead_ns += self.costs.yield_to_ns;
+                    // The handler's and yield_to's work on this pCPU, paid by whichever
+                    // vCPU it switches in next (the yielder itself when it is alone there).
+                    self.pcpus[p.idx()].pending_overhead_ns += handler + self.costs.yield_to_ns;
                     self.deschedule(p, v, StopReason::Yielded);
                     if tp != p {
                         // yield_to → resched_curr on the target's pCPU: a reschedule IPI
@@ -172,8 +178,9 @@ impl World {
                     self.schedule(p);
                 } else {
                     self.vms[vm].yields_failed += 1;
-                    self.vcpus[v.idx()].dy_eligible = false;
-                    let entry = self.vcpus[v.idx()].overhead_until;
+                    let vc = &mut self.vcpus[v.idx()];
+                    vc.dy_eligible = false;
+                    let entry = vc.charge_overhead(now, Nanos(handler));
                     self.ple_reentry(v, entry);
                     self.vcpu_continue(v);
                 }
@@ -191,8 +198,8 @@ impl World {
     /// yield_to on each, until three fail with -ESRCH (Linux 3.16+) or, before 3.16
     /// (`host.ple.esrch_ends_scan`), until the first whose yield_to finds both
     /// runqueues holding one task, which ends the scan as a success without a yield.
-    /// Returns the target's pCPU on success.
-    fn directed_yield(&mut self, p: crate::sim::PcpuId, me: VcpuId) -> Option<crate::sim::PcpuId> {
+    /// Returns the target's pCPU on success, and what the scan cost.
+    fn directed_yield(&mut self, p: crate::sim::PcpuId, me: VcpuId) -> Scan {
         let now = self.now;
         let vm = self.vcpus[me.idx()].vm.idx();
         let (first, n) = (self.vms[vm].first_vcpu, self.vms[vm].nvcpus);
@@ -209,11 +216,14 @@ impl World {
             .unwrap_or(true);
         let last = self.vms[vm].last_boosted;
         let mut tries = 0;
+        let mut scan = Scan::default();
         for pass in 0..2 {
             for i in 0..n {
                 if (pass == 0 && i <= last) || (pass == 1 && i > last) {
                     continue;
                 }
+                // Every vCPU the loop reaches has its flag read, itself included.
+                scan.looked += 1;
                 let c = VcpuId(first + i);
                 if c == me {
                     continue;
@@ -243,29 +253,44 @@ impl World {
                 if running {
                     // yield_to finds the target running and gives up (returns 0: no
                     // try is used). Only the older kernels look at running vCPUs.
+                    scan.failed_calls += 1;
                     continue;
                 }
                 match self.sched.yield_to(p, me, c, now) {
                     Some(tp) => {
                         self.vms[vm].last_boosted = i;
-                        return Some(tp);
+                        scan.target = Some(tp);
+                        return scan;
                     }
                     None if self.sched.yield_to_esrch(p, c) => {
+                        scan.failed_calls += 1;
                         match after_esrch(self.ple_esrch_ends_scan, &mut tries) {
                             AfterEsrch::EndAsBoosted => {
                                 self.vms[vm].last_boosted = i;
-                                return None;
+                                return scan;
                             }
-                            AfterEsrch::GiveUp => return None,
+                            AfterEsrch::GiveUp => return scan,
                             AfterEsrch::NextCandidate => {}
                         }
                     }
-                    None => {}
+                    None => scan.failed_calls += 1,
                 }
             }
         }
-        None
+        scan
     }
+}
+
+/// What one run of kvm_vcpu_on_spin found and did.
+#[derive(Debug, Default)]
+struct Scan {
+    /// The pCPU of the vCPU it yielded to (None: no yield).
+    target: Option<crate::sim::PcpuId>,
+    /// vCPUs its loop reached (each costs `ple_scan_per_vcpu_ns`).
+    looked: u32,
+    /// yield_to calls that found no target: -ESRCH, or the target running or not
+    /// runnable (each costs `yield_to_ns`: the double runqueue lock and the checks).
+    failed_calls: u32,
 }
 
 /// What kvm_vcpu_on_spin does when yield_to finds the spinner's and the candidate's

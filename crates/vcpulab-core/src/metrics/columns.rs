@@ -39,7 +39,7 @@ pub static COLUMNS: &[Column] = &[
     ),
     c("report", "end_ns", "ns", "simulated time at which the run stopped"),
     c("report", "stop_reason", "-", "why it stopped: duration, all-finished, event-budget, no-progress or aborted"),
-    c("report", "warnings", "-", "list, absent when empty: adaptive mechanisms the run was too short to let act (Gleaner's controller measured fewer than twice; APPLE closed no epoch while its VM made PLE exits), whose figures then show their start-up; and VMs in a PLE-exit storm (over 10,000 exits per vCPU-second), whose cost rests on the PLE handler's, which the cost table leaves out"),
+    c("report", "warnings", "-", "list, absent when empty: adaptive mechanisms the run was too short to let act (Gleaner's controller measured fewer than twice; APPLE closed no epoch while its VM made PLE exits), whose figures then show their start-up; and VMs in a PLE-exit storm (over 10,000 exits per vCPU-second), whose cost rests on the PLE handler's, which the cost table has only in part and from assumed figures"),
     c("report", "events", "count", "simulation events dispatched"),
     c("report", "scenario.name", "-", "the scenario's name"),
     c("report", "scenario.seed", "-", "the seed of the run (same scenario and seed give a bit-identical report)"),

@@ -444,7 +444,7 @@ pub struct Report {
     /// Mechanisms the run was too short to let act (Gleaner's controller, APPLE's
     /// window search): the figures above then show their start-up, not the mechanism;
     /// and VMs in a PLE-exit storm, whose cost rests on the exit handler's, which the
-    /// cost table leaves out.
+    /// cost table has only in part.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
 }
@@ -484,13 +484,14 @@ fn too_short_warnings(sc: &Scenario, w: &World, end_ns: u64) -> Vec<String> {
 }
 
 /// PLE exits per vCPU-second above which a run's result rests on the cost of handling
-/// an exit: a handler cost of 1 µs per exit left out (the candidate scan, the runqueue
-/// locking, `schedule()`; the cost table charges the VM exit alone) would be 1% of the
-/// vCPUs' time.
+/// an exit: 1 µs per exit of handler cost that is not charged (the `schedule()` that
+/// picks a lone yielder again) or that is assumed rather than measured (the candidate
+/// scan, yield_to) would be 1% of the vCPUs' time.
 pub const PLE_STORM_EXITS_PER_VCPU_S: f64 = 10_000.0;
 
 /// Warnings for VMs in a PLE-exit storm (docs/model.md, Known gaps: how deep a storm
-/// goes depends on the handler's cost, which the model does not charge).
+/// goes depends on the handler's cost, which the model charges only in part and from
+/// assumed figures).
 fn ple_storm_warnings(w: &World, end_ns: u64) -> Vec<String> {
     let secs = end_ns as f64 / 1e9;
     if secs <= 0.0 {
@@ -503,10 +504,10 @@ fn ple_storm_warnings(w: &World, end_ns: u64) -> Vec<String> {
             (rate > PLE_STORM_EXITS_PER_VCPU_S).then(|| {
                 format!(
                     "vm {}: {:.0} PLE exits per vCPU-second, a PLE-exit storm: the model \
-                     charges an exit its VM exit and entry and a successful yield its \
-                     yield_to, not the rest of the hypervisor's handling (KVM's candidate \
-                     scan, the schedule() after the yield), so how much work the storm \
-                     costs rests on costs it does not have (docs/model.md, Known gaps)",
+                     charges an exit its VM exit and entry, KVM's candidate scan and its \
+                     yield_to calls (assumed costs), not the schedule() that picks a lone \
+                     yielder again, so how much work the storm costs rests on costs that \
+                     are partly assumed and partly missing (docs/model.md, Known gaps)",
                     m.name, rate
                 )
             })

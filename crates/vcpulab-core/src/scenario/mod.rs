@@ -745,6 +745,10 @@ pub struct CostTable {
     /// yield_task_fair's update_curr, set_next_buddy, resched_curr): hypervisor work on
     /// the yielder's pCPU that its next switch-in pays.
     pub yield_to_ns: u64,
+    /// KVM's PLE handler (kvm_vcpu_on_spin) looking at one vCPU of its VM: the loop
+    /// reads the candidate's `kvm_vcpu` (its preempted/ready flag first), a line the
+    /// candidate's own pCPU writes at each of its switches.
+    pub ple_scan_per_vcpu_ns: u64,
     /// Forcing a running vCPU out for an interrupt without posted interrupts: the kick's
     /// physical IPI, the external-interrupt exit's handling and the injection (the
     /// target pays `vmexit_ns` + this).
@@ -796,6 +800,7 @@ impl Default for CostTable {
             ipi_send_ns: 2_500,
             kick_wake_ns: 400,
             yield_to_ns: 400,
+            ple_scan_per_vcpu_ns: 20,
             ipi_deliver_ns: 3_500,
             inject_ns: 300,
             eoi_ns: 200,
