@@ -134,8 +134,8 @@ impl World {
     /// Wake-up placement (select_task_rq_fair): the target is the waking vCPU `waker`
     /// when the guest kernel's wake_affine rule takes it (hv/sched/wake_affine.rs), else
     /// the previous vCPU; then the target if idle, else an idle vCPU of the VM from it
-    /// (select_idle_sibling over the VM's one domain), else the target (all within the
-    /// thread's cpuset); a yielding thread's own vCPU. `waker`: None for a look that
+    /// (select_idle_sibling over the VM's one cache domain; with a socket per vCPU the
+    /// target alone), else the target (all within the thread's cpuset); a yielding thread's own vCPU. `waker`: None for a look that
     /// decides nothing (a timer's check whether its thread would move).
     pub(crate) fn select_wake_vcpu(&mut self, t: ThreadId, waker: Option<VcpuId>) -> VcpuId {
         if self.threads[t.idx()].yielder {
@@ -149,6 +149,11 @@ impl World {
         let allowed = |v: VcpuId| vm.cpuset.contains(v.0 - vm.first_vcpu);
         let n = vm.nvcpus;
         let at = |i: usize| VcpuId(vm.first_vcpu + i as u32);
+        if vm.guest.llc_per_vcpu && allowed(target) {
+            // Each vCPU its own cache domain: select_idle_sibling searches the target's
+            // last-level cache, the target alone, and returns it idle or not.
+            return target;
+        }
         let base = (target.0 - vm.first_vcpu) as usize;
         if let Some(i) = crate::hv::placement::prev_else_next_idle(
             base,
@@ -171,7 +176,7 @@ impl World {
     /// interrupt handler) wakes `t`, is the target instead of `t`'s previous vCPU when
     /// its runqueue is enough lighter (or, from Linux 4.14, idle while `prev` is not).
     /// Loads are runnable threads × nice-0 weight, SCHED_IDLE ones left out; the VM's
-    /// vCPUs are one domain sharing a cache (as its balancing takes them).
+    /// vCPUs are one domain, sharing a cache unless each is a socket of its own.
     fn guest_affine_target(&mut self, t: ThreadId, prev: VcpuId, from: VcpuId) -> VcpuId {
         use crate::hv::sched::wake_affine::{AffineLoads, WakeAffine};
         let vmi = self.threads[t.idx()].vm.idx();
@@ -180,10 +185,14 @@ impl World {
             return prev;
         }
         let (first, n) = (self.vms[vmi].first_vcpu, self.vms[vmi].nvcpus);
+        let llc_per_vcpu = self.vms[vmi].guest.llc_per_vcpu;
+        // wake_wide's factor is the waker's cache domain's size (sd_llc_size).
+        let llc_size = if llc_per_vcpu { 1 } else { n };
         let wide = match self.vcpus[from.idx()].cur {
-            Some(c) => self
-                .thread_flips
-                .record_and_check_wide(rule, n, c.idx(), t.idx(), self.now),
+            Some(c) => {
+                self.thread_flips
+                    .record_and_check_wide(rule, llc_size, c.idx(), t.idx(), self.now)
+            }
             None => false,
         };
         if from == prev || wide || !self.vms[vmi].cpuset.contains(from.0 - first) {
@@ -202,7 +211,14 @@ impl World {
             prev_idle: self.vcpu_idle(prev),
             task_load: NICE_0,
         };
-        if rule.affine(crate::host::topology::Level::Llc, true, &loads) {
+        // The lowest domain spanning both vCPUs: their shared cache's, or with a socket
+        // per vCPU the top one (no shared cache: 4.14's wake_affine_idle passes).
+        let level = if llc_per_vcpu {
+            crate::host::topology::Level::Node
+        } else {
+            crate::host::topology::Level::Llc
+        };
+        if rule.affine(level, !llc_per_vcpu, &loads) {
             self.vms[vmi].guest_affine_wakes += 1;
             from
         } else {
@@ -290,7 +306,10 @@ impl World {
     /// `w` (a spinning target's next step does).
     fn wake_without_ipi(&mut self, target: VcpuId, w: ThreadId) -> bool {
         let vm = self.vcpus[target.idx()].vm.idx();
-        if self.vms[vm].guest.wake_ipi != WakeIpi::OnPreempt {
+        // Across a cache boundary (a socket per vCPU) Linux 3.3+ queues the wake-up on
+        // the target's wake list behind an IPI too (ttwu_queue → ttwu_queue_remote when
+        // !cpus_share_cache).
+        if self.vms[vm].guest.wake_ipi != WakeIpi::OnPreempt || self.vms[vm].guest.llc_per_vcpu {
             return false;
         }
         let Some(c) = self.vcpus[target.idx()].cur else {

@@ -52,6 +52,9 @@ pub struct GuestParams {
     pub load_balance: bool,
     /// The guest kernel's affine wake-up rule (guest/ipi.rs `select_wake_vcpu`).
     pub wake_affine: crate::hv::sched::wake_affine::WakeAffine,
+    /// Each vCPU is its own last-level cache domain (`guest.topology =
+    /// "socket-per-vcpu"`; guest/ipi.rs).
+    pub llc_per_vcpu: bool,
 }
 
 /// Fields in declaration order (`repr(C)`), on cache-line boundaries (`align(64)`):

@@ -945,6 +945,22 @@ pub enum PreemptionModel {
     Lazy,
 }
 
+/// The CPU topology the VMM gives a VM (what its guest kernel builds its scheduling
+/// domains from; guest/ipi.rs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum GuestTopology {
+    /// The vCPUs are cores of one socket sharing its last-level cache (QEMU's `-smp N`
+    /// from machine types 6.2 on, which prefer cores over sockets).
+    #[default]
+    OneSocket,
+    /// Each vCPU is a socket of its own with its own last-level cache (QEMU's `-smp N`
+    /// before 6.2, which preferred sockets; libvirt without `<topology>`): the guest's
+    /// wake-ups search no idle vCPU beyond the target, cross its cache boundaries with
+    /// an IPI, and take wake_affine's load test at the top domain.
+    SocketPerVcpu,
+}
+
 /// When a cross-vCPU wake-up sends the target a reschedule IPI (guest/ipi.rs
 /// `send_wake`; kernel/sched/core.c ttwu_queue).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -953,9 +969,9 @@ pub enum WakeIpi {
     /// Linux 3.0 to 3.2 (TTWU_QUEUE for every remote CPU): the wakee is queued on the
     /// target's wake list and an IPI always tells it.
     Always,
-    /// Linux 3.3 onwards on vCPUs that share a last-level cache, as the model's
-    /// wake-up placement assumes ("sched: Only queue remote wakeups when crossing cache
-    /// boundaries"): the waker enqueues the wakee itself and sends an IPI only when the
+    /// Linux 3.3 onwards on vCPUs that share a last-level cache (`guest.topology =
+    /// "one-socket"`; with a socket per vCPU every remote wake-up sends one) ("sched:
+    /// Only queue remote wakeups when crossing cache boundaries"): the waker enqueues the wakee itself and sends an IPI only when the
     /// target must reschedule — it idles (the idle task is always preempted; a polling
     /// idle loop needs none) or the wakee preempts its current thread
     /// (check_preempt_curr → resched_curr).
@@ -1187,6 +1203,9 @@ pub struct GuestConfig {
     /// queued on the waker's vCPU. "off", "linux-3.2", "linux-3.12", "linux-3.16" or
     /// "linux-4.14"; set by the guest kernel profiles.
     pub wake_affine: crate::hv::sched::wake_affine::WakeAffine,
+    /// The VM's CPU topology as the VMM presents it: "one-socket" or "socket-per-vcpu";
+    /// set by the host platform profiles (the VMM of the study's time).
+    pub topology: GuestTopology,
     /// vCPUs the workload's threads may use (a cpuset), e.g. "0-3"; all when absent.
     pub cpuset: Option<String>,
     /// Gleaner: resource retention by yielding threads, and consolidation.
@@ -1237,6 +1256,7 @@ impl Default for GuestConfig {
             balance_busy_factor: 64,
             balance_interval: BalanceInterval::Fixed,
             wake_affine: crate::hv::sched::wake_affine::WakeAffine::Linux3_2,
+            topology: GuestTopology::OneSocket,
             cpuset: None,
             gleaner: GleanerConfig::default(),
         }

@@ -119,6 +119,8 @@ pub struct HostPlatform {
     pub per_vm_groups: Option<bool>,
     /// The guest kernel of the study, used where no `guest.kernel` is given.
     pub guest_kernel: &'static str,
+    /// `guest.topology`: the CPU topology the platform's VMM gives a VM by default.
+    pub guest_topology: &'static str,
     /// Which of the above are published and which assumed.
     pub notes: &'static str,
 }
@@ -223,6 +225,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         scheduler: "cfs",
         per_vm_groups: Some(false),
         guest_kernel: "linux-3.9",
+        guest_topology: "socket-per-vcpu",
         notes: "host and CPU as published; Sandy Bridge has no APICv (it came with Ivy Bridge-EP)",
     },
     HostPlatform {
@@ -249,6 +252,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         scheduler: "credit",
         per_vm_groups: None,
         guest_kernel: "linux-3.2",
+        guest_topology: "one-socket",
         notes: "Xen version and guest as published; credit has no rate limit before Xen 4.2",
     },
     HostPlatform {
@@ -275,6 +279,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         scheduler: "credit",
         per_vm_groups: None,
         guest_kernel: "linux-3.5",
+        guest_topology: "one-socket",
         notes: "Xen version and guest as published; sched_ratelimit_us (default 1000) since Xen 4.2",
     },
     HostPlatform {
@@ -301,6 +306,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         scheduler: "cfs",
         per_vm_groups: Some(false),
         guest_kernel: "linux-3.2",
+        guest_topology: "socket-per-vcpu",
         notes: "a Linux 3.x KVM host of 2012 as published; version 3.2 and the CPU assumed",
     },
     HostPlatform {
@@ -327,6 +333,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         scheduler: "cfs",
         per_vm_groups: Some(false),
         guest_kernel: "linux-3.19",
+        guest_topology: "socket-per-vcpu",
         notes: "host kernel as published; Haswell-EP has APICv with posted interrupts (KVM enables it when present); halt_poll_ns came in Linux 4.0",
     },
     HostPlatform {
@@ -353,6 +360,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         scheduler: "eevdf",
         per_vm_groups: Some(true),
         guest_kernel: "linux-6.6",
+        guest_topology: "one-socket",
         notes: "APICv with posted interrupts; host halt polling on (halt_poll_ns 200 us); EEVDF since Linux 6.6",
     },
     HostPlatform {
@@ -379,6 +387,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         scheduler: "credit2",
         per_vm_groups: None,
         guest_kernel: "linux-6.6",
+        guest_topology: "one-socket",
         notes: "credit2 is Xen's default scheduler since 4.12 (sched_ratelimit_us 1000); posted interrupts with APICv; no IPI virtualization and no host halt polling in Xen",
     },
 ];
@@ -745,6 +754,11 @@ impl HostPlatform {
             &mut t,
             &["guest", "kernel"],
             Value::String(self.guest_kernel.into()),
+        );
+        set(
+            &mut t,
+            &["guest", "topology"],
+            Value::String(self.guest_topology.into()),
         );
         t
     }

@@ -415,6 +415,7 @@ pub(crate) fn guest_params(g: &GuestConfig, vcpus: u32) -> GuestParams {
         haltpoll_start: us(g.haltpoll_start_us),
         load_balance: g.load_balance,
         wake_affine: g.wake_affine,
+        llc_per_vcpu: g.topology == crate::scenario::GuestTopology::SocketPerVcpu,
     }
 }
 

@@ -1,0 +1,123 @@
+//! The CPU topology a VM's guest sees (`guest.topology`, guest/ipi.rs): with a socket per
+//! vCPU (QEMU's `-smp N` before machine type 6.2) each vCPU is a cache domain of its
+//! own, so a wake-up searches no idle vCPU beyond its target and crosses to another
+//! vCPU with an IPI; with one socket the guest looks for an idle vCPU in the whole VM.
+mod common;
+use common::*;
+
+/// Six threads computing and sleeping on four vCPUs of their own pCPUs: a thread
+/// waking (its timer, on its previous vCPU) finds that vCPU busy now and then while
+/// another idles.
+const SLEEPERS: &str = r#"
+[run]
+duration = "200ms"
+[host]
+pcpus = 4
+platform = "kvm-3.19-hsw"
+[[vm]]
+name = "a"
+vcpus = 4
+[vm.workload]
+model = "program"
+[[vm.workload.group]]
+name = "w"
+threads = 6
+ops = [{ loop = { n = "forever", body = [{ compute = "exp(100us)" }, { sleep = "exp(100us)" }, { count = 1 }] } }]
+"#;
+
+fn wakes_onto_a_running_vcpu(r: &vcpulab_core::Report) -> u64 {
+    r.latencies
+        .iter()
+        .find(|l| l.kind == "wake/running_target")
+        .map_or(0, |l| l.count)
+}
+
+#[test]
+fn with_a_socket_per_vcpu_a_wakeup_stays_on_its_busy_vcpu() {
+    let one = run_with(SLEEPERS, &["guest.topology=one-socket"]);
+    let apart = run_with(SLEEPERS, &["guest.topology=socket-per-vcpu"]);
+    let (o, a) = (
+        wakes_onto_a_running_vcpu(&one),
+        wakes_onto_a_running_vcpu(&apart),
+    );
+    // With one socket a wake-up goes to an idle vCPU when there is one: only when all
+    // four are busy does it queue behind a running thread.
+    assert!(
+        a > 2 * o,
+        "onto a running vCPU: {a} apart, {o} in one socket"
+    );
+    // Queued behind busy vCPUs while others idle, the VM gets less done.
+    assert!(
+        apart.vms[0].work_units < one.vms[0].work_units,
+        "{} apart, {} in one socket",
+        apart.vms[0].work_units,
+        one.vms[0].work_units
+    );
+}
+
+/// Four producers and four consumers of a bounded queue on two vCPUs, each computing
+/// 300 us per item (tests/wake_path.rs has the same): most wake-ups land on a vCPU busy
+/// with a thread about as far along as the wakee, and preempt nothing. From Linux 3.3
+/// such a wake-up within a cache domain sends no IPI; across cache domains (a socket
+/// per vCPU) the wakee is queued on the target's wake list behind one, as Linux 3.2 does
+/// for every remote wake-up.
+const QUEUE: &str = r#"
+preset = "kvm-default"
+seed = 2
+[run]
+duration = "200ms"
+[host]
+pcpus = 2
+[guest]
+wake_ipi = "on-preempt"
+wake_affine = "off"
+[[vm]]
+name = "a"
+vcpus = 2
+[vm.workload]
+model = "program"
+[[vm.workload.group]]
+name = "producer"
+threads = 4
+ops = [{ loop = { n = "forever", body = [{ compute = "exp(300us)" }, { push = "q" }] } }]
+[[vm.workload.group]]
+name = "consumer"
+threads = 4
+ops = [{ loop = { n = "forever", body = [{ pop = "q" }, { compute = "exp(300us)" }, { count = 1 }] } }]
+"#;
+
+#[test]
+fn with_a_socket_per_vcpu_every_cross_vcpu_wakeup_sends_an_ipi() {
+    let ipis = |o: &[&str]| run_with(QUEUE, o).vms[0].ipis_resched;
+    let one = ipis(&["guest.topology=one-socket"]);
+    let apart = ipis(&["guest.topology=socket-per-vcpu"]);
+    let always = ipis(&["guest.topology=one-socket", "guest.wake_ipi=always"]);
+    assert!(
+        one * 3 < apart * 2,
+        "reschedule IPIs: {apart} apart, {one} in one socket"
+    );
+    // As many as Linux 3.2's rule sends (within the runs' different courses).
+    let ratio = apart as f64 / always as f64;
+    assert!(
+        (0.8..1.25).contains(&ratio),
+        "{apart} apart, {always} always"
+    );
+}
+
+#[test]
+fn the_platforms_give_the_topology_of_their_vmm() {
+    let topology = |platform: &str| {
+        let sc = vcpulab_core::resolve(SLEEPERS, &[format!("host.platform={platform}")], None)
+            .expect("resolves");
+        sc.vm[0].guest.topology
+    };
+    use vcpulab_core::scenario::GuestTopology::{OneSocket, SocketPerVcpu};
+    for p in ["kvm-3.2-wsm", "kvm-3.9-snb", "kvm-3.19-hsw"] {
+        assert_eq!(topology(p), SocketPerVcpu, "{p}");
+    }
+    assert_eq!(topology("kvm-6.6-spr"), OneSocket);
+    // The scenario's word wins over the platform's.
+    let sc = vcpulab_core::resolve(SLEEPERS, &["guest.topology=one-socket".to_string()], None)
+        .expect("resolves");
+    assert_eq!(sc.vm[0].guest.topology, OneSocket);
+}
