@@ -135,7 +135,8 @@ impl World {
     /// when the guest kernel's wake_affine rule takes it (hv/sched/wake_affine.rs), else
     /// the previous vCPU; then the target if idle, else an idle vCPU of the VM from it
     /// (select_idle_sibling over the VM's one cache domain; with a socket per vCPU the
-    /// target alone), else the target (all within the thread's cpuset); a yielding thread's own vCPU. `waker`: None for a look that
+    /// target alone), else the target (all within the thread's cpuset); a yielding
+    /// thread's own vCPU. `waker`: None for a look that
     /// decides nothing (a timer's check whether its thread would move).
     pub(crate) fn select_wake_vcpu(&mut self, t: ThreadId, waker: Option<VcpuId>) -> VcpuId {
         if self.threads[t.idx()].yielder {

@@ -971,10 +971,10 @@ pub enum WakeIpi {
     Always,
     /// Linux 3.3 onwards on vCPUs that share a last-level cache (`guest.topology =
     /// "one-socket"`; with a socket per vCPU every remote wake-up sends one) ("sched:
-    /// Only queue remote wakeups when crossing cache boundaries"): the waker enqueues the wakee itself and sends an IPI only when the
-    /// target must reschedule — it idles (the idle task is always preempted; a polling
-    /// idle loop needs none) or the wakee preempts its current thread
-    /// (check_preempt_curr → resched_curr).
+    /// Only queue remote wakeups when crossing cache boundaries"): the waker enqueues
+    /// the wakee itself and sends an IPI only when the target must reschedule — it
+    /// idles (the idle task is always preempted; a polling idle loop needs none) or the
+    /// wakee preempts its current thread (check_preempt_curr → resched_curr).
     OnPreempt,
 }
 
