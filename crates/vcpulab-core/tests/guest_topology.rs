@@ -112,10 +112,18 @@ fn the_platforms_give_the_topology_of_their_vmm() {
         sc.vm[0].guest.topology
     };
     use vcpulab_core::scenario::GuestTopology::{OneSocket, SocketPerVcpu};
-    for p in ["kvm-3.2-wsm", "kvm-3.9-snb", "kvm-3.19-hsw"] {
+    for p in [
+        "kvm-3.2-wsm",
+        "kvm-3.9-snb",
+        "kvm-3.19-hsw",
+        "xen-4.1.2",
+        "xen-4.2.3",
+    ] {
         assert_eq!(topology(p), SocketPerVcpu, "{p}");
     }
-    assert_eq!(topology("kvm-6.6-spr"), OneSocket);
+    for p in ["kvm-6.6-spr", "xen-4.19-spr"] {
+        assert_eq!(topology(p), OneSocket, "{p}");
+    }
     // The scenario's word wins over the platform's.
     let sc = vcpulab_core::resolve(SLEEPERS, &["guest.topology=one-socket".to_string()], None)
         .expect("resolves");

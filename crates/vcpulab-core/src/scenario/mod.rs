@@ -955,9 +955,11 @@ pub enum GuestTopology {
     #[default]
     OneSocket,
     /// Each vCPU is a socket of its own with its own last-level cache (QEMU's `-smp N`
-    /// before 6.2, which preferred sockets; libvirt without `<topology>`): the guest's
-    /// wake-ups search no idle vCPU beyond the target, cross its cache boundaries with
-    /// an IPI, and take wake_affine's load test at the top domain.
+    /// before 6.2, which preferred sockets; libvirt without `<topology>`), or at least
+    /// shares no cache with another (Xen's HVM CPUID policy of 4.1 and 4.2 zeroes the
+    /// caches' sharing count): the guest's wake-ups search no idle vCPU beyond the
+    /// target, cross its cache boundaries with an IPI, and take wake_affine's load test
+    /// at the top domain.
     SocketPerVcpu,
 }
 

@@ -252,7 +252,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         scheduler: "credit",
         per_vm_groups: None,
         guest_kernel: "linux-3.2",
-        guest_topology: "one-socket",
+        guest_topology: "socket-per-vcpu",
         notes: "Xen version and guest as published; credit has no rate limit before Xen 4.2",
     },
     HostPlatform {
@@ -279,7 +279,7 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         scheduler: "credit",
         per_vm_groups: None,
         guest_kernel: "linux-3.5",
-        guest_topology: "one-socket",
+        guest_topology: "socket-per-vcpu",
         notes: "Xen version and guest as published; sched_ratelimit_us (default 1000) since Xen 4.2",
     },
     HostPlatform {
