@@ -55,43 +55,26 @@ fn with_a_socket_per_vcpu_a_wakeup_stays_on_its_busy_vcpu() {
     );
 }
 
-/// Four producers and four consumers of a bounded queue on two vCPUs, each computing
-/// 300 us per item (tests/wake_path.rs has the same): most wake-ups land on a vCPU busy
-/// with a thread about as far along as the wakee, and preempt nothing. From Linux 3.3
-/// such a wake-up within a cache domain sends no IPI; across cache domains (a socket
-/// per vCPU) the wakee is queued on the target's wake list behind one, as Linux 3.2 does
-/// for every remote wake-up.
-const QUEUE: &str = r#"
-preset = "kvm-default"
-seed = 2
-[run]
-duration = "200ms"
-[host]
-pcpus = 2
-[guest]
-wake_ipi = "on-preempt"
-wake_affine = "off"
-[[vm]]
-name = "a"
-vcpus = 2
-[vm.workload]
-model = "program"
-[[vm.workload.group]]
-name = "producer"
-threads = 4
-ops = [{ loop = { n = "forever", body = [{ compute = "exp(300us)" }, { push = "q" }] } }]
-[[vm.workload.group]]
-name = "consumer"
-threads = 4
-ops = [{ loop = { n = "forever", body = [{ pop = "q" }, { compute = "exp(300us)" }, { count = 1 }] } }]
-"#;
-
+/// `PRODUCERS_CONSUMERS` (tests/common, as tests/wake_path.rs uses it): most wake-ups
+/// land on a vCPU busy with a thread about as far along as the wakee, and preempt
+/// nothing. From Linux 3.3 such a wake-up within a cache domain sends no IPI; across
+/// cache domains (a socket per vCPU) the wakee is queued on the target's wake list
+/// behind one, as Linux 3.2 does for every remote wake-up. The guest's wake_affine is
+/// off, as there: it would queue many wakees behind their wakers, with no IPI.
 #[test]
 fn with_a_socket_per_vcpu_every_cross_vcpu_wakeup_sends_an_ipi() {
-    let ipis = |o: &[&str]| run_with(QUEUE, o).vms[0].ipis_resched;
-    let one = ipis(&["guest.topology=one-socket"]);
-    let apart = ipis(&["guest.topology=socket-per-vcpu"]);
-    let always = ipis(&["guest.topology=one-socket", "guest.wake_ipi=always"]);
+    let ipis = |topology: &str, wake_ipi: &str| {
+        let o = [
+            format!("guest.topology={topology}"),
+            format!("guest.wake_ipi={wake_ipi}"),
+            "guest.wake_affine=off".to_string(),
+        ];
+        let o: Vec<&str> = o.iter().map(String::as_str).collect();
+        run_with(PRODUCERS_CONSUMERS, &o).vms[0].ipis_resched
+    };
+    let one = ipis("one-socket", "on-preempt");
+    let apart = ipis("socket-per-vcpu", "on-preempt");
+    let always = ipis("one-socket", "always");
     assert!(
         one * 3 < apart * 2,
         "reschedule IPIs: {apart} apart, {one} in one socket"

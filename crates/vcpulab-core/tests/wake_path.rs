@@ -150,36 +150,14 @@ fn native_mode_counts_no_exits() {
     );
 }
 
-/// Eight threads on two vCPUs (two pCPUs): four producers and four consumers of a
-/// bounded queue, each computing 300 us per item, so most wake-ups land on a vCPU busy
-/// with a thread about as far along as the wakee. A wake-up that preempts nothing needs
-/// no IPI from Linux 3.3 on (the waker enqueues the wakee; the target's tick runs it in
-/// turn); Linux 3.2 queues every remote wake-up behind an IPI. (With the guest's
-/// wake_affine on, 3.2's rule sends many wakees to the waker's own vCPU, with no IPI
-/// under either setting.)
+/// `PRODUCERS_CONSUMERS` (tests/common): most wake-ups land on a vCPU busy with a thread
+/// about as far along as the wakee. A wake-up that preempts nothing needs no IPI from
+/// Linux 3.3 on (the waker enqueues the wakee; the target's tick runs it in turn); Linux
+/// 3.2 queues every remote wake-up behind an IPI. (With the guest's wake_affine on, 3.2's
+/// rule sends many wakees to the waker's own vCPU, with no IPI under either setting.)
 #[test]
 fn a_wake_up_that_preempts_nothing_sends_no_ipi_from_linux_3_3() {
-    let text = r#"
-preset = "kvm-default"
-seed = 2
-[run]
-duration = "200ms"
-[host]
-pcpus = 2
-[[vm]]
-name = "a"
-vcpus = 2
-[vm.workload]
-model = "program"
-[[vm.workload.group]]
-name = "producer"
-threads = 4
-ops = [{ loop = { n = "forever", body = [{ compute = "exp(300us)" }, { push = "q" }] } }]
-[[vm.workload.group]]
-name = "consumer"
-threads = 4
-ops = [{ loop = { n = "forever", body = [{ pop = "q" }, { compute = "exp(300us)" }, { count = 1 }] } }]
-"#;
+    let text = PRODUCERS_CONSUMERS;
     // Without the guest's wake_affine, which would queue many of these wakees behind
     // their waker on its own vCPU (no IPI either way): the test is about the rest.
     let always = run_with(

@@ -7,6 +7,31 @@ pub fn run_toml(text: &str) -> Report {
     run(&sc).unwrap()
 }
 
+/// Eight threads on two vCPUs (two pCPUs): four producers and four consumers of a
+/// bounded queue, each computing 300 us per item, so most wake-ups land on a vCPU busy
+/// with a thread about as far along as the wakee (they preempt nothing).
+pub const PRODUCERS_CONSUMERS: &str = r#"
+preset = "kvm-default"
+seed = 2
+[run]
+duration = "200ms"
+[host]
+pcpus = 2
+[[vm]]
+name = "a"
+vcpus = 2
+[vm.workload]
+model = "program"
+[[vm.workload.group]]
+name = "producer"
+threads = 4
+ops = [{ loop = { n = "forever", body = [{ compute = "exp(300us)" }, { push = "q" }] } }]
+[[vm.workload.group]]
+name = "consumer"
+threads = 4
+ops = [{ loop = { n = "forever", body = [{ pop = "q" }, { compute = "exp(300us)" }, { count = 1 }] } }]
+"#;
+
 /// VM `vm`'s row of lock class `name` in the locks table, if it was taken.
 pub fn lock_row<'a>(r: &'a Report, vm: &str, name: &str) -> Option<&'a LockRow> {
     r.locks.iter().find(|l| l.vm == vm && l.lock == name)
