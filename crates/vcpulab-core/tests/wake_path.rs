@@ -178,3 +178,55 @@ fn a_wake_up_that_preempts_nothing_sends_no_ipi_from_linux_3_3() {
     );
     assert!(p.work_units > 0 && a.work_units > 0);
 }
+
+/// One poster waking three of six waiters at a time on two vCPUs that share one pCPU
+/// (Linux 3.2's guest: every remote wake-up is queued behind an IPI): the waiters'
+/// vCPU waits for the pCPU while the poster runs, so the first wake-up's reschedule IPI
+/// waits for its entry, and Linux sends no other until it is handled (the target's
+/// wake list is not empty: ttwu_queue_remote). Fewer ICR writes than wake-ups onto the
+/// other vCPU, and every wakee still runs.
+#[test]
+fn wake_ups_onto_a_vcpu_that_has_not_taken_the_first_ipi_send_no_more() {
+    const ROUNDS: u64 = 200;
+    let text = format!(
+        r#"
+preset = "kvm-default"
+seed = 1
+[run]
+duration = "2s"
+[host]
+pcpus = 1
+platform = "kvm-3.2-wsm"
+[guest]
+wake_affine = "off"
+[[vm]]
+name = "a"
+vcpus = 2
+[vm.workload]
+model = "program"
+[[vm.workload.group]]
+name = "poster"
+ops = [{{loop = {{n = {ROUNDS}, body = [{{compute = "100us"}}, {{sem_post = "s"}}, {{sem_post = "s"}}, {{sem_post = "s"}}]}}}}]
+[[vm.workload.group]]
+name = "waiter"
+threads = 6
+ops = [{{loop = {{n = "forever", body = [{{sem_wait = "s"}}, {{compute = "5us"}}, {{count = 1}}]}}}}]
+"#
+    );
+    let r = run_with(&text, &[]);
+    let vm = &r.vms[0];
+    // The run ends with the poster: its last wakees may not have run yet.
+    assert!(vm.work_units + 6 >= 3 * ROUNDS, "{} units", vm.work_units);
+    let remote: u64 = r
+        .latencies
+        .iter()
+        .filter(|l| l.kind.starts_with("wake/") && l.kind != "wake/same_vcpu")
+        .map(|l| l.count)
+        .sum();
+    assert!(remote > ROUNDS / 2, "{remote} wake-ups onto the other vCPU");
+    assert!(
+        vm.icr_exits * 4 < remote * 3,
+        "{} ICR writes for {remote} wake-ups onto the other vCPU",
+        vm.icr_exits
+    );
+}

@@ -281,6 +281,17 @@ impl World {
         if self.wake_without_ipi(target, w) {
             return;
         }
+        if self.vcpus[target.idx()].wake_ipi_outstanding {
+            // The target has not yet handled the reschedule IPI sent for an earlier
+            // wake-up, which takes this wakee in too: Linux sends none now
+            // (ttwu_queue_remote sends one only when llist_add finds the target's wake
+            // list empty; resched_curr none while need_resched is set).
+            if self.vcpus[target.idx()].hv == HvState::Runnable {
+                self.threads[w.idx()].wake_path = PATH_PREEMPTED;
+            }
+            return;
+        }
+        self.vcpus[target.idx()].wake_ipi_outstanding = true;
         // The waker's ICR write exits (and kicks a halted target's thread) on its own
         // vCPU, inside the futex bucket lock when the kernel sends the IPI under it.
         let vm = self.vcpus[from.idx()].vm.idx();
@@ -462,6 +473,10 @@ impl World {
             cost += self.costs.tlb_flush_ns;
         }
         let vc = &mut self.vcpus[v.idx()];
+        if kind == IpiKind::Resched {
+            // scheduler_ipi → sched_ttwu_pending: the wake list is drained.
+            vc.wake_ipi_outstanding = false;
+        }
         if kind == IpiKind::Tlb && vc.cur.is_none() {
             // A vCPU in lazy TLB mode leaves the mm (leave_mm, Linux before 4.19): it is
             // out of the process's mask until it runs one of its threads again.

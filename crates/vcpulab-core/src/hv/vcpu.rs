@@ -204,6 +204,9 @@ pub struct Vcpu {
     pub busy_balance: crate::guest::balance::BalanceClock,
     /// Wake-ups the host placed by its affine rule (hv/sched/wake_affine.rs).
     pub affine_wakes: u64,
+    /// A reschedule IPI for a thread wake-up was sent to it and it has not handled one
+    /// since: further wake-ups onto it send none (guest/ipi.rs `send_wake`).
+    pub wake_ipi_outstanding: bool,
 }
 
 impl Vcpu {
@@ -257,6 +260,7 @@ impl Vcpu {
             pending_irq: Vec::new(),
             pending_timer: None,
             mm: NO_MM,
+            wake_ipi_outstanding: false,
             preempted_in_kernel: false,
             slow: 0,
             tracing: false,
