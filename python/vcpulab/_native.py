@@ -70,8 +70,13 @@ def core_identity() -> str:
 def _pa_tables(tables: Any) -> dict[str, Any]:
     import pyarrow as pa
 
-    # Zero-copy import through the Arrow PyCapsule stream interface.
-    return {str(name): pa.table(t) for name, t in tables.items()}
+    # Zero-copy import through the Arrow PyCapsule stream interface. Read as a stream
+    # rather than through `pa.table`, which first asks whether its argument is a pandas
+    # DataFrame and so imports pandas (0.4-0.6 s, once per process) for a run that may
+    # never build a DataFrame.
+    return {
+        str(name): pa.RecordBatchReader.from_stream(t).read_all() for name, t in tables.items()
+    }
 
 
 def core_run_arrow(
