@@ -230,3 +230,65 @@ ops = [{{loop = {{n = "forever", body = [{{sem_wait = "s"}}, {{compute = "5us"}}
         vm.icr_exits
     );
 }
+
+/// A producer and two consumers in a VM of two vCPUs sharing one pCPU, each vCPU a
+/// socket of its own (wake-ups between them cross a cache boundary).
+const PRODUCER_AND_CONSUMERS_ON_ONE_PCPU: &str = r#"
+preset = "kvm-default"
+seed = 2
+[run]
+duration = "200ms"
+[host]
+pcpus = 1
+[[vm]]
+name = "a"
+vcpus = 2
+[vm.guest]
+topology = "socket-per-vcpu"
+wake_affine = "off"
+[vm.workload]
+model = "program"
+[[vm.workload.group]]
+name = "producer"
+ops = [{ loop = { n = "forever", body = [{ compute = "exp(50us)" }, { push = "q" }] } }]
+[[vm.workload.group]]
+name = "consumer"
+threads = 2
+ops = [{ loop = { n = "forever", body = [{ pop = "q" }, { compute = "exp(20us)" }, { count = 1 }] } }]
+"#;
+
+fn wakes_on(r: &vcpulab_core::Report, path: &str) -> u64 {
+    r.latencies
+        .iter()
+        .find(|l| l.kind == format!("wake/{path}"))
+        .map_or(0, |l| l.count)
+}
+
+/// With TTWU_QUEUE a consumer woken onto the other vCPU waits on that vCPU's wake list
+/// until it handles the IPI — on no runqueue, so the producer's vCPU, idling meanwhile,
+/// cannot pull it (sched_ttwu_pending enqueues it on the target, nowhere else). Queued
+/// at once instead (`guest.ttwu_queue = false`), the idle vCPU's balancing pulls it
+/// over, and the consumers end up waking on the producer's vCPU.
+#[test]
+fn a_wakee_on_a_preempted_vcpus_wake_list_cannot_be_pulled() {
+    let listed = run_with(PRODUCER_AND_CONSUMERS_ON_ONE_PCPU, &[]);
+    let queued = run_with(
+        PRODUCER_AND_CONSUMERS_ON_ONE_PCPU,
+        &["guest.ttwu_queue=false"],
+    );
+    let (l, q) = (
+        wakes_on(&listed, "same_vcpu"),
+        wakes_on(&queued, "same_vcpu"),
+    );
+    assert!(
+        q * 2 > l * 3,
+        "wake-ups on the waker's own vCPU: {l} with the wake list, {q} without"
+    );
+    // Waiting on a preempted vCPU's list is the wake list's own path.
+    assert!(wakes_on(&listed, "preempted_target") > 50);
+    assert_eq!(wakes_on(&queued, "preempted_target"), 0);
+    // Every wakee still runs: the consumers keep up with the producer either way.
+    for r in [&listed, &queued] {
+        assert!(r.vms[0].work_units > 1_500, "{} units", r.vms[0].work_units);
+    }
+}

@@ -117,8 +117,10 @@ impl World {
         match vc.cur {
             // available_idle_cpu(): with vcpu_is_preempted() (Linux 4.10+, used for
             // wake placement since 4.17) an idle vCPU the host preempted is not idle.
+            // idle_cpu(): a non-empty wake list makes a CPU busy.
             None => {
                 vc.rq.is_empty()
+                    && vc.wake_list.is_empty()
                     && !(self.vms[vc.vm.idx()].guest.vcpu_is_preempted
                         && vc.hv == HvState::Runnable)
             }
@@ -229,22 +231,70 @@ impl World {
 
     /// Puts the woken thread on vCPU `v`'s runqueue.
     fn enqueue_woken(&mut self, t: ThreadId, v: VcpuId, path: u8) {
-        let now = self.now;
+        self.move_thread(t, v);
+        let th = &mut self.threads[t.idx()];
+        th.woken_at = Some(self.now);
+        th.wake_path = path;
+        self.activate_woken(t, v);
+    }
+
+    /// Puts the woken thread on vCPU `v`'s wake list (ttwu_queue_remote: its CPU is
+    /// set, it is on no runqueue yet); true when the list was empty, and so the waker
+    /// sends the reschedule IPI that will drain it.
+    fn queue_on_wake_list(&mut self, t: ThreadId, v: VcpuId, path: u8) -> bool {
+        self.move_thread(t, v);
+        let th = &mut self.threads[t.idx()];
+        th.state = ThreadState::Waking;
+        th.woken_at = Some(self.now);
+        th.wake_path = path;
+        let list = &mut self.vcpus[v.idx()].wake_list;
+        list.push(t);
+        list.len() == 1
+    }
+
+    /// ttwu_do_activate: the woken thread `t` joins `v`'s runqueue, placed against its
+    /// current minimum (place_entity), as the wake-up or the wake list's drain does it.
+    pub(crate) fn activate_woken(&mut self, t: ThreadId, v: VcpuId) {
         let latency = self.vms[self.vcpus[v.idx()].vm.idx()].guest.latency;
         let min_vr = self.vcpus[v.idx()].min_vr;
-        self.move_thread(t, v);
         if self.guest_eevdf(v) {
             self.eevdf_place(v, t);
         }
         let eevdf = self.guest_eevdf(v);
         let th = &mut self.threads[t.idx()];
         th.state = ThreadState::Runnable;
-        th.woken_at = Some(now);
-        th.wake_path = path;
         if !eevdf {
             th.vruntime = th.vruntime.max(min_vr.saturating_sub(latency / 2));
         }
         self.rq_push(v, t);
+    }
+
+    /// scheduler_ipi → sched_ttwu_pending: `v` handles a reschedule IPI and enqueues
+    /// the threads on its wake list, in the order they were woken. Returns them (the
+    /// list's buffer: hand it back with `return_wake_list`).
+    fn drain_wake_list(&mut self, v: VcpuId) -> Vec<ThreadId> {
+        let list = std::mem::take(&mut self.vcpus[v.idx()].wake_list);
+        for &t in &list {
+            self.activate_woken(t, v);
+        }
+        list
+    }
+
+    /// Gives a drained wake list's buffer back to `v` (emptied), so that its next
+    /// wake-up does not allocate.
+    fn return_wake_list(&mut self, v: VcpuId, mut list: Vec<ThreadId>) {
+        list.clear();
+        let vc = &mut self.vcpus[v.idx()];
+        if vc.wake_list.is_empty() && list.capacity() > vc.wake_list.capacity() {
+            vc.wake_list = list;
+        }
+    }
+
+    /// Whether a wake-up onto `target` goes through its wake list (ttwu_queue →
+    /// ttwu_queue_remote): every remote wake-up before Linux 3.3, across caches after.
+    fn uses_wake_list(&self, target: VcpuId) -> bool {
+        let g = &self.vms[self.vcpus[target.idx()].vm.idx()].guest;
+        g.ttwu_queue && (g.wake_ipi == WakeIpi::Always || g.llc_per_vcpu)
     }
 
     /// Thread-to-thread wake-up issued on vCPU `from`.
@@ -264,7 +314,6 @@ impl World {
             self.wakeup_resched_waker(from, w);
             return;
         }
-        self.enqueue_woken(w, target, PATH_RUNNING);
         let remote = self.costs.remote_wake_ns;
         let polling = {
             let tv = &self.vcpus[target.idx()];
@@ -272,14 +321,23 @@ impl World {
         };
         if polling {
             // A polling idle loop sees the flag without an interrupt.
+            self.enqueue_woken(w, target, PATH_RUNNING);
             let msg = IpiMsg::new(IpiKind::Poke, w, 0, from, self.waker_of(from, true));
             self.irq_send(IpiKind::Poke, from, &[target]);
             self.q
                 .push(self.now + Nanos(remote), Ev::IpiArrive(target, msg));
             return;
         }
-        if self.wake_without_ipi(target, w) {
-            return;
+        if self.uses_wake_list(target) {
+            // ttwu_queue_remote: the wakee waits on the target's wake list, on no
+            // runqueue, until the target handles the IPI; one IPI per emptying of the
+            // list (llist_add returns whether it was empty).
+            self.queue_on_wake_list(w, target, PATH_RUNNING);
+        } else {
+            self.enqueue_woken(w, target, PATH_RUNNING);
+            if self.wake_without_ipi(target, w) {
+                return;
+            }
         }
         if self.vcpus[target.idx()].wake_ipi_outstanding {
             // The target has not yet handled the reschedule IPI sent for an earlier
@@ -309,21 +367,14 @@ impl World {
             .push(self.now + Nanos(flight), Ev::IpiArrive(target, msg));
     }
 
-    /// `guest.wake_ipi = "on-preempt"` (Linux 3.3+, vCPUs sharing a last-level cache):
-    /// the waker enqueued `w` on `target` itself (ttwu_do_activate under the target's
+    /// No wake list (`guest.wake_ipi = "on-preempt"`, Linux 3.3+, between vCPUs sharing
+    /// a last-level cache; or `guest.ttwu_queue` off): the waker enqueued `w` on `target` itself (ttwu_do_activate under the target's
     /// runqueue lock) and sends no IPI unless the target must reschedule — it idles, or
     /// check_preempt_curr finds that `w` preempts its current thread (after
     /// update_curr). True when no IPI is sent: `w` waits in the runqueue, and a running
     /// target computing work takes a step now, which re-arms it so that its tick sees
     /// `w` (a spinning target's next step does).
     fn wake_without_ipi(&mut self, target: VcpuId, w: ThreadId) -> bool {
-        let vm = self.vcpus[target.idx()].vm.idx();
-        // Across a cache boundary (a socket per vCPU) Linux 3.3+ queues the wake-up on
-        // the target's wake list behind an IPI too (ttwu_queue → ttwu_queue_remote when
-        // !cpus_share_cache).
-        if self.vms[vm].guest.wake_ipi != WakeIpi::OnPreempt || self.vms[vm].guest.llc_per_vcpu {
-            return false;
-        }
         let Some(c) = self.vcpus[target.idx()].cur else {
             return false;
         };
@@ -414,10 +465,17 @@ impl World {
         woken: Option<ThreadId>,
     ) {
         self.sync_progress(v);
-        self.inject_ipi(v, kind, sent, tlb, false);
+        let drained = self.inject_ipi(v, kind, sent, tlb, false);
         if kind == IpiKind::Resched {
-            self.wakeup_preempt(v, woken);
+            if drained.is_empty() {
+                // The waker enqueued its wakee itself (no wake list).
+                self.wakeup_preempt(v, woken);
+            } else {
+                // check_preempt_curr for each thread the wake list held.
+                self.wakeup_preempt_any(v, &drained);
+            }
         }
+        self.return_wake_list(v, drained);
         self.vcpu_continue(v);
     }
 
@@ -450,10 +508,24 @@ impl World {
         }
     }
 
+    /// Like `wakeup_preempt`, for the threads a wake list held: the current thread
+    /// gives way if any of them preempts it (each activation's check_preempt_curr; the
+    /// first that asks for a reschedule settles it).
+    fn wakeup_preempt_any(&mut self, v: VcpuId, wakees: &[ThreadId]) {
+        let Some(c) = self.vcpus[v.idx()].cur else {
+            return;
+        };
+        let preempts = wakees.iter().any(|&w| self.wakeup_preempts(v, c, Some(w)));
+        if preempts && self.resched_now(v, c, false) {
+            self.guest_preempt(v, c);
+        }
+    }
+
     /// Injects an IPI sent at `sent` into `v`, which is running (`at_entry` false: an
     /// exit and injection, none with posted interrupts) or entering (injected with the
     /// entry), plus its EOI and, for a shootdown, the TLB flush; records its latency and
-    /// schedules the shootdown's acknowledgement when the handler is done.
+    /// schedules the shootdown's acknowledgement when the handler is done. A reschedule
+    /// IPI's handler drains the wake list: the threads it enqueued are returned.
     fn inject_ipi(
         &mut self,
         v: VcpuId,
@@ -461,7 +533,7 @@ impl World {
         sent: Nanos,
         tlb: Option<(ThreadId, u32)>,
         at_entry: bool,
-    ) {
+    ) -> Vec<ThreadId> {
         let now = self.now;
         let vm = self.vcpus[v.idx()].vm.idx();
         let mut cost = if at_entry {
@@ -492,6 +564,11 @@ impl World {
         if let Some((sender, gen)) = tlb {
             self.q.push(done, Ev::TlbAck(sender, gen));
         }
+        if kind == IpiKind::Resched && !self.vcpus[v.idx()].wake_list.is_empty() {
+            self.drain_wake_list(v)
+        } else {
+            Vec::new()
+        }
     }
 
     /// Interrupts that arrived while `v` was not running, handled as it resumes.
@@ -504,7 +581,9 @@ impl World {
         let now = self.now;
         let mut resched = false;
         for &(kind, sent, tlb) in &pend {
-            self.inject_ipi(v, kind, sent, tlb, true);
+            // Drained threads are in the runqueue, whose leftmost the check below sees.
+            let drained = self.inject_ipi(v, kind, sent, tlb, true);
+            self.return_wake_list(v, drained);
             resched |= kind == IpiKind::Resched;
         }
         // Give the buffer back (emptied) so the next interrupt does not allocate.

@@ -253,6 +253,11 @@ impl World {
                     self.guest_preempt(v, c);
                 }
             }
+            // Threads on its wake list join its runqueue now, to move with the rest (as
+            // set_cpus_allowed_ptr's migration would take them once queued).
+            for t in std::mem::take(&mut self.vcpus[v.idx()].wake_list) {
+                self.activate_woken(t, v);
+            }
             while let Some(t) = self.vcpus[v.idx()]
                 .rq
                 .iter()

@@ -13,6 +13,10 @@ pub enum ThreadState {
     Runnable,
     /// Its vCPU's current thread.
     Running,
+    /// Woken onto another vCPU's wake list (ttwu_queue_remote): on no runqueue until
+    /// that vCPU handles the reschedule IPI (sched_ttwu_pending), so no other vCPU's
+    /// balancing can take it (guest/ipi.rs `send_wake`).
+    Waking,
     Blocked,
     Done,
 }

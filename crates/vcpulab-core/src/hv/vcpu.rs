@@ -207,6 +207,10 @@ pub struct Vcpu {
     /// A reschedule IPI for a thread wake-up was sent to it and it has not handled one
     /// since: further wake-ups onto it send none (guest/ipi.rs `send_wake`).
     pub wake_ipi_outstanding: bool,
+    /// Threads woken onto it through its wake list (Linux 3.0+'s ttwu_queue_remote,
+    /// across caches or, before 3.3, for every remote wake-up), in the order they were
+    /// woken: enqueued when it handles the reschedule IPI (guest/ipi.rs).
+    pub wake_list: Vec<ThreadId>,
 }
 
 impl Vcpu {
@@ -261,6 +265,7 @@ impl Vcpu {
             pending_timer: None,
             mm: NO_MM,
             wake_ipi_outstanding: false,
+            wake_list: Vec::new(),
             preempted_in_kernel: false,
             slow: 0,
             tracing: false,

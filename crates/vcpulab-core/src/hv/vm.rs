@@ -32,6 +32,9 @@ pub struct GuestParams {
     pub vcpu_is_preempted: bool,
     /// When a cross-vCPU wake-up sends an IPI (guest/ipi.rs `send_wake`).
     pub wake_ipi: crate::scenario::WakeIpi,
+    /// TTWU_QUEUE: remote wake-ups that the rule above sends behind an IPI wait on the
+    /// target's wake list (guest/ipi.rs `uses_wake_list`).
+    pub ttwu_queue: bool,
     /// Writers' optimistic spinning on read-write semaphores (guest/sync.rs).
     pub rwsem_spin: crate::scenario::RwsemSpin,
     /// Read-write semaphores steal and hand off as Linux 5.11+ (guest/sync.rs).

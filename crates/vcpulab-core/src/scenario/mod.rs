@@ -1109,6 +1109,13 @@ pub struct GuestConfig {
     /// When a cross-vCPU wake-up sends an IPI: `always` (Linux 3.2) or `on-preempt`
     /// (3.3+, vCPUs sharing a last-level cache).
     pub wake_ipi: WakeIpi,
+    /// The scheduler feature TTWU_QUEUE (on by default since Linux 3.0; off in
+    /// PREEMPT_RT kernels or through sched_features): a wake-up onto another vCPU that
+    /// `wake_ipi` and the topology send through the target's wake list waits there, on
+    /// no runqueue, until the target handles the IPI. Off: the waker enqueues every
+    /// wakee itself and sends an IPI only when the target must reschedule (the
+    /// `on-preempt` rule).
+    pub ttwu_queue: bool,
     /// Optimistic spinning of writers on kernel read-write semaphores (mmap_sem): `off`
     /// before Linux 3.16, `writer-owner` in 3.16 to 3.19, `reader-bounded` from 5.x.
     pub rwsem_spin: RwsemSpin,
@@ -1250,6 +1257,7 @@ impl Default for GuestConfig {
             barrier_lock: true,
             futex_hash_buckets: 256,
             wake_ipi: WakeIpi::Always,
+            ttwu_queue: true,
             haltpoll_available: true,
             load_balance: true,
             sched_idle_cpu: false,

@@ -407,6 +407,7 @@ pub(crate) fn guest_params(g: &GuestConfig, vcpus: u32) -> GuestParams {
         dentry_lockless: crate::workload::program::DentryRef::lockless_mask(g.lockref, g.fast_dput),
         cond_requeue: g.cond_requeue,
         wake_ipi: g.wake_ipi,
+        ttwu_queue: g.ttwu_queue,
         haltpoll_max: if g.idle == IdleMode::Haltpoll {
             us(g.haltpoll_max_us)
         } else {
