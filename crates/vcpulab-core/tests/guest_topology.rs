@@ -25,20 +25,13 @@ threads = 6
 ops = [{ loop = { n = "forever", body = [{ compute = "exp(100us)" }, { sleep = "exp(100us)" }, { count = 1 }] } }]
 "#;
 
-fn wakes_onto_a_running_vcpu(r: &vcpulab_core::Report) -> u64 {
-    r.latencies
-        .iter()
-        .find(|l| l.kind == "wake/running_target")
-        .map_or(0, |l| l.count)
-}
-
 #[test]
 fn with_a_socket_per_vcpu_a_wakeup_stays_on_its_busy_vcpu() {
     let one = run_with(SLEEPERS, &["guest.topology=one-socket"]);
     let apart = run_with(SLEEPERS, &["guest.topology=socket-per-vcpu"]);
     let (o, a) = (
-        wakes_onto_a_running_vcpu(&one),
-        wakes_onto_a_running_vcpu(&apart),
+        wakes_on(&one, "running_target"),
+        wakes_on(&apart, "running_target"),
     );
     // With one socket a wake-up goes to an idle vCPU when there is one: only when all
     // four are busy does it queue behind a running thread.

@@ -257,13 +257,6 @@ threads = 2
 ops = [{ loop = { n = "forever", body = [{ pop = "q" }, { compute = "exp(20us)" }, { count = 1 }] } }]
 "#;
 
-fn wakes_on(r: &vcpulab_core::Report, path: &str) -> u64 {
-    r.latencies
-        .iter()
-        .find(|l| l.kind == format!("wake/{path}"))
-        .map_or(0, |l| l.count)
-}
-
 /// With TTWU_QUEUE a consumer woken onto the other vCPU waits on that vCPU's wake list
 /// until it handles the IPI — on no runqueue, so the producer's vCPU, idling meanwhile,
 /// cannot pull it (sched_ttwu_pending enqueues it on the target, nowhere else). Queued

@@ -239,17 +239,14 @@ impl World {
     }
 
     /// Puts the woken thread on vCPU `v`'s wake list (ttwu_queue_remote: its CPU is
-    /// set, it is on no runqueue yet); true when the list was empty, and so the waker
-    /// sends the reschedule IPI that will drain it.
-    fn queue_on_wake_list(&mut self, t: ThreadId, v: VcpuId, path: u8) -> bool {
+    /// set, it is on no runqueue yet).
+    fn queue_on_wake_list(&mut self, t: ThreadId, v: VcpuId, path: u8) {
         self.move_thread(t, v);
         let th = &mut self.threads[t.idx()];
         th.state = ThreadState::Waking;
         th.woken_at = Some(self.now);
         th.wake_path = path;
-        let list = &mut self.vcpus[v.idx()].wake_list;
-        list.push(t);
-        list.len() == 1
+        self.vcpus[v.idx()].wake_list.push(t);
     }
 
     /// ttwu_do_activate: the woken thread `t` joins `v`'s runqueue, placed against its
@@ -331,7 +328,7 @@ impl World {
         if self.uses_wake_list(target) {
             // ttwu_queue_remote: the wakee waits on the target's wake list, on no
             // runqueue, until the target handles the IPI; one IPI per emptying of the
-            // list (llist_add returns whether it was empty).
+            // list (llist_add returns whether it was empty: `wake_ipi_outstanding`).
             self.queue_on_wake_list(w, target, PATH_RUNNING);
         } else {
             self.enqueue_woken(w, target, PATH_RUNNING);
@@ -367,9 +364,9 @@ impl World {
             .push(self.now + Nanos(flight), Ev::IpiArrive(target, msg));
     }
 
-    /// No wake list (`guest.wake_ipi = "on-preempt"`, Linux 3.3+, between vCPUs sharing
-    /// a last-level cache; or `guest.ttwu_queue` off): the waker enqueued `w` on `target` itself (ttwu_do_activate under the target's
-    /// runqueue lock) and sends no IPI unless the target must reschedule — it idles, or
+    /// No wake list (`guest.wake_ipi = "on-preempt"`, Linux 3.3+, between vCPUs
+    /// sharing a last-level cache; or `guest.ttwu_queue` off): the waker enqueued `w`
+    /// on `target` itself (ttwu_do_activate under the target's runqueue lock) and sends no IPI unless the target must reschedule — it idles, or
     /// check_preempt_curr finds that `w` preempts its current thread (after
     /// update_curr). True when no IPI is sent: `w` waits in the runqueue, and a running
     /// target computing work takes a step now, which re-arms it so that its tick sees

@@ -32,6 +32,14 @@ threads = 4
 ops = [{ loop = { n = "forever", body = [{ pop = "q" }, { compute = "exp(300us)" }, { count = 1 }] } }]
 "#;
 
+/// How many wake-ups took wake-up path `path` (the latency rows `wake/{path}`).
+pub fn wakes_on(r: &Report, path: &str) -> u64 {
+    r.latencies
+        .iter()
+        .find(|l| l.kind == format!("wake/{path}"))
+        .map_or(0, |l| l.count)
+}
+
 /// VM `vm`'s row of lock class `name` in the locks table, if it was taken.
 pub fn lock_row<'a>(r: &'a Report, vm: &str, name: &str) -> Option<&'a LockRow> {
     r.locks.iter().find(|l| l.vm == vm && l.lock == name)
