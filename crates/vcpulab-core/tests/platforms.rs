@@ -90,6 +90,14 @@ fn a_host_platform_sets_its_keys_and_its_guest_kernel() {
     assert_eq!(m.host.costs.vmexit_ns, 742); // 1484 cycles at 2.0 GHz
     let g = &m.vm[0].guest;
     assert!(!g.ipi_under_lock && g.pv_tlb_flush && g.vcpu_is_preempted && g.haltpoll_available);
+    assert!(
+        g.wake_list_idle,
+        "Linux 6.0+: an idle CPU's wake-ups use its wake list"
+    );
+    assert!(
+        !sc.vm[0].guest.wake_list_idle,
+        "Linux 3.9 enqueues them itself"
+    );
 }
 
 #[test]

@@ -285,3 +285,48 @@ fn a_wakee_on_a_preempted_vcpus_wake_list_cannot_be_pulled() {
         assert!(r.vms[0].work_units > 1_500, "{} units", r.vms[0].work_units);
     }
 }
+
+/// Linux 6.0+ (`guest.wake_list_idle`, the 6.6 kernel's profile) sends a wake-up onto
+/// an idle vCPU of the same cache through its wake list too (`ttwu_queue_cond`'s
+/// `!nr_running`). The same producer and consumers with one socket: the consumers'
+/// vCPU halts between items, and a consumer woken onto it waits on its list while the
+/// host runs the producer's vCPU, where before the producer's vCPU, idling, could pull
+/// it from the halted vCPU's runqueue and run it itself.
+#[test]
+fn a_wakee_sent_to_an_idle_vcpu_of_the_same_cache_waits_on_its_wake_list_from_linux_6_0() {
+    let one_socket = [
+        "vm.0.guest.topology=one-socket",
+        "guest.wake_ipi=on-preempt",
+    ];
+    let with = |idle_list: &str| {
+        let mut o = one_socket.to_vec();
+        o.push(idle_list);
+        run_with(PRODUCER_AND_CONSUMERS_ON_ONE_PCPU, &o)
+    };
+    let listed = with("guest.wake_list_idle=true");
+    let queued = with("guest.wake_list_idle=false");
+    let (l, q) = (
+        wakes_on(&listed, "same_vcpu"),
+        wakes_on(&queued, "same_vcpu"),
+    );
+    assert!(
+        q * 2 > l * 3,
+        "wake-ups on the waker's own vCPU: {l} with the idle wake list, {q} without"
+    );
+    // Without TTWU_QUEUE the key changes nothing.
+    let off = |idle_list: &str| {
+        let mut o = one_socket.to_vec();
+        o.extend(["guest.ttwu_queue=false", idle_list]);
+        wakes_on(
+            &run_with(PRODUCER_AND_CONSUMERS_ON_ONE_PCPU, &o),
+            "same_vcpu",
+        )
+    };
+    assert_eq!(
+        off("guest.wake_list_idle=true"),
+        off("guest.wake_list_idle=false")
+    );
+    for r in [&listed, &queued] {
+        assert!(r.vms[0].work_units > 1_500, "{} units", r.vms[0].work_units);
+    }
+}

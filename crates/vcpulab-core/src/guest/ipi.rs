@@ -288,10 +288,18 @@ impl World {
     }
 
     /// Whether a wake-up onto `target` goes through its wake list (ttwu_queue →
-    /// ttwu_queue_remote): every remote wake-up before Linux 3.3, across caches after.
+    /// ttwu_queue_remote, later ttwu_queue_wakelist): every remote wake-up before
+    /// Linux 3.3, across caches after, and from 6.0 (`guest.wake_list_idle`) one onto
+    /// an idle CPU of the same cache too — `ttwu_queue_cond`'s `!nr_running`, which
+    /// counts neither the idle task nor threads already on the wake list, and does not
+    /// ask whether the host preempted the vCPU.
     fn uses_wake_list(&self, target: VcpuId) -> bool {
-        let g = &self.vms[self.vcpus[target.idx()].vm.idx()].guest;
-        g.ttwu_queue && (g.wake_ipi == WakeIpi::Always || g.llc_per_vcpu)
+        let vc = &self.vcpus[target.idx()];
+        let g = &self.vms[vc.vm.idx()].guest;
+        g.ttwu_queue
+            && (g.wake_ipi == WakeIpi::Always
+                || g.llc_per_vcpu
+                || (g.wake_list_idle && vc.cur.is_none() && vc.rq.is_empty()))
     }
 
     /// Thread-to-thread wake-up issued on vCPU `from`.

@@ -35,6 +35,8 @@ pub struct GuestParams {
     /// TTWU_QUEUE: remote wake-ups that the rule above sends behind an IPI wait on the
     /// target's wake list (guest/ipi.rs `uses_wake_list`).
     pub ttwu_queue: bool,
+    /// Linux 6.0+: a same-cache wake-up onto an idle vCPU uses its wake list as well.
+    pub wake_list_idle: bool,
     /// Writers' optimistic spinning on read-write semaphores (guest/sync.rs).
     pub rwsem_spin: crate::scenario::RwsemSpin,
     /// Read-write semaphores steal and hand off as Linux 5.11+ (guest/sync.rs).

@@ -1116,6 +1116,12 @@ pub struct GuestConfig {
     /// wakee itself and sends an IPI only when the target must reschedule (the
     /// `on-preempt` rule).
     pub ttwu_queue: bool,
+    /// A wake-up onto an idle vCPU that shares the waker's last-level cache waits on
+    /// the target's wake list too (Linux 6.0+, kernel/sched/core.c `ttwu_queue_cond`:
+    /// `!cpu_rq(cpu)->nr_running`, "sched: Remove the limitation of WF_ON_CPU on
+    /// wakelist if wakee cpu is idle"); before, such a wakee is enqueued by its waker.
+    /// Needs `ttwu_queue`.
+    pub wake_list_idle: bool,
     /// Optimistic spinning of writers on kernel read-write semaphores (mmap_sem): `off`
     /// before Linux 3.16, `writer-owner` in 3.16 to 3.19, `reader-bounded` from 5.x.
     pub rwsem_spin: RwsemSpin,
@@ -1258,6 +1264,7 @@ impl Default for GuestConfig {
             futex_hash_buckets: 256,
             wake_ipi: WakeIpi::Always,
             ttwu_queue: true,
+            wake_list_idle: false,
             haltpoll_available: true,
             load_balance: true,
             sched_idle_cpu: false,

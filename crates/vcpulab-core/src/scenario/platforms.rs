@@ -156,6 +156,9 @@ pub struct GuestKernel {
     pub vcpu_is_preempted: bool,
     /// `guest.wake_ipi`: when a cross-vCPU wake-up sends an IPI.
     pub wake_ipi: &'static str,
+    /// `guest.wake_list_idle`: a same-cache wake-up onto an idle CPU goes through its
+    /// wake list (Linux 6.0+).
+    pub wake_list_idle: bool,
     /// `guest.rwsem_spin`: writers' optimistic spinning on read-write semaphores.
     pub rwsem_spin: &'static str,
     /// `guest.rwsem_steal`: read-write semaphores with reader lock stealing and the
@@ -408,6 +411,7 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         pv_eoi: false,
         vcpu_is_preempted: false,
         wake_ipi: "always",
+        wake_list_idle: false,
         rwsem_spin: "off",
         rwsem_steal: false,
         mutex_handoff: false,
@@ -443,6 +447,7 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         pv_eoi: false,
         vcpu_is_preempted: false,
         wake_ipi: "on-preempt",
+        wake_list_idle: false,
         rwsem_spin: "off",
         rwsem_steal: false,
         mutex_handoff: false,
@@ -478,6 +483,7 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         pv_eoi: true,
         vcpu_is_preempted: false,
         wake_ipi: "on-preempt",
+        wake_list_idle: false,
         rwsem_spin: "off",
         rwsem_steal: false,
         mutex_handoff: false,
@@ -513,6 +519,7 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         pv_eoi: true,
         vcpu_is_preempted: false,
         wake_ipi: "on-preempt",
+        wake_list_idle: false,
         rwsem_spin: "writer-owner",
         rwsem_steal: false,
         mutex_handoff: false,
@@ -548,6 +555,7 @@ pub const GUEST_KERNELS: &[GuestKernel] = &[
         pv_eoi: true,
         vcpu_is_preempted: true,
         wake_ipi: "on-preempt",
+        wake_list_idle: true,
         rwsem_spin: "reader-bounded",
         rwsem_steal: true,
         mutex_handoff: true,
@@ -806,6 +814,7 @@ impl GuestKernel {
             Value::Boolean(self.vcpu_is_preempted),
         );
         t.insert("wake_ipi".into(), Value::String(self.wake_ipi.into()));
+        t.insert("wake_list_idle".into(), Value::Boolean(self.wake_list_idle));
         t.insert("rwsem_spin".into(), Value::String(self.rwsem_spin.into()));
         t.insert("rwsem_steal".into(), Value::Boolean(self.rwsem_steal));
         t.insert("mutex_handoff".into(), Value::Boolean(self.mutex_handoff));

@@ -408,6 +408,7 @@ pub(crate) fn guest_params(g: &GuestConfig, vcpus: u32) -> GuestParams {
         cond_requeue: g.cond_requeue,
         wake_ipi: g.wake_ipi,
         ttwu_queue: g.ttwu_queue,
+        wake_list_idle: g.wake_list_idle,
         haltpoll_max: if g.idle == IdleMode::Haltpoll {
             us(g.haltpoll_max_us)
         } else {
