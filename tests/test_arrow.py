@@ -120,3 +120,21 @@ def test_lazy_histograms_read_like_parsed_ones() -> None:
     # A report without histograms (the cache study's) has none to defer.
     bare = Report.from_json_lazy(json.dumps({"schema": 1, "end_ns": 5}))
     assert bare.histograms == {} and bare._hist_json is None
+
+
+def test_a_run_imports_pyarrow_only_when_a_table_is_read() -> None:
+    """Importing pyarrow (and numpy) costs a fresh process a quarter of a second; a run
+    whose caller reads only scalars must not pay it."""
+    import subprocess
+    import sys
+
+    code = f"""
+import sys, vcpulab
+r = vcpulab.run({str(EXAMPLES / "weights-1-1-2-4.toml")!r}, overrides=["run.duration=50ms"])
+assert r.end_ns > 0 and "vms" in r.tables
+assert "pyarrow" not in sys.modules, "pyarrow imported before a table was read"
+assert len(r.arrow("vms")) > 0
+assert "pyarrow" in sys.modules
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

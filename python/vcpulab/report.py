@@ -98,7 +98,8 @@ class Report:
             raise ValueError(f"report schema {schema!r} is not supported (expected {SCHEMA})")
         # Without Arrow tables: the whole report. With them: everything but the tables.
         self._data: dict[str, Any] = dict(data)
-        self._arrow: dict[str, pa.Table] = dict(arrow_tables or {})
+        # Kept as given: the core's tables are imported into pyarrow when first read.
+        self._arrow: Mapping[str, pa.Table] = arrow_tables if arrow_tables is not None else {}
         self._full: dict[str, Any] | None = (
             None if self._arrow or histograms_json is not None else self._data
         )
