@@ -98,24 +98,20 @@ class ArrowTables(Mapping[str, Any]):
         return len(self._streams)
 
 
-def _pa_tables(tables: Any) -> ArrowTables:
-    return ArrowTables(tables)
-
-
 def core_run_arrow(
     scenario_toml: str, overrides: list[str], seed: int | None
 ) -> tuple[str, str, str | None, ArrowTables]:
     """Run in process: (report JSON, JSON without the tables and histograms, the
     histograms' JSON or None, {table: pyarrow.Table})."""
     raw, scalars, hists, tables = core().run_arrow(scenario_toml, overrides, seed, **_timeout_kw())
-    return str(raw), str(scalars), _opt_str(hists), _pa_tables(tables)
+    return str(raw), str(scalars), _opt_str(hists), ArrowTables(tables)
 
 
 def core_report_arrow(report_json: str) -> tuple[str, str | None, ArrowTables]:
     """A report JSON split by the core: (JSON without the tables and histograms, the
     histograms' JSON or None, {table: pyarrow.Table})."""
     scalars, hists, tables = core().report_arrow(report_json)
-    return str(scalars), _opt_str(hists), _pa_tables(tables)
+    return str(scalars), _opt_str(hists), ArrowTables(tables)
 
 
 def core_split_histograms(report_json: str) -> tuple[str, str | None]:
