@@ -43,8 +43,6 @@ type RqId = usize;
 struct Ent {
     vruntime: u64,
     load: u64,
-    /// vruntime relative to its runqueue's min_vruntime, saved when it blocks.
-    rel_vr: i64,
     /// A vCPU's pCPU: where it is queued, or ran last.
     rq: u32,
     /// Waiting in a queue (not running, not blocked).
@@ -62,7 +60,6 @@ impl Ent {
         Ent {
             vruntime: VR_BASE,
             load,
-            rel_vr: 0,
             rq,
             queued: false,
             on_rq: false,
@@ -232,6 +229,16 @@ impl Cfs {
     #[inline]
     fn group_rq(&self, p: usize, vm: usize) -> RqId {
         self.np as usize + self.slots.of(p as u32, vm) as usize
+    }
+
+    /// The min_vruntime of the runqueue `v` is queued on when on `p`, if it has one
+    /// (with per-VM groups, its VM's group runqueue there exists once it was used).
+    fn rq_min_if_any(&self, v: VcpuId, p: usize) -> Option<u64> {
+        if !self.groups {
+            return Some(self.rqs[p].min_vr);
+        }
+        let s = self.slots.get(p as u32, self.vm_of(v))?;
+        Some(self.rqs[self.np as usize + s as usize].min_vr)
     }
 
     /// The runqueue a vCPU is queued on when it is on `p`.
@@ -877,19 +884,25 @@ impl HostScheduler for Cfs {
 
     fn enqueue_wake_by(&mut self, v: VcpuId, waker: Option<Waker>, now: Nanos) -> WakePlacement {
         self.slots.set_clock(now);
+        // task_waking_fair() (3.x) and migrate_task_rq_fair() (4.x-6.5): a sleeper
+        // that moves keeps its vruntime relative to its old runqueue's min_vruntime as
+        // that minimum is *now* — it went on while the vCPU slept, so a long sleeper
+        // arrives far to the left and gets the sleeper credit it would have had at home.
+        let prev_rq = self.ent[v.idx()].rq as usize;
+        let old_min = self.ent[v.idx()]
+            .ran
+            .then(|| self.rq_min_if_any(v, prev_rq));
         let p = self.select_rq(v, waker, now);
         self.update_curr(p, now);
         self.ensure_group(p, self.vm_of(v));
         let leaf = self.leaf_rq(v, p);
         let min_vr = self.rqs[leaf].min_vr;
-        let prev_rq = self.ent[v.idx()].rq as usize;
         let e = &mut self.ent[v.idx()];
-        // A sleeper keeps its vruntime on its own runqueue; moving to another, it keeps
-        // its lag relative to the queue's min_vruntime.
-        let placed = if prev_rq == p {
-            e.vruntime
-        } else {
-            (min_vr as i64 + e.rel_vr).max(0) as u64
+        let placed = match old_min.flatten() {
+            _ if prev_rq == p => e.vruntime,
+            Some(old) => (min_vr as i128 + e.vruntime as i128 - old as i128).max(0) as u64,
+            // Never queued before: placed at the queue's minimum.
+            None => min_vr,
         };
         // GENTLE_FAIR_SLEEPERS: a sleeper gets at most half a latency of credit.
         e.vruntime = placed.max(min_vr.saturating_sub(self.latency / 2));
@@ -928,7 +941,6 @@ impl HostScheduler for Cfs {
             self.rqs[pi].queue.push(ge);
             self.rqs[pi].left.set(None);
         }
-        let min_vr = self.rqs[leaf].min_vr;
         let e = &mut self.ent[v.idx()];
         e.last_ran = now;
         match why {
@@ -945,7 +957,6 @@ impl HostScheduler for Cfs {
                 e.queued = false;
                 e.on_rq = false;
                 self.rqs[leaf].load_sum -= e.load;
-                e.rel_vr = e.vruntime as i64 - min_vr as i64;
                 self.forget_buddies(leaf, v.0);
                 self.update_min_vr(leaf);
                 self.count_out(v, pi, false);
@@ -1472,6 +1483,26 @@ mod tests {
         // far enough behind to preempt (wake-up granularity).
         let w2 = c.enqueue_wake(VcpuId(2), Nanos(1_000));
         assert!(!w2.preempt);
+    }
+
+    /// task_waking_fair (3.x) / migrate_task_rq_fair (4.x-6.5): a sleeper woken onto
+    /// another pCPU is placed by its vruntime against its old queue's min_vruntime as
+    /// it is at the wake-up. vCPU 0 sleeps 100 ms while vCPU 1 runs on its pCPU; woken
+    /// onto the idle pCPU it gets the full sleeper credit there, as it would at home —
+    /// not the lag it had when it blocked (none: it ran alone).
+    #[test]
+    fn a_sleeper_moving_on_wake_up_keeps_its_credit_against_its_old_queue_now() {
+        let mut c = cfs(2, &[256, 256]);
+        let home = c.enqueue_wake(VcpuId(0), Nanos(0)).pcpu;
+        c.pick_next(home, Nanos(0)).unwrap();
+        c.put_prev(home, VcpuId(0), StopReason::Blocked, Nanos(5_000_000));
+        assert_eq!(c.enqueue_wake(VcpuId(1), Nanos(5_000_000)).pcpu, home);
+        c.pick_next(home, Nanos(5_000_000)).unwrap();
+        c.tick(home, Nanos(105_000_000));
+        let w = c.enqueue_wake(VcpuId(0), Nanos(105_000_000));
+        assert_ne!(w.pcpu, home, "its own pCPU is busy, the other idle");
+        let there = c.rqs[w.pcpu.idx()].min_vr;
+        assert_eq!(c.ent[0].vruntime, there - c.latency / 2);
     }
 
     #[test]
