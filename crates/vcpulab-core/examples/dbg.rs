@@ -17,7 +17,7 @@ fn main() {
     }
     for l in &r.locks {
         println!(
-            "  lock {}/{} acq {} cont {} wait mean {:.0} p99 {:?} hold mean {:.0} lhp {} lwp {} halts {} kicks {} steals {}",
+            "  lock {}/{} acq {} cont {} wait mean {:.0} p99 {:?} hold mean {:.0} lhp {} (slice/wake/dyield/own/coord {}/{}/{}/{}/{}) lwp {} halts {} kicks {} steals {}",
             l.vm,
             l.lock,
             l.acquisitions,
@@ -26,6 +26,11 @@ fn main() {
             l.wait_p99_ns,
             l.hold_mean_ns,
             l.lhp,
+            l.lhp_slice,
+            l.lhp_wakeup,
+            l.lhp_directed_yield,
+            l.lhp_own_yield,
+            l.lhp_coordination,
             l.lwp,
             l.halts,
             l.kicks,

@@ -18,6 +18,7 @@
 
 use crate::guest::sync::Flow;
 use crate::guest::thread::{Micro, ThreadActivity};
+use crate::hv::preemption::{ByCause, PreemptCause};
 use crate::metrics::Hist;
 use crate::scenario::SpinlockKind;
 use crate::sim::world::{LockEvent, World};
@@ -118,6 +119,8 @@ pub struct LockClass {
     pub wait: Hist,
     pub hold: Hist,
     pub lhp: u64,
+    /// `lhp` by what took the holder's vCPU (or thread) off.
+    pub lhp_by: ByCause,
     pub lwp: u64,
     /// pv kinds: waiters that halted their vCPU (pv_wait / kvm_lock_spinning).
     pub halts: u64,
@@ -128,6 +131,12 @@ pub struct LockClass {
 }
 
 impl LockClass {
+    /// A lock-holder preemption, for `cause`.
+    pub fn count_lhp(&mut self, cause: PreemptCause) {
+        self.lhp += 1;
+        self.lhp_by.add(cause);
+    }
+
     /// An acquisition at `now` by a thread that first failed to take the lock at
     /// `since` (`Nanos::MAX`: it took it at once): every acquisition records its wait,
     /// 0 when uncontended (a mutex, rw-semaphore or user lock; spinlocks count in
@@ -152,6 +161,7 @@ impl LockClass {
             wait: Hist::default(),
             hold: Hist::default(),
             lhp: 0,
+            lhp_by: ByCause::default(),
             lwp: 0,
             halts: 0,
             kicks: 0,
@@ -240,7 +250,9 @@ impl World {
         if let Some(h) = self.locks[l.idx()].holder {
             if !self.locks[l.idx()].lhp_counted && !self.vcpu_runs_thread(h) {
                 self.locks[l.idx()].lhp_counted = true;
-                self.lock_classes[class].lhp += 1;
+                // Its vCPU is off, for the cause it was taken off for.
+                let cause = self.vcpus[self.threads[h.idx()].vcpu.idx()].stop_cause;
+                self.lock_classes[class].count_lhp(cause);
                 self.trace_lock_event("lock-holder preempted", h, class);
             }
         }

@@ -1,5 +1,6 @@
 //! Physical CPUs.
 
+use crate::hv::preemption::PreemptCause;
 use crate::sim::{Nanos, VcpuId};
 
 #[derive(Clone, Debug, Default)]
@@ -16,8 +17,11 @@ pub struct Pcpu {
     /// When the live slice timer fires (Nanos::MAX: none). A step of `cur` armed past it
     /// would be cancelled there and is kept back instead (`World::push_step`).
     pub slice_end: Nanos,
-    /// Earliest pending reschedule request (Nanos::MAX: none).
+    /// Earliest pending reschedule request (Nanos::MAX: none), and what asked for it.
     pub resched_at: Nanos,
+    pub resched_cause: PreemptCause,
+    /// Why the vCPU last taken off while runnable was taken off.
+    pub stop_cause: PreemptCause,
     pub last_vcpu: Option<VcpuId>,
     /// The vCPU just taken off while still runnable, until the next pick: picked again,
     /// it never left (no context switch, hv/dispatch.rs).

@@ -144,7 +144,11 @@ impl World {
                 // The other pCPU learns of it by a reschedule IPI (Xen's
                 // cpu_raise_softirq(SCHEDULE_SOFTIRQ), Linux's smp_send_reschedule),
                 // as a directed yield's target does: the host's IPI latency.
-                self.request_resched(PcpuId(q), now + ipi);
+                self.request_resched(
+                    PcpuId(q),
+                    now + ipi,
+                    crate::hv::preemption::PreemptCause::Coordination,
+                );
             }
         }
         let st = &mut self.cosched[vm.idx()];

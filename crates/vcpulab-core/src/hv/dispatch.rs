@@ -3,17 +3,20 @@
 
 use crate::guest::thread::ThreadActivity;
 use crate::hv::irq::WakePlacement;
+use crate::hv::preemption::PreemptCause;
 use crate::hv::sched::StopReason;
 use crate::hv::vcpu::{HvState, VCat, VcpuActivity};
 use crate::sim::world::{Ev, World};
 use crate::sim::{Nanos, PcpuId, VcpuId};
 
 impl World {
-    /// Asks `p` to pick again at `at` (the earliest request wins).
-    pub(crate) fn request_resched(&mut self, p: PcpuId, at: Nanos) {
+    /// Asks `p` to pick again at `at` for `cause` (the earliest request wins, with its
+    /// cause).
+    pub(crate) fn request_resched(&mut self, p: PcpuId, at: Nanos, cause: PreemptCause) {
         let pc = &mut self.pcpus[p.idx()];
         if at < pc.resched_at {
             pc.resched_at = at;
+            pc.resched_cause = cause;
             self.q.push(at, Ev::Resched(p));
         }
     }
@@ -76,8 +79,8 @@ impl World {
         }
     }
 
-    /// Preempts whatever runs on `p` and lets the scheduler pick again.
-    pub(crate) fn resched(&mut self, p: PcpuId) {
+    /// Preempts whatever runs on `p` (for `cause`) and lets the scheduler pick again.
+    pub(crate) fn resched(&mut self, p: PcpuId, cause: PreemptCause) {
         if let Some(v) = self.pcpus[p.idx()].cur {
             if self.vcpus[v.idx()].act == VcpuActivity::HostPoll {
                 // Another vCPU wants the pCPU: halt polling stops, the vCPU blocks.
@@ -102,17 +105,18 @@ impl World {
             // again then, having paid the whole switch.
             let until = self.pcpus[p.idx()].switch_until;
             if self.now < until {
-                self.request_resched(p, until);
+                self.request_resched(p, until, cause);
                 return;
             }
             // Urgent-vCPU-first: a protected vCPU is preempted only when its urgent
             // slice ends.
             if let Some(until) = self.uvf.as_mut().and_then(|u| u.defer(p, self.now)) {
-                self.request_resched(p, until);
+                self.request_resched(p, until, cause);
                 // It runs on past its slice: a step kept back for after it is due.
                 self.release_step(p, v);
                 return;
             }
+            self.pcpus[p.idx()].stop_cause = cause;
             self.deschedule(p, v, StopReason::Preempted);
         }
         self.schedule(p);
@@ -140,12 +144,12 @@ impl World {
                     u.stats.urgent_preemptions += 1;
                     u.protect(p, now);
                     let end = now + u.utslice;
-                    self.request_resched(p, end);
+                    self.request_resched(p, end, PreemptCause::Slice);
                 }
             }
             self.dispatch(p, v, slice, noop);
         }
-        self.drain_sched_resched(Some(p));
+        self.drain_sched_resched(Some(p), PreemptCause::Coordination);
     }
 
     /// The first urgent vCPU waiting on `p`, made the scheduler's next pick.
@@ -174,7 +178,7 @@ impl World {
         };
         if uvf.make_urgent(v, home, lead, kind) {
             let at = uvf.defer(home, now).unwrap_or(now);
-            self.request_resched(home, at);
+            self.request_resched(home, at, PreemptCause::Coordination);
         }
     }
 
@@ -197,6 +201,11 @@ impl World {
         self.sync_progress(v);
         if why != StopReason::Blocked {
             self.note_preempted_holder(v);
+            self.vcpus[v.idx()].stop_cause = if why == StopReason::Yielded {
+                PreemptCause::OwnYield
+            } else {
+                self.pcpus[p.idx()].stop_cause
+            };
         }
         self.trace_thread_end(v);
         // Runnable, it may be picked again at once (see `schedule`).
@@ -430,7 +439,8 @@ impl World {
             if lk.contended() && !lk.lhp_counted {
                 lk.lhp_counted = true;
                 let c = lk.class as usize;
-                self.lock_classes[c].lhp += 1;
+                let cause = self.vcpus[v.idx()].stop_cause;
+                self.lock_classes[c].count_lhp(cause);
                 self.trace_lock_event("lock-holder preempted", t, c);
             }
         }
@@ -467,16 +477,16 @@ impl World {
         };
         let delay = if count { self.costs.wake_halted_ns } else { 0 };
         if wp.preempt {
-            self.request_resched(wp.pcpu, now + Nanos(delay));
+            self.request_resched(wp.pcpu, now + Nanos(delay), PreemptCause::Wakeup);
         }
         if let Some(q) = self.sched.take_wake_tickle() {
             // An idle pCPU woken to steal the work: the same host path to a running
             // vCPU as waking one on its own idle pCPU.
-            self.request_resched(q, now + Nanos(delay));
+            self.request_resched(q, now + Nanos(delay), PreemptCause::Wakeup);
         }
         // The wake-up is the host's work on another CPU (the waker's, or the timer's):
         // every pCPU the scheduler asks to pick again is remote.
-        self.drain_sched_resched(None);
+        self.drain_sched_resched(None, PreemptCause::Wakeup);
         placement
     }
 
@@ -486,7 +496,8 @@ impl World {
     /// reaches it (Xen's cpumask_raise_softirq(SCHEDULE_SOFTIRQ), Linux's
     /// smp_send_reschedule), after the host's IPI latency — as a directed yield's and a
     /// co-schedule's targets do. A gang's pCPUs switch together (`resched_by_ipi`).
-    pub(crate) fn drain_sched_resched(&mut self, origin: Option<PcpuId>) {
+    /// `cause`: what the scheduler was deciding when it asked.
+    pub(crate) fn drain_sched_resched(&mut self, origin: Option<PcpuId>, cause: PreemptCause) {
         let mut buf = std::mem::take(&mut self.sched_resched);
         self.sched.drain_resched(&mut buf);
         let now = self.now;
@@ -496,7 +507,7 @@ impl World {
             now
         };
         for &q in &buf {
-            self.request_resched(q, if Some(q) == origin { now } else { remote });
+            self.request_resched(q, if Some(q) == origin { now } else { remote }, cause);
         }
         buf.clear();
         self.sched_resched = buf;

@@ -9,6 +9,7 @@ pub mod irq;
 pub mod placement;
 pub mod ple;
 pub mod ple_epochs;
+pub mod preemption;
 pub mod sched;
 pub mod uvf;
 pub mod vcpu;

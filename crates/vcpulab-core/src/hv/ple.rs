@@ -173,7 +173,11 @@ impl World {
                         // yield_to → resched_curr on the target's pCPU: a reschedule IPI
                         // (smp_send_reschedule), which takes the host's IPI latency.
                         let ipi = Nanos(self.costs.native_ipi_ns);
-                        self.request_resched(tp, now + ipi);
+                        self.request_resched(
+                            tp,
+                            now + ipi,
+                            crate::hv::preemption::PreemptCause::DirectedYield,
+                        );
                     }
                     self.schedule(p);
                 } else {

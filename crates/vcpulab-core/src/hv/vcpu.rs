@@ -211,6 +211,9 @@ pub struct Vcpu {
     /// across caches or, before 3.3, for every remote wake-up), in the order they were
     /// woken: enqueued when it handles the reschedule IPI (guest/ipi.rs).
     pub wake_list: Vec<ThreadId>,
+    /// Why it was last taken off while runnable (what its lock-holder preemptions
+    /// count under).
+    pub stop_cause: crate::hv::preemption::PreemptCause,
 }
 
 impl Vcpu {
@@ -220,6 +223,7 @@ impl Vcpu {
             index,
             mask,
             avg_idle: u64::MAX,
+            stop_cause: crate::hv::preemption::PreemptCause::Slice,
             busy_balance: crate::guest::balance::BalanceClock::default(),
             hv: HvState::Halted,
             act: VcpuActivity::Off,

@@ -1,6 +1,7 @@
 //! The report of a run: per-VM, per-vCPU and per-pCPU tables, fairness, histograms.
 //! Every top-level list of flat records is a table for the Python side.
 
+use crate::hv::preemption::PreemptCause;
 use crate::hv::vcpu::{VCat, Vcpu};
 use crate::metrics::hist::HistSummary;
 use crate::metrics::Hist;
@@ -258,6 +259,13 @@ pub struct LockRow {
     pub hold_mean_ns: f64,
     pub hold_p99_ns: Option<u64>,
     pub lhp: u64,
+    /// `lhp` by what took the holder off (hv/preemption.rs `PreemptCause`); they sum
+    /// to `lhp`.
+    pub lhp_slice: u64,
+    pub lhp_wakeup: u64,
+    pub lhp_directed_yield: u64,
+    pub lhp_own_yield: u64,
+    pub lhp_coordination: u64,
     pub lwp: u64,
     /// pv spinlocks: waiters that halted their vCPU, kicks by unlockers.
     pub halts: u64,
@@ -824,6 +832,11 @@ impl Report {
                 hold_mean_ns: c.hold.mean_or_nan(),
                 hold_p99_ns: c.hold.quantile_opt(0.99),
                 lhp: c.lhp,
+                lhp_slice: c.lhp_by.get(PreemptCause::Slice),
+                lhp_wakeup: c.lhp_by.get(PreemptCause::Wakeup),
+                lhp_directed_yield: c.lhp_by.get(PreemptCause::DirectedYield),
+                lhp_own_yield: c.lhp_by.get(PreemptCause::OwnYield),
+                lhp_coordination: c.lhp_by.get(PreemptCause::Coordination),
                 lwp: c.lwp,
                 halts: c.halts,
                 kicks: c.kicks,

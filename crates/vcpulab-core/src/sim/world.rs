@@ -11,6 +11,7 @@ use crate::host::cache::Footprint;
 use crate::host::pcpu::Pcpu;
 use crate::host::tlb::Tlb;
 use crate::hv::ple::{self, PleWindow};
+use crate::hv::preemption::PreemptCause;
 use crate::hv::sched::{self, HostScheduler, SchedSetup};
 use crate::hv::vcpu::Vcpu;
 use crate::hv::vm::Vm;
@@ -674,22 +675,22 @@ impl World {
                     return false;
                 }
                 self.pcpus[p.idx()].resched_at = Nanos::MAX;
-                self.resched(p);
+                self.resched(p, self.pcpus[p.idx()].resched_cause);
             }
             Ev::SliceEnd(p, gen) => {
                 if self.pcpus[p.idx()].timer_gen != gen {
                     return false;
                 }
-                self.resched(p);
+                self.resched(p, PreemptCause::Slice);
             }
             Ev::Tick(p) => {
                 if let Some(period) = self.sched.tick_period() {
                     self.q.push(self.now + period, Ev::Tick(p));
                 }
                 if self.sched.tick(p, self.now) {
-                    self.resched(p);
+                    self.resched(p, PreemptCause::Slice);
                 }
-                self.drain_sched_resched(Some(p));
+                self.drain_sched_resched(Some(p), PreemptCause::Slice);
             }
             Ev::GlobalTick => {
                 if let Some(period) = self.sched.global_period() {
@@ -699,10 +700,10 @@ impl World {
                 buf.clear();
                 self.sched.global_tick(self.now, &mut buf);
                 for &p in &buf {
-                    self.resched(p);
+                    self.resched(p, PreemptCause::Slice);
                 }
                 self.resched_buf = buf;
-                self.drain_sched_resched(None);
+                self.drain_sched_resched(None, PreemptCause::Slice);
             }
             Ev::WarmupEnd => self.end_warmup(),
             Ev::TlbAck(t, gen) => self.on_tlb_ack(t, gen),
