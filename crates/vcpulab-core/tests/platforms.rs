@@ -98,6 +98,19 @@ fn a_host_platform_sets_its_keys_and_its_guest_kernel() {
         !sc.vm[0].guest.wake_list_idle,
         "Linux 3.9 enqueues them itself"
     );
+    // The host's load balancing: busy_factor by kernel, the newidle avg_idle gate
+    // before 5.16.
+    let cfs = |s: &Scenario| match &s.host.scheduler {
+        SchedulerConfig::Cfs(c) => (c.balance_busy_factor, c.newidle_avg_idle_gate),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(cfs(&sc), (64, true), "Linux 3.9: SD_MC_INIT");
+    assert_eq!(cfs(&dcs), (64, true), "Linux 3.2: SD_MC_INIT");
+    assert_eq!(cfs(&apple), (32, true), "Linux 3.19: sd_init");
+    match &m.host.scheduler {
+        SchedulerConfig::Eevdf(e) => assert_eq!(e.balance_busy_factor, 16, "Linux 6.6"),
+        other => panic!("{other:?}"),
+    }
 }
 
 #[test]

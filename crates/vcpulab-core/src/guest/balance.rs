@@ -41,6 +41,19 @@ pub fn domain_interval_ns(kind: BalanceInterval, vcpus: u32) -> (u64, u64) {
     }
 }
 
+/// rq->avg_idle after an idle period of `idle` ns, for a kernel whose migration cost is
+/// `cost` (ttwu_do_wakeup: update_avg's 1/8 step, capped at twice the cost) — the
+/// guest's vCPUs and a Linux host's pCPUs alike.
+pub fn next_avg_idle(avg: u64, idle: u64, cost: u64) -> u64 {
+    let max = 2 * cost;
+    let avg = avg.min(max);
+    if idle > max {
+        max
+    } else {
+        (avg as i64 + (idle as i64 - avg as i64) / 8) as u64
+    }
+}
+
 /// How a VM's guest balances its vCPUs' runqueues (besides wake-up placement), with its
 /// kernel's settings (`guest.sched_idle_cpu`, `guest.balance_interval`,
 /// `guest.balance_busy_factor`, `guest.migration_cost_us`,
@@ -102,16 +115,9 @@ impl GuestBalance {
         }
     }
 
-    /// rq->avg_idle after an idle period of `idle` ns (update_avg, capped at twice the
-    /// migration cost as ttwu_do_wakeup caps it).
+    /// rq->avg_idle after an idle period of `idle` ns (`next_avg_idle`).
     pub fn next_avg_idle(&self, avg: u64, idle: u64) -> u64 {
-        let max = 2 * self.migration_cost;
-        let avg = avg.min(max);
-        if idle > max {
-            max
-        } else {
-            (avg as i64 + (idle as i64 - avg as i64) / 8) as u64
-        }
+        next_avg_idle(avg, idle, self.migration_cost)
     }
 
     /// The time from one periodic balance to the next (rebalance_domains): the domain's

@@ -523,6 +523,15 @@ pub struct CfsParams {
     /// A vCPU that ran this recently is cache-hot: load balancing leaves it alone.
     pub migration_cost_us: f64,
     pub balance_interval_ms: f64,
+    /// A busy pCPU (one running a vCPU) balances `balance_busy_factor` times less
+    /// often (rebalance_domains: `interval *= sd->busy_factor`): 64 in Linux 3.2-3.15
+    /// (SD_MC_INIT), 32 in 3.16-5.9 and 16 from 5.10 (sd_init). Set by the platform
+    /// profiles.
+    pub balance_busy_factor: u32,
+    /// A pCPU going idle skips its newidle balance while its idle periods average
+    /// less than the migration cost (idle_balance / newidle_balance: `avg_idle <
+    /// sysctl_sched_migration_cost`, Linux 2.6.35-5.15). Set by the platform profiles.
+    pub newidle_avg_idle_gate: bool,
     pub tick_hz: u32,
     /// CFS bandwidth control period used to enforce caps.
     pub bandwidth_period_ms: f64,
@@ -555,6 +564,8 @@ impl Default for CfsParams {
             wakeup_granularity_ms: 4.0,
             migration_cost_us: 500.0,
             balance_interval_ms: 4.0,
+            balance_busy_factor: 32,
+            newidle_avg_idle_gate: true,
             tick_hz: 250,
             bandwidth_period_ms: 100.0,
             placement: Default::default(),
@@ -577,6 +588,9 @@ pub struct EevdfParams {
     pub per_vm_groups: bool,
     pub migration_cost_us: f64,
     pub balance_interval_ms: f64,
+    /// A busy pCPU balances this many times less often (sd->busy_factor: 16 from
+    /// Linux 5.10).
+    pub balance_busy_factor: u32,
     pub tick_hz: u32,
     /// CFS bandwidth control period used to enforce caps.
     pub bandwidth_period_ms: f64,
@@ -596,6 +610,7 @@ impl Default for EevdfParams {
             per_vm_groups: true,
             migration_cost_us: c.migration_cost_us,
             balance_interval_ms: c.balance_interval_ms,
+            balance_busy_factor: 16,
             tick_hz: c.tick_hz,
             bandwidth_period_ms: c.bandwidth_period_ms,
             placement: c.placement,

@@ -109,6 +109,12 @@ pub struct HostPlatform {
     /// Linux hosts (CFS or EEVDF): the affine wake-up rule of the host kernel
     /// (`host.scheduler.wake_affine`, hv/sched/wake_affine.rs); `None` on Xen.
     pub linux_wake_affine: Option<&'static str>,
+    /// Linux hosts: `host.scheduler.balance_busy_factor` (sd->busy_factor: 64 in
+    /// 3.2-3.15, 32 in 3.16-5.9, 16 from 5.10); `None` on Xen.
+    pub linux_busy_factor: Option<u32>,
+    /// Linux CFS hosts: `host.scheduler.newidle_avg_idle_gate` (the newidle balance
+    /// skipped while avg_idle < the migration cost, 2.6.35-5.15); `None` elsewhere.
+    pub linux_newidle_gate: Option<bool>,
     /// Xen credit's rate limit rule (`host.scheduler.ratelimit_rule`: "xen-4.2" before
     /// Xen 4.8, "xen-4.8" from it); `None` on KVM and on Xen 4.1, which has no limit.
     pub xen_ratelimit_rule: Option<&'static str>,
@@ -225,6 +231,8 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         xen_ratelimit_rule: None,
         cfs_repick_keeps_slice: Some(false),
         linux_wake_affine: Some("linux-3.2"),
+        linux_busy_factor: Some(64),
+        linux_newidle_gate: Some(true),
         scheduler: "cfs",
         per_vm_groups: Some(false),
         guest_kernel: "linux-3.9",
@@ -252,6 +260,8 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         xen_ratelimit_rule: None,
         cfs_repick_keeps_slice: None,
         linux_wake_affine: None,
+        linux_busy_factor: None,
+        linux_newidle_gate: None,
         scheduler: "credit",
         per_vm_groups: None,
         guest_kernel: "linux-3.2",
@@ -279,6 +289,8 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         xen_ratelimit_rule: Some("xen-4.2"),
         cfs_repick_keeps_slice: None,
         linux_wake_affine: None,
+        linux_busy_factor: None,
+        linux_newidle_gate: None,
         scheduler: "credit",
         per_vm_groups: None,
         guest_kernel: "linux-3.5",
@@ -306,6 +318,8 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         xen_ratelimit_rule: None,
         cfs_repick_keeps_slice: Some(false),
         linux_wake_affine: Some("linux-3.2"),
+        linux_busy_factor: Some(64),
+        linux_newidle_gate: Some(true),
         scheduler: "cfs",
         per_vm_groups: Some(false),
         guest_kernel: "linux-3.2",
@@ -333,6 +347,8 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         xen_ratelimit_rule: None,
         cfs_repick_keeps_slice: Some(true),
         linux_wake_affine: Some("linux-3.16"),
+        linux_busy_factor: Some(32),
+        linux_newidle_gate: Some(true),
         scheduler: "cfs",
         per_vm_groups: Some(false),
         guest_kernel: "linux-3.19",
@@ -360,6 +376,8 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         xen_ratelimit_rule: None,
         cfs_repick_keeps_slice: None,
         linux_wake_affine: Some("linux-4.14"),
+        linux_busy_factor: Some(16),
+        linux_newidle_gate: Some(false),
         scheduler: "eevdf",
         per_vm_groups: Some(true),
         guest_kernel: "linux-6.6",
@@ -387,6 +405,8 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         xen_ratelimit_rule: Some("xen-4.8"),
         cfs_repick_keeps_slice: None,
         linux_wake_affine: None,
+        linux_busy_factor: None,
+        linux_newidle_gate: None,
         scheduler: "credit2",
         per_vm_groups: None,
         guest_kernel: "linux-6.6",
@@ -736,6 +756,24 @@ impl HostPlatform {
                     &mut t,
                     &["host", "scheduler", "repick_keeps_slice"],
                     Value::Boolean(keeps),
+                );
+            }
+        }
+        if let Some(f) = self.linux_busy_factor {
+            if matches!(kind, "cfs" | "eevdf") {
+                set(
+                    &mut t,
+                    &["host", "scheduler", "balance_busy_factor"],
+                    Value::Integer(f as i64),
+                );
+            }
+        }
+        if let Some(gate) = self.linux_newidle_gate {
+            if kind == "cfs" {
+                set(
+                    &mut t,
+                    &["host", "scheduler", "newidle_avg_idle_gate"],
+                    Value::Boolean(gate),
                 );
             }
         }

@@ -186,6 +186,12 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
                 c.bandwidth_period_ms,
             )?;
             range_u(
+                "host.scheduler.balance_busy_factor",
+                c.balance_busy_factor as u64,
+                1,
+                1024,
+            )?;
+            range_u(
                 "host.scheduler.llc_pcpus",
                 c.llc_pcpus as u64,
                 1,
@@ -201,6 +207,12 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
                 c.balance_interval_ms,
                 c.tick_hz,
                 c.bandwidth_period_ms,
+            )?;
+            range_u(
+                "host.scheduler.balance_busy_factor",
+                c.balance_busy_factor as u64,
+                1,
+                1024,
             )?;
             range_u(
                 "host.scheduler.llc_pcpus",

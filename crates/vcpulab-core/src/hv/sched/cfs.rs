@@ -17,6 +17,7 @@
 //! hierarchies meet (`find_matching_se`), and load balancing moves a vCPU by its share
 //! of the root load (`task_h_load`).
 
+use super::balance::{IdleBalance, Pull, NR_MIGRATE};
 use super::groups::GroupSlots;
 use super::smt_balance::SmtBalance;
 use super::wake_affine::{AffineLoads, WakeAffinity, Waker, Wakeup};
@@ -112,6 +113,10 @@ pub struct Cfs {
     wakeup_gran: u64,
     migration_cost: u64,
     balance_interval: u64,
+    busy_factor: u64,
+    avg_idle_gate: bool,
+    /// Per pCPU: its idle periods and balance failures.
+    idle: Vec<IdleBalance>,
     tick: Nanos,
     bw_period: Nanos,
     groups: bool,
@@ -181,6 +186,9 @@ impl Cfs {
             wakeup_gran: ms(p.wakeup_granularity_ms),
             migration_cost: (p.migration_cost_us * 1e3).round() as u64,
             balance_interval: ms(p.balance_interval_ms),
+            busy_factor: p.balance_busy_factor as u64,
+            avg_idle_gate: p.newidle_avg_idle_gate,
+            idle: vec![IdleBalance::new((p.migration_cost_us * 1e3).round() as u64); np as usize],
             tick: Nanos((1e9 / p.tick_hz as f64).round() as u64),
             bw_period,
             groups,
@@ -693,6 +701,56 @@ impl Cfs {
         self.weight(ge) * w / gl
     }
 
+    /// load_balance → detach_tasks: vCPUs move to `p` one at a time while a move still
+    /// narrows the gap (`pull_one`), at most sysctl_sched_nr_migrate of them — so a
+    /// pCPU meeting one with k queued takes about k/2 at once (kernels without
+    /// CONFIG_PREEMPT, as servers run, do this in a newidle balance too).
+    fn balance(
+        &mut self,
+        p: usize,
+        now: Nanos,
+        only_cold: bool,
+        scope: std::ops::Range<usize>,
+    ) -> Pull {
+        let first = self.pull_one(p, now, only_cold, scope.clone());
+        if first == Pull::Moved {
+            for _ in 1..NR_MIGRATE {
+                if self.pull_one(p, now, only_cold, scope.clone()) != Pull::Moved {
+                    break;
+                }
+            }
+        }
+        first
+    }
+
+    /// task_hot(): `v` ran within the migration cost (one that never ran is cold).
+    fn cache_hot(&self, v: VcpuId, now: Nanos) -> bool {
+        let e = &self.ent[v.idx()];
+        e.ran && now.0.saturating_sub(e.last_ran.0) < self.migration_cost
+    }
+
+    /// newidle balance (idle_balance before 3.17, newidle_balance after): `p` found
+    /// nothing to run. Unless its idle periods average less than the migration cost
+    /// (the avg_idle gate, Linux 2.6.35-5.15), it pulls a vCPU from its own core, LLC,
+    /// node, then the host, stopping at the first pull — a cache-hot one only after
+    /// the periodic balances failed more than cache_nice_tries times (a newidle
+    /// balance never counts a failure). Pulling nothing, it goes idle (idle_stamp).
+    fn newidle_balance(&mut self, pi: usize, now: Nanos) {
+        let gated = self.avg_idle_gate && self.idle[pi].avg_idle < self.migration_cost;
+        if !gated {
+            let only_cold = !self.idle[pi].hot_ok();
+            for l in 0..self.topo.levels().len() {
+                let span = self.topo.levels()[l].span;
+                let d = self.topo.domain_of(pi as u32, span);
+                if self.balance(pi, now, only_cold, d.start as usize..d.end as usize) == Pull::Moved
+                {
+                    return;
+                }
+            }
+        }
+        self.idle[pi].go_idle(now);
+    }
+
     /// Pulls one queued vCPU allowed on `p` from the most loaded runqueue when that
     /// reduces the weighted-load imbalance (Linux balances load, not task counts).
     /// `only_cold` leaves cache-hot vCPUs (ran within migration_cost) where they are.
@@ -703,7 +761,7 @@ impl Cfs {
         now: Nanos,
         only_cold: bool,
         scope: std::ops::Range<usize>,
-    ) -> bool {
+    ) -> Pull {
         let mine = self.load(p);
         let mut best: Option<(usize, u64)> = None;
         for q in scope {
@@ -716,7 +774,7 @@ impl Cfs {
             }
         }
         let Some((src, src_load)) = best else {
-            return false;
+            return Pull::Balanced;
         };
         let diff = src_load - mine;
         let active: &[u32] = if self.groups {
@@ -742,9 +800,7 @@ impl Cfs {
                 let fits = helps
                     && self.setup.vcpu_mask[v.idx()].contains(p as u32)
                     && !self.throttled(e)
-                    && (!only_cold
-                        || now.0.saturating_sub(self.ent[v.idx()].last_ran.0)
-                            >= self.migration_cost);
+                    && (!only_cold || !self.cache_hot(v, now));
                 let key = (w as i64 - (diff / 2) as i64).unsigned_abs();
                 if fits && cand.is_none_or(|c| key < c.0) {
                     cand = Some((key, v));
@@ -753,13 +809,13 @@ impl Cfs {
         }
         match cand {
             Some((_, v)) => {
-                if self.groups {
-                    self.update_curr(src, now);
-                }
+                // dequeue_entity's update_curr: the source's min_vruntime is current
+                // when the vCPU's vruntime is taken relative to it.
+                self.update_curr(src, now);
                 self.migrate(v, src, p);
-                true
+                Pull::Moved
             }
-            None => false,
+            None => Pull::Failed,
         }
     }
 
@@ -893,6 +949,7 @@ impl HostScheduler for Cfs {
             .ran
             .then(|| self.rq_min_if_any(v, prev_rq));
         let p = self.select_rq(v, waker, now);
+        self.idle[p].end_idle_period(now, self.migration_cost);
         self.update_curr(p, now);
         self.ensure_group(p, self.vm_of(v));
         let leaf = self.leaf_rq(v, p);
@@ -979,16 +1036,7 @@ impl HostScheduler for Cfs {
         self.slots.set_clock(now);
         let pi = p.idx();
         if self.leftmost(pi).is_none() {
-            // newidle balance (sched domains bottom up): an idle pCPU pulls work,
-            // cache-hot or not, from its own core, LLC, node, then the host, stopping at
-            // the first pull.
-            for l in 0..self.topo.levels().len() {
-                let span = self.topo.levels()[l].span;
-                let d = self.topo.domain_of(pi as u32, span);
-                if self.pull_one(pi, now, false, d.start as usize..d.end as usize) {
-                    break;
-                }
-            }
+            self.newidle_balance(pi, now);
         }
         let forced = self.rqs[pi].forced;
         let mut rq = pi;
@@ -1070,15 +1118,19 @@ impl HostScheduler for Cfs {
         }
         // Periodic balancing: the LLC every interval, a wider domain every interval ×
         // its LLCs (Linux lengthens a domain's interval with its span); the widest due.
+        // A busy pCPU's intervals are `busy_factor` times longer (rebalance_domains).
+        let idle = self.running[pi].is_none();
+        let interval = self.balance_interval * if idle { 1 } else { self.busy_factor };
         let mut balanced = self.rqs[pi].balanced;
-        if let Some(l) = self
-            .topo
-            .periodic_level(&mut balanced, now, self.balance_interval)
-        {
+        if let Some(l) = self.topo.periodic_level(&mut balanced, now, interval) {
             self.rqs[pi].balanced = balanced;
-            let idle = self.running[pi].is_none();
             let d = self.topo.domain_of(pi as u32, self.topo.levels()[l].span);
-            let pulled = self.pull_one(pi, now, !idle, d.start as usize..d.end as usize);
+            // can_migrate_task: a cache-hot vCPU stays unless balances failed more
+            // than cache_nice_tries times in a row (every balance counts, idle or not).
+            let only_cold = !self.idle[pi].hot_ok();
+            let outcome = self.balance(pi, now, only_cold, d.start as usize..d.end as usize);
+            self.idle[pi].record(outcome);
+            let pulled = outcome == Pull::Moved;
             if pulled && idle {
                 resched = true;
             }
@@ -1483,6 +1535,35 @@ mod tests {
         // far enough behind to preempt (wake-up granularity).
         let w2 = c.enqueue_wake(VcpuId(2), Nanos(1_000));
         assert!(!w2.preempt);
+    }
+
+    /// rebalance_domains: a busy pCPU balances `balance_busy_factor` times less often
+    /// than an idle one. pCPU 0 runs one vCPU with two queued (never run: cold); busy
+    /// pCPU 1 pulls one at its first balance after 4 ms × the factor.
+    #[test]
+    fn a_busy_pcpu_balances_busy_factor_times_less_often() {
+        for factor in [1u32, 32] {
+            let mut c = cfs(2, &[256, 256, 256, 256]);
+            c.busy_factor = factor as u64;
+            c.setup.vcpu_mask = vec![CpuMask::all(1), CpuMask::all(1), CpuMask::all(1)];
+            c.setup.vcpu_mask.push(CpuMask::all(2));
+            for v in 0..3 {
+                c.enqueue_wake(VcpuId(v), Nanos(0));
+            }
+            c.pick_next(PcpuId(0), Nanos(0)).unwrap();
+            let w = c.enqueue_wake(VcpuId(3), Nanos(0));
+            assert_eq!(w.pcpu, PcpuId(1));
+            c.pick_next(PcpuId(1), Nanos(0)).unwrap();
+            c.setup.vcpu_mask = vec![CpuMask::all(2); 4];
+            let first_pull = (1..100u64)
+                .map(|k| k * 4_000_000)
+                .find(|&t| {
+                    c.tick(PcpuId(1), Nanos(t));
+                    c.nr[1] == 2
+                })
+                .expect("it pulls");
+            assert_eq!(first_pull, 4_000_000 * factor as u64, "factor {factor}");
+        }
     }
 
     /// task_waking_fair (3.x) / migrate_task_rq_fair (4.x-6.5): a sleeper woken onto

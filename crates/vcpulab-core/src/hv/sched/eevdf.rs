@@ -25,6 +25,7 @@
 //! periodic pulls of the vCPU closest to half the imbalance), caps are CFS bandwidth
 //! control.
 
+use super::balance::{IdleBalance, Pull, NR_MIGRATE};
 use super::groups::GroupSlots;
 use super::smt_balance::SmtBalance;
 use super::wake_affine::{AffineLoads, WakeAffinity, Waker, Wakeup};
@@ -153,6 +154,9 @@ pub struct Eevdf {
     llc_level: usize,
     /// Per pCPU, per level: its last periodic balance there.
     balanced: Vec<[Nanos; MAX_LEVELS]>,
+    /// Per pCPU: balance failures in a row (hv/sched/balance.rs).
+    lb: Vec<IdleBalance>,
+    busy_factor: u64,
     /// Per VM: task-group shares (weight 256 = 1024 shares).
     shares: Vec<u64>,
     /// Per VM: quota per bandwidth period (ns), runtime used, throttled, running vCPUs
@@ -300,6 +304,8 @@ impl Eevdf {
             level_masks,
             llc_level,
             balanced: vec![[Nanos::ZERO; MAX_LEVELS]; np as usize],
+            lb: vec![IdleBalance::new((p.migration_cost_us * 1e3).round() as u64); np as usize],
+            busy_factor: p.balance_busy_factor as u64,
             placement: p.placement,
             affinity: WakeAffinity::new(p.wake_affine, nv as usize),
             forced: vec![None; np as usize],
@@ -958,10 +964,10 @@ impl Eevdf {
     /// CFS's pull: one queued vCPU allowed on `p` from the busiest pCPU of `scope`
     /// (only pCPUs with a waiting vCPU are looked at), the one whose load is closest to
     /// half the imbalance; `only_cold` leaves cache-hot ones.
-    fn pull_one(&mut self, p: u32, now: Nanos, only_cold: bool, scope: CpuMask) -> bool {
+    fn pull_one(&mut self, p: u32, now: Nanos, only_cold: bool, scope: CpuMask) -> Pull {
         let mine = self.cpu_load(p);
         let Some((src, src_load)) = self.busiest_in(scope, p, mine) else {
-            return false;
+            return Pull::Balanced;
         };
         let diff = src_load - mine;
         let mut cand: Option<(u64, VcpuId)> = None;
@@ -984,6 +990,7 @@ impl Eevdf {
                     && self.setup.vcpu_mask[v.idx()].contains(p)
                     && self.active(e)
                     && (!only_cold
+                        || self.se[v.idx()].last_ran == Nanos::ZERO
                         || now.0.saturating_sub(self.se[v.idx()].last_ran.0)
                             >= self.migration_cost);
                 let key = (w as i64 - (diff / 2) as i64).unsigned_abs();
@@ -998,19 +1005,37 @@ impl Eevdf {
                 self.update_curr(src, now);
                 self.dequeue_vcpu(v, src, true);
                 self.enqueue_vcpu(v, p);
-                true
+                Pull::Moved
             }
-            None => false,
+            None => Pull::Failed,
         }
     }
 
     /// newidle balance: the domains bottom up (core, LLC, node, host), stopping at the
-    /// first pull.
+    /// first pull; a cache-hot vCPU only after the periodic balances failed more than
+    /// cache_nice_tries times (can_migrate_task; a newidle balance counts no failure).
+    /// (Linux 6.6 skips it while avg_idle is below the domain's newidle balance cost,
+    /// microseconds: not modelled.)
     fn pull_newidle(&mut self, p: u32, now: Nanos) -> bool {
+        let only_cold = !self.lb[p as usize].hot_ok();
         (0..self.level_masks.len()).any(|l| {
             let dom = self.level_mask(l, p);
-            self.pull_one(p, now, false, dom)
+            self.balance(p, now, only_cold, dom) == Pull::Moved
         })
+    }
+
+    /// load_balance → detach_tasks: vCPUs move one at a time while a move still
+    /// narrows the gap, at most sysctl_sched_nr_migrate of them (as CFS's `balance`).
+    fn balance(&mut self, p: u32, now: Nanos, only_cold: bool, scope: CpuMask) -> Pull {
+        let first = self.pull_one(p, now, only_cold, scope);
+        if first == Pull::Moved {
+            for _ in 1..NR_MIGRATE {
+                if self.pull_one(p, now, only_cold, scope) != Pull::Moved {
+                    break;
+                }
+            }
+        }
+        first
     }
 
     /// check_preempt_wakeup_fair(): the level where the wakee meets the running vCPU,
@@ -1187,16 +1212,20 @@ impl HostScheduler for Eevdf {
             }
         }
         // Periodic balancing: the LLC every interval, a wider domain every interval ×
-        // its LLCs (Linux lengthens the interval with the span); the widest due.
+        // its LLCs (Linux lengthens the interval with the span); the widest due. A busy
+        // pCPU's intervals are `busy_factor` times longer (rebalance_domains).
+        let idle = self.cpus[pi as usize].curr.is_none();
+        let interval = self.balance_interval * if idle { 1 } else { self.busy_factor };
         let mut balanced = self.balanced[pi as usize];
-        if let Some(l) = self
-            .topo
-            .periodic_level(&mut balanced, now, self.balance_interval)
-        {
+        if let Some(l) = self.topo.periodic_level(&mut balanced, now, interval) {
             self.balanced[pi as usize] = balanced;
-            let idle = self.cpus[pi as usize].curr.is_none();
             let scope = self.level_mask(l, pi);
-            let pulled = self.pull_one(pi, now, !idle, scope);
+            // can_migrate_task: a cache-hot vCPU stays unless balances failed more
+            // than cache_nice_tries times in a row.
+            let only_cold = !self.lb[pi as usize].hot_ok();
+            let outcome = self.balance(pi, now, only_cold, scope);
+            self.lb[pi as usize].record(outcome);
+            let pulled = outcome == Pull::Moved;
             if pulled && idle {
                 resched = true;
             }

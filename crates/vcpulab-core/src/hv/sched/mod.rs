@@ -3,6 +3,7 @@
 //! queued and whether it preempts, which vCPU a pCPU runs next and for how long, and
 //! what its periodic ticks change.
 
+mod balance;
 pub mod cfs;
 pub mod credit;
 pub mod credit2;
