@@ -24,7 +24,7 @@ pub(crate) struct IdleBalance {
 pub(crate) const CACHE_NICE_TRIES: u32 = 1;
 
 /// sysctl_sched_nr_migrate: the most tasks one load_balance moves.
-pub(crate) const NR_MIGRATE: u32 = 32;
+const NR_MIGRATE: u32 = 32;
 
 /// What a balance attempt did (load_balance's outcomes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,6 +36,23 @@ pub(crate) enum Pull {
     Failed,
     /// Nothing busier: balanced.
     Balanced,
+}
+
+/// load_balance → detach_tasks: `pull` (one vCPU's move, `pull_one`) again while it
+/// moves one — each move must still narrow the gap — at most sysctl_sched_nr_migrate
+/// times, so a pCPU meeting one with k queued takes about k/2 at once (kernels without
+/// CONFIG_PREEMPT, as servers run, do this in a newidle balance too). The first
+/// attempt's outcome is the balance's.
+pub(crate) fn detach_tasks(mut pull: impl FnMut() -> Pull) -> Pull {
+    let first = pull();
+    if first == Pull::Moved {
+        for _ in 1..NR_MIGRATE {
+            if pull() != Pull::Moved {
+                break;
+            }
+        }
+    }
+    first
 }
 
 impl IdleBalance {

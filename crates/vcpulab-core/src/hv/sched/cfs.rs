@@ -17,7 +17,7 @@
 //! hierarchies meet (`find_matching_se`), and load balancing moves a vCPU by its share
 //! of the root load (`task_h_load`).
 
-use super::balance::{IdleBalance, Pull, NR_MIGRATE};
+use super::balance::{detach_tasks, IdleBalance, Pull};
 use super::groups::GroupSlots;
 use super::smt_balance::SmtBalance;
 use super::wake_affine::{AffineLoads, WakeAffinity, Waker, Wakeup};
@@ -701,10 +701,7 @@ impl Cfs {
         self.weight(ge) * w / gl
     }
 
-    /// load_balance → detach_tasks: vCPUs move to `p` one at a time while a move still
-    /// narrows the gap (`pull_one`), at most sysctl_sched_nr_migrate of them — so a
-    /// pCPU meeting one with k queued takes about k/2 at once (kernels without
-    /// CONFIG_PREEMPT, as servers run, do this in a newidle balance too).
+    /// One balance of `p` over `scope` (hv/sched/balance.rs `detach_tasks`).
     fn balance(
         &mut self,
         p: usize,
@@ -712,15 +709,7 @@ impl Cfs {
         only_cold: bool,
         scope: std::ops::Range<usize>,
     ) -> Pull {
-        let first = self.pull_one(p, now, only_cold, scope.clone());
-        if first == Pull::Moved {
-            for _ in 1..NR_MIGRATE {
-                if self.pull_one(p, now, only_cold, scope.clone()) != Pull::Moved {
-                    break;
-                }
-            }
-        }
-        first
+        detach_tasks(|| self.pull_one(p, now, only_cold, scope.clone()))
     }
 
     /// task_hot(): `v` ran within the migration cost (one that never ran is cold).

@@ -25,7 +25,7 @@
 //! periodic pulls of the vCPU closest to half the imbalance), caps are CFS bandwidth
 //! control.
 
-use super::balance::{IdleBalance, Pull, NR_MIGRATE};
+use super::balance::{detach_tasks, IdleBalance, Pull};
 use super::groups::GroupSlots;
 use super::smt_balance::SmtBalance;
 use super::wake_affine::{AffineLoads, WakeAffinity, Waker, Wakeup};
@@ -1024,18 +1024,9 @@ impl Eevdf {
         })
     }
 
-    /// load_balance → detach_tasks: vCPUs move one at a time while a move still
-    /// narrows the gap, at most sysctl_sched_nr_migrate of them (as CFS's `balance`).
+    /// One balance of `p` over `scope` (hv/sched/balance.rs `detach_tasks`).
     fn balance(&mut self, p: u32, now: Nanos, only_cold: bool, scope: CpuMask) -> Pull {
-        let first = self.pull_one(p, now, only_cold, scope);
-        if first == Pull::Moved {
-            for _ in 1..NR_MIGRATE {
-                if self.pull_one(p, now, only_cold, scope) != Pull::Moved {
-                    break;
-                }
-            }
-        }
-        first
+        detach_tasks(|| self.pull_one(p, now, only_cold, scope))
     }
 
     /// check_preempt_wakeup_fair(): the level where the wakee meets the running vCPU,
