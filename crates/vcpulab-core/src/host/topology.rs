@@ -90,6 +90,12 @@ impl Topology {
         self.pcpus
     }
 
+    /// pCPUs per last-level cache.
+    #[inline]
+    pub fn llc_pcpus(&self) -> u32 {
+        self.llc
+    }
+
     pub fn threads_per_core(&self) -> u32 {
         self.threads_per_core
     }

@@ -23,7 +23,7 @@ use super::smt_balance::SmtBalance;
 use super::wake_affine::{AffineLoads, WakeAffinity, Waker, Wakeup};
 use super::{HostScheduler, SchedSetup, StopReason, WakePlacement};
 use crate::host::cpumask::CpuMask;
-use crate::host::topology::{Topology, MAX_LEVELS};
+use crate::host::topology::{Level, Topology, MAX_LEVELS};
 use crate::hv::placement::prev_else_next_idle;
 use crate::scenario::CfsParams;
 use crate::sim::{Nanos, PcpuId, VcpuId};
@@ -752,6 +752,7 @@ impl Cfs {
         scope: std::ops::Range<usize>,
     ) -> Pull {
         let mine = self.load(p);
+        let span = scope.len() as u32;
         let mut best: Option<(usize, u64)> = None;
         for q in scope {
             if q == p || self.nr[q] <= self.running[q].is_some() as u32 {
@@ -776,16 +777,29 @@ impl Cfs {
             .map(|&vm| self.group_rq(src, vm as usize))
             .chain((!self.groups).then_some(src));
         // Moving load w changes the gap to |diff - 2w|: it helps iff 0 < w < diff.
-        // With groups at most half the gap moves (the source stays at least as loaded):
-        // group shares follow the vCPUs, and a move that merely mirrored the imbalance
-        // would bounce the vCPU back and forth. Take the queued vCPU whose load is
-        // closest to half the gap.
+        // Without groups a move that only mirrors the gap (w = diff: two vCPUs against
+        // one) is made too when the source is beyond the domain's imbalance_pct, as
+        // 3.x-5.4's fix_small_imbalance moves busiest_load_per_task: N + 1 equal vCPUs
+        // on N pCPUs take turns on the shared one. With groups at most half the gap
+        // moves (the source stays at least as loaded): group shares follow the vCPUs,
+        // and a mirroring move would bounce the vCPU back and forth. Take the queued
+        // vCPU whose load is closest to half the gap.
+        let level = match span {
+            n if n <= self.topo.threads_per_core() => Level::Smt,
+            n if n <= self.topo.llc_pcpus() => Level::Llc,
+            _ => Level::Host,
+        };
+        let beyond_pct = src_load * 100 > self.affinity.imbalance_pct(level) * mine;
         let mut cand: Option<(u64, VcpuId)> = None;
         for rq in leaves {
             for &e in &self.rqs[rq].queue {
                 let v = VcpuId(e);
                 let w = self.h_load(v, src);
-                let helps = if self.groups { 2 * w <= diff } else { w < diff };
+                let helps = if self.groups {
+                    2 * w <= diff
+                } else {
+                    w < diff || (w == diff && beyond_pct)
+                };
                 let fits = helps
                     && self.setup.vcpu_mask[v.idx()].contains(p as u32)
                     && !self.throttled(e)
@@ -1524,6 +1538,26 @@ mod tests {
         // far enough behind to preempt (wake-up granularity).
         let w2 = c.enqueue_wake(VcpuId(2), Nanos(1_000));
         assert!(!w2.preempt);
+    }
+
+    /// fix_small_imbalance (3.x-5.4): two equal vCPUs against one is an imbalance worth
+    /// a move, though the move only mirrors it — N + 1 vCPUs on N pCPUs take turns.
+    /// pCPU 0 runs vCPU 0 with vCPU 1 queued (never run: cold); busy pCPU 1, running
+    /// vCPU 2, takes vCPU 1 at its first busy balance.
+    #[test]
+    fn two_vcpus_against_one_move_one_at_a_busy_balance() {
+        let mut c = cfs(2, &[256, 256, 256]);
+        c.setup.vcpu_mask = vec![CpuMask::all(1), CpuMask::all(1), CpuMask::all(2)];
+        for v in 0..2 {
+            c.enqueue_wake(VcpuId(v), Nanos(0));
+        }
+        c.pick_next(PcpuId(0), Nanos(0)).unwrap();
+        assert_eq!(c.enqueue_wake(VcpuId(2), Nanos(0)).pcpu, PcpuId(1));
+        c.pick_next(PcpuId(1), Nanos(0)).unwrap();
+        c.setup.vcpu_mask = vec![CpuMask::all(2); 3];
+        let at = c.balance_interval * c.busy_factor;
+        c.tick(PcpuId(1), Nanos(at));
+        assert_eq!((c.nr[0], c.nr[1]), (1, 2));
     }
 
     /// rebalance_domains: a busy pCPU balances `balance_busy_factor` times less often

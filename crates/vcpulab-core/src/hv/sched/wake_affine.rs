@@ -83,7 +83,7 @@ impl WakeAffine {
 
     /// The lowest common domain's imbalance_pct at `level` (sd_init(); the SD_*_INIT
     /// initializers before Linux 3.16).
-    fn imbalance_pct(self, level: Level) -> u64 {
+    pub(crate) fn imbalance_pct(self, level: Level) -> u64 {
         match level {
             Level::Smt => 110,
             Level::Llc if matches!(self, WakeAffine::Linux3_16 | WakeAffine::Linux4_14) => 117,
@@ -199,6 +199,14 @@ pub struct WakeAffinity {
     /// Whether the last decision was affine (schedstat ttwu_move_affine; taken by
     /// `take_affine`, which the core counts per vCPU).
     last_affine: bool,
+}
+
+impl WakeAffinity {
+    /// The host kernel's imbalance_pct of a domain at `level` (its rule tells the
+    /// kernel: 117 within an LLC from Linux 3.16, 125 before).
+    pub(crate) fn imbalance_pct(&self, level: Level) -> u64 {
+        self.rule.imbalance_pct(level)
+    }
 }
 
 impl Default for WakeAffinity {
