@@ -21,7 +21,7 @@ pub(crate) struct IdleBalance {
 
 /// sd->cache_nice_tries of the LLC domain (SD_MC_INIT, sd_init for
 /// SD_SHARE_PKG_RESOURCES): a balance overrides task_hot after more failures than this.
-pub(crate) const CACHE_NICE_TRIES: u32 = 1;
+const CACHE_NICE_TRIES: u32 = 1;
 
 /// sysctl_sched_nr_migrate: the most tasks one load_balance moves.
 const NR_MIGRATE: u32 = 32;
