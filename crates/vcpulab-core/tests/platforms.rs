@@ -98,17 +98,36 @@ fn a_host_platform_sets_its_keys_and_its_guest_kernel() {
         !sc.vm[0].guest.wake_list_idle,
         "Linux 3.9 enqueues them itself"
     );
-    // The host's load balancing: busy_factor by kernel, the newidle avg_idle gate
-    // before 5.16.
+    // The host's load balancing: busy_factor and the domains' intervals by kernel,
+    // the newidle avg_idle gate before 5.16, a balanced newidle balance doubling the
+    // interval before 5.9.
+    use vcpulab_core::scenario::BalanceInterval::{DomainWeight, Fixed};
     let cfs = |s: &Scenario| match &s.host.scheduler {
-        SchedulerConfig::Cfs(c) => (c.balance_busy_factor, c.newidle_avg_idle_gate),
+        SchedulerConfig::Cfs(c) => (
+            c.balance_busy_factor,
+            c.newidle_avg_idle_gate,
+            c.balance_interval,
+            c.newidle_doubles_interval,
+        ),
         other => panic!("{other:?}"),
     };
-    assert_eq!(cfs(&sc), (64, true), "Linux 3.9: SD_MC_INIT");
-    assert_eq!(cfs(&dcs), (64, true), "Linux 3.2: SD_MC_INIT");
-    assert_eq!(cfs(&apple), (32, true), "Linux 3.19: sd_init");
+    assert_eq!(cfs(&sc), (64, true, Fixed, true), "Linux 3.9: SD_MC_INIT");
+    assert_eq!(cfs(&dcs), (64, true, Fixed, true), "Linux 3.2: SD_MC_INIT");
+    assert_eq!(
+        cfs(&apple),
+        (32, true, DomainWeight, true),
+        "Linux 3.19: sd_init"
+    );
     match &m.host.scheduler {
-        SchedulerConfig::Eevdf(e) => assert_eq!(e.balance_busy_factor, 16, "Linux 6.6"),
+        SchedulerConfig::Eevdf(e) => assert_eq!(
+            (
+                e.balance_busy_factor,
+                e.balance_interval,
+                e.newidle_doubles_interval
+            ),
+            (16, DomainWeight, false),
+            "Linux 6.6"
+        ),
         other => panic!("{other:?}"),
     }
 }

@@ -14,12 +14,9 @@
 //!   `build_sched_domains()` (kernel/sched/topology.c) stacks SMT, MC (the LLC), the
 //!   NUMA node and the whole machine, dropping a level that spans no more than the one
 //!   below (`sd_degenerate()`). An idle pCPU's newidle balance walks them bottom up
-//!   and stops at the first pull; periodic balancing looks at the widest level whose
-//!   interval has passed. A level's interval grows with its span (`sd_init()`:
-//!   `balance_interval = sd_weight`), scaled here so that the LLC balances every
-//!   `balance_interval_ms` and a level of `n` LLCs every `n ×` that.
+//!   and stops at the first pull; the periodic balance visits each level whose
+//!   interval has passed (hv/sched/balance.rs).
 
-use crate::sim::Nanos;
 use std::ops::Range;
 
 /// The most levels a host has: SMT, LLC, NUMA node, host.
@@ -38,8 +35,6 @@ pub struct Domain {
     pub level: Level,
     /// pCPUs per domain at this level.
     pub span: u32,
-    /// Its periodic balancing interval, in intervals of the LLC level.
-    pub interval_factor: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,6 +42,8 @@ pub struct Topology {
     pcpus: u32,
     threads_per_core: u32,
     llc: u32,
+    /// More than one NUMA node.
+    numa: bool,
     /// Bottom up; the last one is the whole host.
     levels: Vec<Domain>,
 }
@@ -71,19 +68,21 @@ impl Topology {
             let below = levels.last().map_or(1, |d| d.span);
             let single_node = level == Level::Node && numa_nodes <= 1;
             if (span > below && !single_node) || (level == Level::Host && levels.is_empty()) {
-                levels.push(Domain {
-                    level,
-                    span,
-                    interval_factor: span.div_ceil(llc).max(1) as u64,
-                });
+                levels.push(Domain { level, span });
             }
         }
         Topology {
             pcpus,
             threads_per_core,
             llc,
+            numa: numa_nodes > 1 && pcpus > 1,
             levels,
         }
+    }
+
+    /// Whether the host has more than one NUMA node (its widest level is a NUMA level).
+    pub fn numa(&self) -> bool {
+        self.numa
     }
 
     pub fn pcpus(&self) -> u32 {
@@ -120,74 +119,46 @@ impl Topology {
     pub fn llc_of(&self, p: u32) -> Range<u32> {
         self.domain_of(p, self.llc)
     }
-
-    /// Periodic balancing on a pCPU whose domains were last balanced at `last`
-    /// (per level): `None` before the lowest level's interval has passed, else the
-    /// widest level due, each due level marked balanced at `now`.
-    #[inline]
-    pub fn periodic_level(
-        &self,
-        last: &mut [Nanos; MAX_LEVELS],
-        now: Nanos,
-        interval: u64,
-    ) -> Option<usize> {
-        let due =
-            |last: Nanos, d: &Domain| now.0.saturating_sub(last.0) >= interval * d.interval_factor;
-        if !due(last[0], &self.levels[0]) {
-            return None;
-        }
-        last[0] = now;
-        let mut widest = 0;
-        for (i, d) in self.levels.iter().enumerate().skip(1) {
-            if due(last[i], d) {
-                last[i] = now;
-                widest = i;
-            }
-        }
-        Some(widest)
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn spans(t: &Topology) -> Vec<(Level, u32, u64)> {
-        t.levels()
-            .iter()
-            .map(|d| (d.level, d.span, d.interval_factor))
-            .collect()
+    fn spans(t: &Topology) -> Vec<(Level, u32)> {
+        t.levels().iter().map(|d| (d.level, d.span)).collect()
     }
 
     #[test]
     fn levels_follow_linux_and_drop_degenerate_ones() {
         // One LLC, no SMT: one level.
-        assert_eq!(spans(&Topology::new(16, 1, 16, 1)), [(Level::Llc, 16, 1)]);
-        assert_eq!(spans(&Topology::new(1, 1, 16, 1)), [(Level::Host, 1, 1)]);
-        // Two LLCs: LLC every interval, the host every 2 intervals.
+        assert_eq!(spans(&Topology::new(16, 1, 16, 1)), [(Level::Llc, 16)]);
+        assert_eq!(spans(&Topology::new(1, 1, 16, 1)), [(Level::Host, 1)]);
+        // Two LLCs: the LLC and the host.
         assert_eq!(
             spans(&Topology::new(32, 1, 16, 1)),
-            [(Level::Llc, 16, 1), (Level::Host, 32, 2)]
+            [(Level::Llc, 16), (Level::Host, 32)]
         );
-        // A host not a multiple of the LLC: the last LLC is partial, the host counts it.
+        // A host not a multiple of the LLC: the last LLC is partial.
         assert_eq!(
             spans(&Topology::new(24, 1, 16, 1)),
-            [(Level::Llc, 16, 1), (Level::Host, 24, 2)]
+            [(Level::Llc, 16), (Level::Host, 24)]
         );
         // SMT 2, LLCs of 16, 4 nodes of 64, 256 pCPUs.
         assert_eq!(
             spans(&Topology::new(256, 2, 16, 4)),
             [
-                (Level::Smt, 2, 1),
-                (Level::Llc, 16, 1),
-                (Level::Node, 64, 4),
-                (Level::Host, 256, 16)
+                (Level::Smt, 2),
+                (Level::Llc, 16),
+                (Level::Node, 64),
+                (Level::Host, 256)
             ]
         );
+        assert!(Topology::new(256, 2, 16, 4).numa() && !Topology::new(32, 1, 16, 1).numa());
         // A node that is one LLC adds no level; an LLC that is one core neither.
         assert_eq!(
             spans(&Topology::new(32, 2, 2, 16)),
-            [(Level::Smt, 2, 1), (Level::Host, 32, 16)]
+            [(Level::Smt, 2), (Level::Host, 32)]
         );
     }
 
@@ -199,21 +170,5 @@ mod tests {
         assert_eq!(t.domain_of(17, 8), 16..24);
         let t = Topology::new(24, 1, 16, 1);
         assert_eq!(t.llc_of(20), 16..24);
-    }
-
-    #[test]
-    fn periodic_balancing_takes_the_widest_level_due() {
-        let t = Topology::new(64, 2, 16, 2);
-        let ms = 1_000_000;
-        let mut last = [Nanos::ZERO; MAX_LEVELS];
-        let at = |k: u64| Nanos(k * 4 * ms);
-        assert_eq!(t.periodic_level(&mut last, Nanos(ms), 4 * ms), None);
-        // Every 4 ms the LLC (the SMT level is due with it); the node (2 LLCs) every
-        // 8 ms, the host (4 LLCs) every 16 ms.
-        let got: Vec<_> = (1..=8)
-            .map(|k| t.periodic_level(&mut last, at(k), 4 * ms))
-            .collect();
-        let want = [1, 2, 1, 3, 1, 2, 1, 3].map(Some);
-        assert_eq!(got, want);
     }
 }

@@ -522,7 +522,14 @@ pub struct CfsParams {
     pub wakeup_granularity_ms: f64,
     /// A vCPU that ran this recently is cache-hot: load balancing leaves it alone.
     pub migration_cost_us: f64,
-    pub balance_interval_ms: f64,
+    /// The sched domains' balance intervals (hv/sched/balance.rs): "fixed" (Linux
+    /// before 3.16: 1 ms, doubled while balanced up to 4 ms; SD_MC_INIT) or
+    /// "domain-weight" (3.16+ sd_init: the domain's pCPU count in ms, up to twice
+    /// that). Set by the platform profiles.
+    pub balance_interval: BalanceInterval,
+    /// A newidle balance that finds its domain balanced doubles the domain's interval,
+    /// as a periodic one does (Linux before 5.9). Set by the platform profiles.
+    pub newidle_doubles_interval: bool,
     /// A busy pCPU (one running a vCPU) balances `balance_busy_factor` times less
     /// often (rebalance_domains: `interval *= sd->busy_factor`): 64 in Linux 3.2-3.15
     /// (SD_MC_INIT), 32 in 3.16-5.9 and 16 from 5.10 (sd_init). Set by the platform
@@ -563,7 +570,8 @@ impl Default for CfsParams {
             min_granularity_ms: 3.0,
             wakeup_granularity_ms: 4.0,
             migration_cost_us: 500.0,
-            balance_interval_ms: 4.0,
+            balance_interval: BalanceInterval::DomainWeight,
+            newidle_doubles_interval: true,
             balance_busy_factor: 32,
             newidle_avg_idle_gate: true,
             tick_hz: 250,
@@ -587,7 +595,10 @@ pub struct EevdfParams {
     /// Each VM a task group (a cgroup per VM, as libvirt sets KVM hosts up).
     pub per_vm_groups: bool,
     pub migration_cost_us: f64,
-    pub balance_interval_ms: f64,
+    /// The sched domains' balance intervals, as for CFS ("domain-weight" in 6.6).
+    pub balance_interval: BalanceInterval,
+    /// As for CFS (false from Linux 5.9).
+    pub newidle_doubles_interval: bool,
     /// A busy pCPU balances this many times less often (sd->busy_factor: 16 from
     /// Linux 5.10).
     pub balance_busy_factor: u32,
@@ -609,7 +620,8 @@ impl Default for EevdfParams {
             base_slice_ms: None,
             per_vm_groups: true,
             migration_cost_us: c.migration_cost_us,
-            balance_interval_ms: c.balance_interval_ms,
+            balance_interval: BalanceInterval::DomainWeight,
+            newidle_doubles_interval: false,
             balance_busy_factor: 16,
             tick_hz: c.tick_hz,
             bandwidth_period_ms: c.bandwidth_period_ms,
@@ -995,7 +1007,8 @@ pub enum WakeIpi {
     OnPreempt,
 }
 
-/// How a guest sched domain's periodic load-balance interval is set (guest/balance.rs).
+/// How a sched domain's periodic load-balance interval is set (the guest's, guest/balance.rs;
+/// a Linux host's, hv/sched/balance.rs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum BalanceInterval {

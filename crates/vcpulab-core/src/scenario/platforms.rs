@@ -115,6 +115,12 @@ pub struct HostPlatform {
     /// Linux CFS hosts: `host.scheduler.newidle_avg_idle_gate` (the newidle balance
     /// skipped while avg_idle < the migration cost, 2.6.35-5.15); `None` elsewhere.
     pub linux_newidle_gate: Option<bool>,
+    /// Linux hosts: `host.scheduler.balance_interval` (the sched domains' intervals:
+    /// "fixed" SD_*_INIT values in 3.2-3.15, "domain-weight" from 3.16); `None` on Xen.
+    pub linux_balance_interval: Option<&'static str>,
+    /// Linux hosts: `host.scheduler.newidle_doubles_interval` (a balanced newidle
+    /// balance doubles the domain's interval, before 5.9); `None` on Xen.
+    pub linux_newidle_doubles: Option<bool>,
     /// Xen credit's rate limit rule (`host.scheduler.ratelimit_rule`: "xen-4.2" before
     /// Xen 4.8, "xen-4.8" from it); `None` on KVM and on Xen 4.1, which has no limit.
     pub xen_ratelimit_rule: Option<&'static str>,
@@ -233,6 +239,8 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         linux_wake_affine: Some("linux-3.2"),
         linux_busy_factor: Some(64),
         linux_newidle_gate: Some(true),
+        linux_balance_interval: Some("fixed"),
+        linux_newidle_doubles: Some(true),
         scheduler: "cfs",
         per_vm_groups: Some(false),
         guest_kernel: "linux-3.9",
@@ -262,6 +270,8 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         linux_wake_affine: None,
         linux_busy_factor: None,
         linux_newidle_gate: None,
+        linux_balance_interval: None,
+        linux_newidle_doubles: None,
         scheduler: "credit",
         per_vm_groups: None,
         guest_kernel: "linux-3.2",
@@ -291,6 +301,8 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         linux_wake_affine: None,
         linux_busy_factor: None,
         linux_newidle_gate: None,
+        linux_balance_interval: None,
+        linux_newidle_doubles: None,
         scheduler: "credit",
         per_vm_groups: None,
         guest_kernel: "linux-3.5",
@@ -320,6 +332,8 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         linux_wake_affine: Some("linux-3.2"),
         linux_busy_factor: Some(64),
         linux_newidle_gate: Some(true),
+        linux_balance_interval: Some("fixed"),
+        linux_newidle_doubles: Some(true),
         scheduler: "cfs",
         per_vm_groups: Some(false),
         guest_kernel: "linux-3.2",
@@ -349,6 +363,8 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         linux_wake_affine: Some("linux-3.16"),
         linux_busy_factor: Some(32),
         linux_newidle_gate: Some(true),
+        linux_balance_interval: Some("domain-weight"),
+        linux_newidle_doubles: Some(true),
         scheduler: "cfs",
         per_vm_groups: Some(false),
         guest_kernel: "linux-3.19",
@@ -378,6 +394,8 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         linux_wake_affine: Some("linux-4.14"),
         linux_busy_factor: Some(16),
         linux_newidle_gate: Some(false),
+        linux_balance_interval: Some("domain-weight"),
+        linux_newidle_doubles: Some(false),
         scheduler: "eevdf",
         per_vm_groups: Some(true),
         guest_kernel: "linux-6.6",
@@ -407,6 +425,8 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         linux_wake_affine: None,
         linux_busy_factor: None,
         linux_newidle_gate: None,
+        linux_balance_interval: None,
+        linux_newidle_doubles: None,
         scheduler: "credit2",
         per_vm_groups: None,
         guest_kernel: "linux-6.6",
@@ -765,6 +785,22 @@ impl HostPlatform {
                     &mut t,
                     &["host", "scheduler", "balance_busy_factor"],
                     Value::Integer(f as i64),
+                );
+            }
+        }
+        if matches!(kind, "cfs" | "eevdf") {
+            if let Some(rule) = self.linux_balance_interval {
+                set(
+                    &mut t,
+                    &["host", "scheduler", "balance_interval"],
+                    Value::String(rule.into()),
+                );
+            }
+            if let Some(doubles) = self.linux_newidle_doubles {
+                set(
+                    &mut t,
+                    &["host", "scheduler", "newidle_doubles_interval"],
+                    Value::Boolean(doubles),
                 );
             }
         }

@@ -179,12 +179,7 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
                 10_000.0,
                 " ms",
             )?;
-            linux_balancing(
-                c.migration_cost_us,
-                c.balance_interval_ms,
-                c.tick_hz,
-                c.bandwidth_period_ms,
-            )?;
+            linux_balancing(c.migration_cost_us, c.tick_hz, c.bandwidth_period_ms)?;
             range_u(
                 "host.scheduler.balance_busy_factor",
                 c.balance_busy_factor as u64,
@@ -202,12 +197,7 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
             if let Some(s) = c.base_slice_ms {
                 range_f("host.scheduler.base_slice_ms", s, 0.01, 1_000.0, " ms")?;
             }
-            linux_balancing(
-                c.migration_cost_us,
-                c.balance_interval_ms,
-                c.tick_hz,
-                c.bandwidth_period_ms,
-            )?;
+            linux_balancing(c.migration_cost_us, c.tick_hz, c.bandwidth_period_ms)?;
             range_u(
                 "host.scheduler.balance_busy_factor",
                 c.balance_busy_factor as u64,
@@ -758,7 +748,6 @@ fn validate_ple_action(
 /// The load-balancing, tick and bandwidth-control parameters CFS and EEVDF share.
 fn linux_balancing(
     migration_cost_us: f64,
-    balance_interval_ms: f64,
     tick_hz: u32,
     bandwidth_period_ms: f64,
 ) -> Result<(), ScenarioError> {
@@ -768,13 +757,6 @@ fn linux_balancing(
         0.0,
         1e7,
         " us",
-    )?;
-    range_f(
-        "host.scheduler.balance_interval_ms",
-        balance_interval_ms,
-        0.1,
-        10_000.0,
-        " ms",
     )?;
     range_u("host.scheduler.tick_hz", tick_hz as u64, 10, 10_000)?;
     range_f(

@@ -17,13 +17,13 @@
 //! hierarchies meet (`find_matching_se`), and load balancing moves a vCPU by its share
 //! of the root load (`task_h_load`).
 
-use super::balance::{detach_tasks, IdleBalance, Pull};
+use super::balance::{detach_tasks, should_we_balance, BalanceTiming, PcpuBalance, Pull};
 use super::groups::GroupSlots;
 use super::smt_balance::SmtBalance;
 use super::wake_affine::{AffineLoads, WakeAffinity, Waker, Wakeup};
 use super::{HostScheduler, SchedSetup, StopReason, WakePlacement};
 use crate::host::cpumask::CpuMask;
-use crate::host::topology::{Level, Topology, MAX_LEVELS};
+use crate::host::topology::{Level, Topology};
 use crate::hv::placement::prev_else_next_idle;
 use crate::scenario::CfsParams;
 use crate::sim::{Nanos, PcpuId, VcpuId};
@@ -88,9 +88,6 @@ struct Rq {
     /// Root runqueues only. Urgent-vCPU-first (hv/uvf.rs): the queued vCPU this pCPU
     /// runs next.
     forced: Option<VcpuId>,
-    /// Per scheduling domain level (host/topology.rs): this pCPU's last periodic
-    /// balance there.
-    balanced: [Nanos; MAX_LEVELS],
     /// Σ load of the running and queued entities, kept incrementally.
     load_sum: u64,
     /// The leftmost queued entity as last computed (None: stale). Queued entities'
@@ -112,11 +109,14 @@ pub struct Cfs {
     min_gran: u64,
     wakeup_gran: u64,
     migration_cost: u64,
-    balance_interval: u64,
-    busy_factor: u64,
+    /// When the domains balance (min/max intervals, busy factor).
+    timing: BalanceTiming,
     avg_idle_gate: bool,
-    /// Per pCPU: its idle periods and balance failures.
-    idle: Vec<IdleBalance>,
+    /// Per pCPU: its idle periods and its domains' balance clocks and failures.
+    idle: Vec<PcpuBalance>,
+    /// A vCPU pulled onto a busy pCPU preempts the running one (attach_task's
+    /// check_preempt_curr), found in `pull_one`, taken by the tick.
+    pull_preempts: bool,
     tick: Nanos,
     bw_period: Nanos,
     groups: bool,
@@ -176,6 +176,13 @@ impl Cfs {
             .map(|c| c.map(|pct| (pct / 100.0 * bw_period.0 as f64).round() as u64))
             .collect();
         let topo = Topology::new(np, setup.threads_per_core, p.llc_pcpus, setup.numa_nodes);
+        let timing = BalanceTiming::new(
+            &topo,
+            p.balance_interval,
+            p.balance_busy_factor,
+            p.newidle_doubles_interval,
+        );
+        let migration_cost = (p.migration_cost_us * 1e3).round() as u64;
         Cfs {
             placement: p.placement,
             affinity: WakeAffinity::new(p.wake_affine, nv as usize),
@@ -184,11 +191,11 @@ impl Cfs {
             latency: ms(p.latency_ms),
             min_gran: ms(p.min_granularity_ms),
             wakeup_gran: ms(p.wakeup_granularity_ms),
-            migration_cost: (p.migration_cost_us * 1e3).round() as u64,
-            balance_interval: ms(p.balance_interval_ms),
-            busy_factor: p.balance_busy_factor as u64,
+            migration_cost,
+            idle: vec![PcpuBalance::new(migration_cost, &timing); np as usize],
+            timing,
             avg_idle_gate: p.newidle_avg_idle_gate,
-            idle: vec![IdleBalance::new((p.migration_cost_us * 1e3).round() as u64); np as usize],
+            pull_preempts: false,
             tick: Nanos((1e9 / p.tick_hz as f64).round() as u64),
             bw_period,
             groups,
@@ -722,17 +729,19 @@ impl Cfs {
     /// nothing to run. Unless its idle periods average less than the migration cost
     /// (the avg_idle gate, Linux 2.6.35-5.15), it pulls a vCPU from its own core, LLC,
     /// node, then the host, stopping at the first pull — a cache-hot one only after
-    /// the periodic balances failed more than cache_nice_tries times (a newidle
-    /// balance never counts a failure). Pulling nothing, it goes idle (idle_stamp).
+    /// the domain's periodic balances failed more than cache_nice_tries times (a
+    /// newidle balance never counts a failure; its outcome retimes the domain's periodic
+    /// balance, balance.rs). Pulling nothing, it goes idle (idle_stamp).
     fn newidle_balance(&mut self, pi: usize, now: Nanos) {
         let gated = self.avg_idle_gate && self.idle[pi].avg_idle < self.migration_cost;
         if !gated {
-            let only_cold = !self.idle[pi].hot_ok();
             for l in 0..self.topo.levels().len() {
                 let span = self.topo.levels()[l].span;
                 let d = self.topo.domain_of(pi as u32, span);
-                if self.balance(pi, now, only_cold, d.start as usize..d.end as usize) == Pull::Moved
-                {
+                let only_cold = !self.idle[pi].hot_ok(l);
+                let outcome = self.balance(pi, now, only_cold, d.start as usize..d.end as usize);
+                self.idle[pi].newidle_done(l, outcome, &self.timing);
+                if outcome == Pull::Moved {
                     return;
                 }
             }
@@ -816,6 +825,15 @@ impl Cfs {
                 // when the vCPU's vruntime is taken relative to it.
                 self.update_curr(src, now);
                 self.migrate(v, src, p);
+                // attach_task → check_preempt_curr on a busy pCPU: the pulled vCPU
+                // preempts as a wakee would (a newidle or idle pCPU picks anyway).
+                if self.running[p].is_some() && !self.pull_preempts {
+                    self.update_curr(p, now);
+                    if self.wakeup_preempts(v, p) {
+                        self.pull_preempts = true;
+                        self.set_preempting_buddy(p, v);
+                    }
+                }
                 Pull::Moved
             }
             None => Pull::Failed,
@@ -891,6 +909,19 @@ impl Cfs {
             } else {
                 self.rqs[rq].skip_buddy = Some(e);
             }
+        }
+    }
+
+    /// check_preempt_wakeup()'s set_next_buddy(pse) after find_matching_se: a wakee
+    /// that preempts the running vCPU is the next buddy from the level where their
+    /// hierarchies meet up — its group entity on the root when the two are of different
+    /// VMs, itself and its group entity when of one VM (or without groups).
+    fn set_preempting_buddy(&mut self, p: usize, v: VcpuId) {
+        match self.running[p] {
+            Some(c) if self.groups && self.vm_of(c) != self.vm_of(v) => {
+                self.rqs[p].next_buddy = Some(self.group_ent(p, self.vm_of(v)));
+            }
+            _ => self.set_buddy(p, v, true),
         }
     }
 
@@ -971,7 +1002,7 @@ impl HostScheduler for Cfs {
         self.count_in(v, p);
         let preempt = self.wakeup_preempts(v, p);
         if preempt && self.running[p].is_some() {
-            self.set_buddy(p, v, true);
+            self.set_preempting_buddy(p, v);
         }
         WakePlacement {
             pcpu: PcpuId(p as u32),
@@ -1119,22 +1150,40 @@ impl HostScheduler for Cfs {
                 resched |= self.slice_used(pi, pi, now);
             }
         }
-        // Periodic balancing: the LLC every interval, a wider domain every interval ×
-        // its LLCs (Linux lengthens a domain's interval with its span); the widest due.
-        // A busy pCPU's intervals are `busy_factor` times longer (rebalance_domains).
-        let idle = self.running[pi].is_none();
-        let interval = self.balance_interval * if idle { 1 } else { self.busy_factor };
-        let mut balanced = self.rqs[pi].balanced;
-        if let Some(l) = self.topo.periodic_level(&mut balanced, now, interval) {
-            self.rqs[pi].balanced = balanced;
+        // Periodic balancing (rebalance_domains, balance.rs): each domain whose interval
+        // has passed, bottom up, while this pCPU is its group's balancer; a pull makes it
+        // busy for the levels above.
+        let was_idle = self.running[pi].is_none();
+        let mut idle = was_idle;
+        let mut widest: Option<(usize, bool)> = None;
+        for l in 0..self.topo.levels().len() {
+            if !self.idle[pi].due(l, now, idle, &self.timing) {
+                continue;
+            }
             let d = self.topo.domain_of(pi as u32, self.topo.levels()[l].span);
-            // can_migrate_task: a cache-hot vCPU stays unless balances failed more
-            // than cache_nice_tries times in a row (every balance counts, idle or not).
-            let only_cold = !self.idle[pi].hot_ok();
-            let outcome = self.balance(pi, now, only_cold, d.start as usize..d.end as usize);
-            self.idle[pi].record(outcome);
-            let pulled = outcome == Pull::Moved;
-            if pulled && idle {
+            let ours = should_we_balance(&self.topo, pi as u32, l, |q| self.nr[q as usize] == 0);
+            let outcome = if ours {
+                // can_migrate_task: a cache-hot vCPU stays unless this domain's
+                // balances failed more than cache_nice_tries times in a row.
+                let only_cold = !self.idle[pi].hot_ok(l);
+                self.balance(pi, now, only_cold, d.start as usize..d.end as usize)
+            } else {
+                Pull::Balanced
+            };
+            self.idle[pi].periodic_done(l, now, outcome, &self.timing);
+            if !ours {
+                break;
+            }
+            let pulled = outcome == Pull::Moved || widest.is_some_and(|(_, p)| p);
+            widest = Some((l, pulled));
+            idle &= outcome != Pull::Moved;
+        }
+        if std::mem::take(&mut self.pull_preempts) {
+            resched = true;
+        }
+        if let Some((l, pulled)) = widest {
+            let d = self.topo.domain_of(pi as u32, self.topo.levels()[l].span);
+            if pulled && was_idle {
                 resched = true;
             }
             if self.smt_balance.enabled() {
@@ -1251,6 +1300,7 @@ mod tests {
     //! tick, wake-up placement and preemption, directed yield.
     use super::*;
     use crate::host::cpumask::CpuMask;
+    use crate::scenario::BalanceInterval;
     use crate::sim::VmId;
 
     /// `weights[i]` is VM i's weight (one vCPU each), on `pcpus` pCPUs, without groups
@@ -1555,19 +1605,26 @@ mod tests {
         assert_eq!(c.enqueue_wake(VcpuId(2), Nanos(0)).pcpu, PcpuId(1));
         c.pick_next(PcpuId(1), Nanos(0)).unwrap();
         c.setup.vcpu_mask = vec![CpuMask::all(2); 3];
-        let at = c.balance_interval * c.busy_factor;
-        c.tick(PcpuId(1), Nanos(at));
+        // Linux 3.2-3.15: SD_MC_INIT's 1 ms × busy_factor 64.
+        retime(&mut c, BalanceInterval::Fixed, 64);
+        c.tick(PcpuId(1), Nanos(64_000_000));
         assert_eq!((c.nr[0], c.nr[1]), (1, 2));
+    }
+
+    /// Sets the domains' balance timing (balance.rs) of a CFS built by `cfs`.
+    fn retime(c: &mut Cfs, rule: BalanceInterval, busy_factor: u32) {
+        c.timing = BalanceTiming::new(&c.topo, rule, busy_factor, true);
+        c.idle = vec![PcpuBalance::new(c.migration_cost, &c.timing); c.np as usize];
     }
 
     /// rebalance_domains: a busy pCPU balances `balance_busy_factor` times less often
     /// than an idle one. pCPU 0 runs one vCPU with two queued (never run: cold); busy
-    /// pCPU 1 pulls one at its first balance after 4 ms × the factor.
+    /// pCPU 1 pulls one at its first tick after 1 ms (SD_MC_INIT) × the factor.
     #[test]
     fn a_busy_pcpu_balances_busy_factor_times_less_often() {
         for factor in [1u32, 32] {
             let mut c = cfs(2, &[256, 256, 256, 256]);
-            c.busy_factor = factor as u64;
+            retime(&mut c, BalanceInterval::Fixed, factor);
             c.setup.vcpu_mask = vec![CpuMask::all(1), CpuMask::all(1), CpuMask::all(1)];
             c.setup.vcpu_mask.push(CpuMask::all(2));
             for v in 0..3 {
@@ -1585,7 +1642,8 @@ mod tests {
                     c.nr[1] == 2
                 })
                 .expect("it pulls");
-            assert_eq!(first_pull, 4_000_000 * factor as u64, "factor {factor}");
+            let due = (1_000_000 * factor as u64).next_multiple_of(4_000_000);
+            assert_eq!(first_pull, due, "factor {factor}");
         }
     }
 

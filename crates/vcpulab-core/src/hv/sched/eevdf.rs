@@ -25,13 +25,13 @@
 //! periodic pulls of the vCPU closest to half the imbalance), caps are CFS bandwidth
 //! control.
 
-use super::balance::{detach_tasks, IdleBalance, Pull};
+use super::balance::{detach_tasks, should_we_balance, BalanceTiming, PcpuBalance, Pull};
 use super::groups::GroupSlots;
 use super::smt_balance::SmtBalance;
 use super::wake_affine::{AffineLoads, WakeAffinity, Waker, Wakeup};
 use super::{HostScheduler, SchedSetup, StopReason, WakePlacement};
 use crate::host::cpumask::CpuMask;
-use crate::host::topology::{Topology, MAX_LEVELS};
+use crate::host::topology::Topology;
 use crate::scenario::EevdfParams;
 use crate::sim::{Nanos, PcpuId, VcpuId};
 
@@ -126,7 +126,6 @@ pub struct Eevdf {
     base_slice: u64,
     tick: Nanos,
     migration_cost: u64,
-    balance_interval: u64,
     bw_period: Nanos,
     groups: bool,
     setup: SchedSetup,
@@ -152,12 +151,15 @@ pub struct Eevdf {
     level_masks: Vec<Vec<CpuMask>>,
     /// Index in `level_masks` of the LLC's masks (or the narrowest wider level).
     llc_level: usize,
-    /// Per pCPU, per level: its last periodic balance there.
-    balanced: Vec<[Nanos; MAX_LEVELS]>,
-    /// Per pCPU: balance failures in a row (hv/sched/balance.rs; 6.6's newidle gate,
-    /// on the balancing cost, is not modelled, so its idle periods are not read).
-    lb: Vec<IdleBalance>,
-    busy_factor: u64,
+    /// When the domains balance (min/max intervals, busy factor; balance.rs).
+    timing: BalanceTiming,
+    /// Per pCPU: its domains' balance clocks and failures in a row (balance.rs; 6.6's
+    /// newidle gate, on the balancing cost, is not modelled, so its idle periods are
+    /// not read).
+    lb: Vec<PcpuBalance>,
+    /// A vCPU pulled onto a busy pCPU preempts the running one (attach_task's
+    /// wakeup_preempt), found in `pull_one`, taken by the tick.
+    pull_preempts: bool,
     /// Per VM: task-group shares (weight 256 = 1024 shares).
     shares: Vec<u64>,
     /// Per VM: quota per bandwidth period (ns), runtime used, throttled, running vCPUs
@@ -296,6 +298,13 @@ impl Eevdf {
             .iter()
             .position(|d| d.span >= llc_span)
             .unwrap_or(topo.levels().len() - 1);
+        let timing = BalanceTiming::new(
+            &topo,
+            p.balance_interval,
+            p.balance_busy_factor,
+            p.newidle_doubles_interval,
+        );
+        let migration_cost = (p.migration_cost_us * 1e3).round() as u64;
         Eevdf {
             idle: CpuMask::all(np),
             overloaded: CpuMask::default(),
@@ -304,16 +313,15 @@ impl Eevdf {
             topo,
             level_masks,
             llc_level,
-            balanced: vec![[Nanos::ZERO; MAX_LEVELS]; np as usize],
-            lb: vec![IdleBalance::new((p.migration_cost_us * 1e3).round() as u64); np as usize],
-            busy_factor: p.balance_busy_factor as u64,
+            lb: vec![PcpuBalance::new(migration_cost, &timing); np as usize],
+            timing,
+            pull_preempts: false,
             placement: p.placement,
             affinity: WakeAffinity::new(p.wake_affine, nv as usize),
             forced: vec![None; np as usize],
             base_slice,
             tick: Nanos((1e9 / p.tick_hz as f64).round() as u64),
-            migration_cost: (p.migration_cost_us * 1e3).round() as u64,
-            balance_interval: ms(p.balance_interval_ms),
+            migration_cost,
             bw_period,
             groups,
             nv,
@@ -1002,7 +1010,14 @@ impl Eevdf {
             Some(v) => {
                 self.update_curr(src, now);
                 self.dequeue_vcpu(v, src, true);
+                // attach_task → wakeup_preempt on a busy pCPU: the pulled vCPU
+                // preempts as a wakee would (a newidle or idle pCPU picks anyway).
+                let busy = self.cpus[p as usize].curr.is_some();
+                let pending = busy && self.update_curr(p, now);
                 self.enqueue_vcpu(v, p);
+                if busy && (pending || self.wakeup_preempts(v, p)) {
+                    self.pull_preempts = true;
+                }
                 Pull::Moved
             }
             None => Pull::Failed,
@@ -1016,15 +1031,18 @@ impl Eevdf {
     }
 
     /// newidle balance: the domains bottom up (core, LLC, node, host), stopping at the
-    /// first pull; a cache-hot vCPU only after the periodic balances failed more than
-    /// cache_nice_tries times (can_migrate_task; a newidle balance counts no failure).
+    /// first pull; a cache-hot vCPU only after the domain's periodic balances failed
+    /// more than cache_nice_tries times (can_migrate_task; a newidle balance counts no
+    /// failure; its outcome retimes the domain's periodic balance, balance.rs).
     /// (Linux 6.6 skips it while avg_idle is below the domain's newidle balance cost,
     /// microseconds: not modelled.)
     fn pull_newidle(&mut self, p: u32, now: Nanos) -> bool {
-        let only_cold = !self.lb[p as usize].hot_ok();
         (0..self.level_masks.len()).any(|l| {
             let dom = self.level_mask(l, p);
-            self.balance(p, now, only_cold, dom) == Pull::Moved
+            let only_cold = !self.lb[p as usize].hot_ok(l);
+            let outcome = self.balance(p, now, only_cold, dom);
+            self.lb[p as usize].newidle_done(l, outcome, &self.timing);
+            outcome == Pull::Moved
         })
     }
 
@@ -1206,22 +1224,39 @@ impl HostScheduler for Eevdf {
                 self.reweight_group(pi, self.vm_of(c));
             }
         }
-        // Periodic balancing: the LLC every interval, a wider domain every interval ×
-        // its LLCs (Linux lengthens the interval with the span); the widest due. A busy
-        // pCPU's intervals are `busy_factor` times longer (rebalance_domains).
-        let idle = self.cpus[pi as usize].curr.is_none();
-        let interval = self.balance_interval * if idle { 1 } else { self.busy_factor };
-        let mut balanced = self.balanced[pi as usize];
-        if let Some(l) = self.topo.periodic_level(&mut balanced, now, interval) {
-            self.balanced[pi as usize] = balanced;
-            let scope = self.level_mask(l, pi);
-            // can_migrate_task: a cache-hot vCPU stays unless balances failed more
-            // than cache_nice_tries times in a row.
-            let only_cold = !self.lb[pi as usize].hot_ok();
-            let outcome = self.balance(pi, now, only_cold, scope);
-            self.lb[pi as usize].record(outcome);
-            let pulled = outcome == Pull::Moved;
-            if pulled && idle {
+        // Periodic balancing (rebalance_domains, balance.rs): each domain whose interval
+        // has passed, bottom up, while this pCPU is its group's balancer; a pull makes it
+        // busy for the levels above.
+        let was_idle = self.cpus[pi as usize].curr.is_none();
+        let mut idle = was_idle;
+        let mut widest: Option<(usize, bool)> = None;
+        for l in 0..self.level_masks.len() {
+            if !self.lb[pi as usize].due(l, now, idle, &self.timing) {
+                continue;
+            }
+            let ours = should_we_balance(&self.topo, pi, l, |q| self.idle.contains(q));
+            let outcome = if ours {
+                // can_migrate_task: a cache-hot vCPU stays unless this domain's
+                // balances failed more than cache_nice_tries times in a row.
+                let only_cold = !self.lb[pi as usize].hot_ok(l);
+                let scope = self.level_mask(l, pi);
+                self.balance(pi, now, only_cold, scope)
+            } else {
+                Pull::Balanced
+            };
+            self.lb[pi as usize].periodic_done(l, now, outcome, &self.timing);
+            if !ours {
+                break;
+            }
+            let pulled = outcome == Pull::Moved || widest.is_some_and(|(_, p)| p);
+            widest = Some((l, pulled));
+            idle &= outcome != Pull::Moved;
+        }
+        if std::mem::take(&mut self.pull_preempts) {
+            resched = true;
+        }
+        if let Some((l, pulled)) = widest {
+            if pulled && was_idle {
                 resched = true;
             }
             if self.smt_balance.enabled() {
