@@ -680,6 +680,7 @@ impl Cfs {
 
     fn migrate(&mut self, v: VcpuId, from: usize, to: usize) {
         self.ensure_group(to, self.vm_of(v));
+        self.forget_vcpu_buddies(from, v);
         let (lf, lt) = (self.leaf_rq(v, from), self.leaf_rq(v, to));
         let e = &mut self.ent[v.idx()];
         let rel = e.vruntime as i64 - self.rqs[lf].min_vr as i64;
@@ -689,7 +690,6 @@ impl Cfs {
         self.rqs[lf].load_sum -= w;
         self.rqs[lt].load_sum += w;
         self.rqs[lf].queue.retain(|x| *x != v.0);
-        self.forget_buddies(lf, v.0);
         self.rqs[lt].queue.push(v.0);
         self.rqs[lf].left.set(None);
         self.rqs[lt].left.set(None);
@@ -892,6 +892,28 @@ impl Cfs {
         }
     }
 
+    /// clear_buddies when vCPU `v` leaves its leaf runqueue on `p` (dequeue_entity): a
+    /// hint naming it goes, and (`__clear_buddies_next` / `_skip` walk up) so does the
+    /// root's same hint while it names the vCPU's group entity.
+    fn forget_vcpu_buddies(&mut self, p: usize, v: VcpuId) {
+        let leaf = self.leaf_rq(v, p);
+        let (next, skip) = {
+            let r = &self.rqs[leaf];
+            (r.next_buddy == Some(v.0), r.skip_buddy == Some(v.0))
+        };
+        self.forget_buddies(leaf, v.0);
+        if self.groups && (next || skip) {
+            let ge = self.group_ent(p, self.vm_of(v));
+            let root = &mut self.rqs[p];
+            if next && root.next_buddy == Some(ge) {
+                root.next_buddy = None;
+            }
+            if skip && root.skip_buddy == Some(ge) {
+                root.skip_buddy = None;
+            }
+        }
+    }
+
     /// Sets the buddy hint `set` on every level of `v`'s hierarchy on `p`
     /// (set_next_buddy / set_skip_buddy walk up with for_each_sched_entity).
     fn set_buddy(&mut self, p: usize, v: VcpuId, next: bool) {
@@ -1048,7 +1070,7 @@ impl HostScheduler for Cfs {
                 e.queued = false;
                 e.on_rq = false;
                 self.rqs[leaf].load_sum -= e.load;
-                self.forget_buddies(leaf, v.0);
+                self.forget_vcpu_buddies(pi, v);
                 self.update_min_vr(leaf);
                 self.count_out(v, pi, false);
             }
@@ -1088,7 +1110,10 @@ impl HostScheduler for Cfs {
             let keeps = self.repick_keeps_slice;
             let r = &mut self.rqs[rq];
             let put_back = r.put_back.take();
-            r.queue.swap_remove(i);
+            // remove, not swap_remove: the queue stays in enqueue order, so of equal
+            // vruntimes the first queued is leftmost (the rbtree puts an equal key to
+            // the right of those already there, `entity_before`).
+            r.queue.remove(i);
             r.left.set(None);
             r.curr = Some(e);
             // set_next_entity: from Linux 3.15 pick_next_task_fair sets only the levels
@@ -1557,6 +1582,23 @@ mod tests {
             let share = got[v] as f64 / total as f64;
             assert!((share - w).abs() < 0.01, "vCPU {v}: {share} vs {w}");
         }
+    }
+
+    /// Of equal vruntimes the first queued runs first: the rbtree puts an equal key to
+    /// the right of those already there (entity_before is strict).
+    #[test]
+    fn equal_vruntimes_run_in_the_order_they_were_queued() {
+        let mut c = cfs(1, &[256, 256, 256]);
+        for v in 0..3 {
+            c.enqueue_wake(VcpuId(v), Nanos(0));
+        }
+        let mut order = vec![];
+        for _ in 0..3 {
+            let (v, _) = c.pick_next(PcpuId(0), Nanos(0)).unwrap();
+            order.push(v.0);
+            c.put_prev(PcpuId(0), v, StopReason::Blocked, Nanos(0));
+        }
+        assert_eq!(order, [0, 1, 2]);
     }
 
     #[test]
