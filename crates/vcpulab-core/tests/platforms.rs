@@ -100,7 +100,8 @@ fn a_host_platform_sets_its_keys_and_its_guest_kernel() {
     );
     // The host's load balancing: busy_factor and the domains' intervals by kernel,
     // the newidle avg_idle gate before 5.16, a balanced newidle balance doubling the
-    // interval before 5.9.
+    // interval before 5.0, the rd->overload gate from 3.16, and 3.2/3.9's idle
+    // next_balance rule.
     use vcpulab_core::scenario::BalanceInterval::{DomainWeight, Fixed};
     let cfs = |s: &Scenario| match &s.host.scheduler {
         SchedulerConfig::Cfs(c) => (
@@ -108,16 +109,16 @@ fn a_host_platform_sets_its_keys_and_its_guest_kernel() {
             c.newidle_avg_idle_gate,
             c.balance_interval,
             c.newidle_doubles_interval,
+            c.newidle_overload_gate,
+            c.idle_keeps_busy_deadline,
         ),
         other => panic!("{other:?}"),
     };
-    assert_eq!(cfs(&sc), (64, true, Fixed, true), "Linux 3.9: SD_MC_INIT");
-    assert_eq!(cfs(&dcs), (64, true, Fixed, true), "Linux 3.2: SD_MC_INIT");
-    assert_eq!(
-        cfs(&apple),
-        (32, true, DomainWeight, true),
-        "Linux 3.19: sd_init"
-    );
+    let linux_3_2 = (64, true, Fixed, true, false, true);
+    assert_eq!(cfs(&sc), linux_3_2, "Linux 3.9: SD_MC_INIT");
+    assert_eq!(cfs(&dcs), linux_3_2, "Linux 3.2: SD_MC_INIT");
+    let linux_3_19 = (32, true, DomainWeight, true, true, false);
+    assert_eq!(cfs(&apple), linux_3_19, "Linux 3.19: sd_init");
     match &m.host.scheduler {
         SchedulerConfig::Eevdf(e) => assert_eq!(
             (

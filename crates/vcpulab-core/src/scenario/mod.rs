@@ -528,8 +528,16 @@ pub struct CfsParams {
     /// that). Set by the platform profiles.
     pub balance_interval: BalanceInterval,
     /// A newidle balance that finds its domain balanced doubles the domain's interval,
-    /// as a periodic one does (Linux before 5.9). Set by the platform profiles.
+    /// as a periodic one does (Linux before 5.0). Set by the platform profiles.
     pub newidle_doubles_interval: bool,
+    /// No newidle balance (and no retiming of the domains by one) while no runqueue
+    /// holds a waiting vCPU (`rd->overload`, Linux 3.16+). Set by the platform profiles.
+    pub newidle_overload_gate: bool,
+    /// A pCPU going idle keeps the next-balance time it set while busy unless its
+    /// newidle balance pulled or that time has passed (idle_balance, Linux 3.2 and
+    /// 3.9); later kernels move it forward to the idle intervals. Set by the platform
+    /// profiles.
+    pub idle_keeps_busy_deadline: bool,
     /// A busy pCPU (one running a vCPU) balances `balance_busy_factor` times less
     /// often (rebalance_domains: `interval *= sd->busy_factor`): 64 in Linux 3.2-3.15
     /// (SD_MC_INIT), 32 in 3.16-5.9 and 16 from 5.10 (sd_init). Set by the platform
@@ -572,6 +580,8 @@ impl Default for CfsParams {
             migration_cost_us: 500.0,
             balance_interval: BalanceInterval::DomainWeight,
             newidle_doubles_interval: true,
+            newidle_overload_gate: true,
+            idle_keeps_busy_deadline: false,
             balance_busy_factor: 32,
             newidle_avg_idle_gate: true,
             tick_hz: 250,
@@ -597,7 +607,7 @@ pub struct EevdfParams {
     pub migration_cost_us: f64,
     /// The sched domains' balance intervals, as for CFS ("domain-weight" in 6.6).
     pub balance_interval: BalanceInterval,
-    /// As for CFS (false from Linux 5.9).
+    /// As for CFS (false from Linux 5.0).
     pub newidle_doubles_interval: bool,
     /// A busy pCPU balances this many times less often (sd->busy_factor: 16 from
     /// Linux 5.10).

@@ -119,8 +119,14 @@ pub struct HostPlatform {
     /// "fixed" SD_*_INIT values in 3.2-3.15, "domain-weight" from 3.16); `None` on Xen.
     pub linux_balance_interval: Option<&'static str>,
     /// Linux hosts: `host.scheduler.newidle_doubles_interval` (a balanced newidle
-    /// balance doubles the domain's interval, before 5.9); `None` on Xen.
+    /// balance doubles the domain's interval, before 5.0); `None` on Xen.
     pub linux_newidle_doubles: Option<bool>,
+    /// Linux CFS hosts: `host.scheduler.newidle_overload_gate` (no newidle balance
+    /// while no runqueue is overloaded, 3.16+); `None` elsewhere.
+    pub linux_overload_gate: Option<bool>,
+    /// Linux CFS hosts: `host.scheduler.idle_keeps_busy_deadline` (3.2 and 3.9's
+    /// idle_balance next_balance rule); `None` elsewhere.
+    pub linux_idle_keeps_busy_deadline: Option<bool>,
     /// Xen credit's rate limit rule (`host.scheduler.ratelimit_rule`: "xen-4.2" before
     /// Xen 4.8, "xen-4.8" from it); `None` on KVM and on Xen 4.1, which has no limit.
     pub xen_ratelimit_rule: Option<&'static str>,
@@ -241,6 +247,8 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         linux_newidle_gate: Some(true),
         linux_balance_interval: Some("fixed"),
         linux_newidle_doubles: Some(true),
+        linux_overload_gate: Some(false),
+        linux_idle_keeps_busy_deadline: Some(true),
         scheduler: "cfs",
         per_vm_groups: Some(false),
         guest_kernel: "linux-3.9",
@@ -272,6 +280,8 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         linux_newidle_gate: None,
         linux_balance_interval: None,
         linux_newidle_doubles: None,
+        linux_overload_gate: None,
+        linux_idle_keeps_busy_deadline: None,
         scheduler: "credit",
         per_vm_groups: None,
         guest_kernel: "linux-3.2",
@@ -303,6 +313,8 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         linux_newidle_gate: None,
         linux_balance_interval: None,
         linux_newidle_doubles: None,
+        linux_overload_gate: None,
+        linux_idle_keeps_busy_deadline: None,
         scheduler: "credit",
         per_vm_groups: None,
         guest_kernel: "linux-3.5",
@@ -334,6 +346,8 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         linux_newidle_gate: Some(true),
         linux_balance_interval: Some("fixed"),
         linux_newidle_doubles: Some(true),
+        linux_overload_gate: Some(false),
+        linux_idle_keeps_busy_deadline: Some(true),
         scheduler: "cfs",
         per_vm_groups: Some(false),
         guest_kernel: "linux-3.2",
@@ -365,6 +379,8 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         linux_newidle_gate: Some(true),
         linux_balance_interval: Some("domain-weight"),
         linux_newidle_doubles: Some(true),
+        linux_overload_gate: Some(true),
+        linux_idle_keeps_busy_deadline: Some(false),
         scheduler: "cfs",
         per_vm_groups: Some(false),
         guest_kernel: "linux-3.19",
@@ -396,6 +412,8 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         linux_newidle_gate: Some(false),
         linux_balance_interval: Some("domain-weight"),
         linux_newidle_doubles: Some(false),
+        linux_overload_gate: Some(true),
+        linux_idle_keeps_busy_deadline: Some(false),
         scheduler: "eevdf",
         per_vm_groups: Some(true),
         guest_kernel: "linux-6.6",
@@ -427,6 +445,8 @@ pub const HOST_PLATFORMS: &[HostPlatform] = &[
         linux_newidle_gate: None,
         linux_balance_interval: None,
         linux_newidle_doubles: None,
+        linux_overload_gate: None,
+        linux_idle_keeps_busy_deadline: None,
         scheduler: "credit2",
         per_vm_groups: None,
         guest_kernel: "linux-6.6",
@@ -801,6 +821,22 @@ impl HostPlatform {
                     &mut t,
                     &["host", "scheduler", "newidle_doubles_interval"],
                     Value::Boolean(doubles),
+                );
+            }
+        }
+        if kind == "cfs" {
+            if let Some(gate) = self.linux_overload_gate {
+                set(
+                    &mut t,
+                    &["host", "scheduler", "newidle_overload_gate"],
+                    Value::Boolean(gate),
+                );
+            }
+            if let Some(keeps) = self.linux_idle_keeps_busy_deadline {
+                set(
+                    &mut t,
+                    &["host", "scheduler", "idle_keeps_busy_deadline"],
+                    Value::Boolean(keeps),
                 );
             }
         }

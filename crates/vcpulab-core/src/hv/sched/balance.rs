@@ -7,20 +7,34 @@
 //!
 //! **Timing.** A domain's balance_interval starts at its min_interval, doubles (up to
 //! max_interval) after each balance that finds the domain balanced, and falls back to
-//! min_interval after one that found an imbalance, whether it moved a vCPU or not. A
-//! pCPU that is not idle waits `busy_factor` intervals; no wait exceeds
-//! max_load_balance_interval (HZ × CPUs / 10 jiffies: 100 ms per pCPU). min/max:
-//! before Linux 3.16 the fixed SD_SIBLING_INIT (1-2 ms), SD_MC_INIT and SD_CPU_INIT
-//! (1-4 ms) of include/linux/topology.h, and the NUMA level's weight in ms to twice
-//! that (sd_numa_init, 3.5+); from 3.16 every level's weight in ms to twice that
-//! (sd_init). Before 5.9 a newidle balance that finds the domain balanced doubles the
-//! interval too ("sched/fair: Don't increase sd->balance_interval on newidle balance").
+//! min_interval after one that found an imbalance, whether it moved a vCPU or not; when
+//! every queued vCPU of the busier runqueues is pinned elsewhere it doubles up to
+//! MAX_PINNED_INTERVAL (512 ms). A pCPU that is not idle waits `busy_factor` intervals
+//! (at most 32 on a NUMA level); no wait exceeds max_load_balance_interval (HZ × CPUs
+//! / 10 jiffies: 100 ms per pCPU). min/max: before Linux 3.16 the fixed
+//! SD_SIBLING_INIT (1-2 ms), SD_MC_INIT and SD_CPU_INIT (1-4 ms) of
+//! include/linux/topology.h, and the NUMA level's weight in ms to twice that
+//! (sd_numa_init, 3.5+; 3.2's SD_NODE_INIT, 8-32 ms, is not kept apart); from 3.16
+//! every level's weight in ms to twice that (sd_init). Before 5.0 a newidle balance that
+//! finds the domain balanced doubles the interval too ("sched/fair: Don't increase
+//! sd->balance_interval on newidle balance"; backported to 4.4.y and 4.19.y).
+//!
+//! **The next balance** (rq->next_balance): the tick runs rebalance_domains only once
+//! it has passed; rebalance_domains sets it to the earliest time a visited domain is
+//! due. A pCPU going idle moves it forward to its domains' idle intervals (3.16+; from
+//! 3.16 too, the newidle balance is skipped, and the domains not retimed, while no
+//! runqueue holds a waiting vCPU: `rd->overload`); Linux 3.2 and 3.9 take the idle
+//! time only when the newidle balance pulled or the busy-time deadline has passed, so a
+//! pCPU that just went idle waits out the deadline it set while busy (up to
+//! busy_factor × the interval).
 //!
 //! **Who balances.** rebalance_domains walks a pCPU's domains bottom up and balances
 //! each whose interval has passed; above a level of single-pCPU groups only one pCPU of
 //! each group balances (should_we_balance: the group's first idle pCPU, else its first
-//! pCPU), and a pCPU that is not it stops walking up. A balance that pulled makes the
-//! pCPU busy for the levels above it.
+//! pCPU; 6.6 prefers a pCPU whose whole core is idle, not modelled), and a pCPU that is
+//! not it stops walking up. A balance that pulled makes the pCPU busy for the levels
+//! above. A balance may take a cache-hot vCPU after more failures in a row than the
+//! domain's cache_nice_tries: 0 on the SMT level, 2 on a NUMA level, 1 elsewhere.
 
 use crate::host::topology::{Level, Topology, MAX_LEVELS};
 use crate::scenario::BalanceInterval;
@@ -28,9 +42,9 @@ use crate::sim::Nanos;
 
 const MS: u64 = 1_000_000;
 
-/// sd->cache_nice_tries of the LLC domain (SD_MC_INIT, sd_init for
-/// SD_SHARE_PKG_RESOURCES): a balance overrides task_hot after more failures than this.
-const CACHE_NICE_TRIES: u32 = 1;
+/// MAX_PINNED_INTERVAL (ms): how far a domain whose busier vCPUs are all pinned
+/// elsewhere backs off.
+const MAX_PINNED_INTERVAL: u64 = 512 * MS;
 
 /// sysctl_sched_nr_migrate: the most tasks one load_balance moves.
 const NR_MIGRATE: u32 = 32;
@@ -45,6 +59,9 @@ pub(crate) enum Pull {
     Failed,
     /// Nothing busier (or this pCPU is not its group's balancer): balanced.
     Balanced,
+    /// Busier runqueues, but every vCPU queued on them is pinned away from this pCPU
+    /// (LBF_ALL_PINNED): counted as balanced, the interval backs off to 512 ms.
+    AllPinned,
 }
 
 /// load_balance → detach_tasks: `pull` (one vCPU's move, `pull_one`) again while it
@@ -69,10 +86,23 @@ pub(crate) fn detach_tasks(mut pull: impl FnMut() -> Pull) -> Pull {
 pub(crate) struct BalanceTiming {
     min: [u64; MAX_LEVELS],
     max: [u64; MAX_LEVELS],
-    busy_factor: u64,
+    busy_factor: [u64; MAX_LEVELS],
+    /// sd->cache_nice_tries.
+    nice_tries: [u32; MAX_LEVELS],
     /// max_load_balance_interval.
     cap: u64,
-    newidle_doubles: bool,
+    rules: BalanceRules,
+}
+
+/// Which kernel's rules, besides the intervals, a host's balancing follows.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BalanceRules {
+    /// A balanced newidle balance doubles the interval (before 5.0).
+    pub newidle_doubles: bool,
+    /// No newidle balance while no runqueue holds a waiting vCPU (rd->overload, 3.16+).
+    pub overload_gate: bool,
+    /// A pCPU going idle keeps its busy-time next balance (3.2, 3.9).
+    pub idle_keeps_busy_deadline: bool,
 }
 
 impl BalanceTiming {
@@ -80,27 +110,47 @@ impl BalanceTiming {
         topo: &Topology,
         rule: BalanceInterval,
         busy_factor: u32,
-        newidle_doubles: bool,
+        rules: BalanceRules,
     ) -> BalanceTiming {
         let (mut min, mut max) = ([MS; MAX_LEVELS], [4 * MS; MAX_LEVELS]);
+        let mut busy = [busy_factor.max(1) as u64; MAX_LEVELS];
+        let mut nice_tries = [1; MAX_LEVELS];
         for (i, d) in topo.levels().iter().enumerate() {
             let weight = d.span as u64 * MS;
+            let numa = d.level == Level::Host && topo.numa();
             (min[i], max[i]) = match rule {
                 BalanceInterval::DomainWeight => (weight, 2 * weight),
                 BalanceInterval::Fixed if d.level == Level::Smt => (MS, 2 * MS),
-                BalanceInterval::Fixed if d.level == Level::Host && topo.numa() => {
-                    (weight, 2 * weight)
-                }
+                BalanceInterval::Fixed if numa => (weight, 2 * weight),
                 BalanceInterval::Fixed => (MS, 4 * MS),
             };
+            if numa {
+                // SD_NODE_INIT and sd_numa_init: busy_factor 32, cache_nice_tries 2.
+                busy[i] = busy[i].min(32);
+                nice_tries[i] = 2;
+            } else if d.level == Level::Smt {
+                nice_tries[i] = 0;
+            }
         }
         BalanceTiming {
             min,
             max,
-            busy_factor: busy_factor.max(1) as u64,
+            busy_factor: busy,
+            nice_tries,
             cap: 100 * MS * topo.pcpus() as u64,
-            newidle_doubles,
+            rules,
         }
+    }
+
+    pub fn rules(&self) -> BalanceRules {
+        self.rules
+    }
+
+    /// How long after its last balance level `l` is due (get_sd_balance_interval).
+    #[inline]
+    fn wait(&self, interval: u64, l: usize, idle: bool) -> u64 {
+        let factor = if idle { 1 } else { self.busy_factor[l] };
+        (interval * factor).min(self.cap)
     }
 }
 
@@ -114,6 +164,8 @@ pub(crate) struct PcpuBalance {
     pub avg_idle: u64,
     /// rq->idle_stamp: when it went idle, until a wake-up onto it.
     pub idle_stamp: Option<Nanos>,
+    /// rq->next_balance: the tick runs the periodic balance from this time on.
+    next_balance: Nanos,
     last: [Nanos; MAX_LEVELS],
     interval: [u64; MAX_LEVELS],
     failed: [u32; MAX_LEVELS],
@@ -127,25 +179,40 @@ impl PcpuBalance {
         PcpuBalance {
             avg_idle: 2 * migration_cost,
             idle_stamp: None,
+            next_balance: Nanos::ZERO,
             last: [Nanos::ZERO; MAX_LEVELS],
             interval: timing.min,
             failed: [0; MAX_LEVELS],
         }
     }
 
-    /// Whether level `l`'s periodic balance is due (rebalance_domains: the interval,
-    /// times busy_factor on a pCPU that is not idle, at most max_load_balance_interval).
+    /// Whether the tick runs rebalance_domains (rq->next_balance has passed).
     #[inline]
-    pub fn due(&self, l: usize, now: Nanos, idle: bool, t: &BalanceTiming) -> bool {
-        let factor = if idle { 1 } else { t.busy_factor };
-        let wait = (self.interval[l] * factor).min(t.cap);
-        now.0.saturating_sub(self.last[l].0) >= wait
+    pub fn rebalance_due(&self, now: Nanos) -> bool {
+        now >= self.next_balance
+    }
+
+    /// When level `l` is next due (rebalance_domains: the interval, times busy_factor
+    /// on a pCPU that is not idle, at most max_load_balance_interval).
+    #[inline]
+    pub fn due_at(&self, l: usize, idle: bool, t: &BalanceTiming) -> Nanos {
+        Nanos(
+            self.last[l]
+                .0
+                .saturating_add(t.wait(self.interval[l], l, idle)),
+        )
+    }
+
+    /// rebalance_domains' end: the next balance is the earliest `due_at` of the levels
+    /// it visited.
+    pub fn set_next_balance(&mut self, at: Nanos) {
+        self.next_balance = at;
     }
 
     /// Whether a balance at level `l` may move a cache-hot vCPU (more failures there
-    /// than cache_nice_tries).
-    pub fn hot_ok(&self, l: usize) -> bool {
-        self.failed[l] > CACHE_NICE_TRIES
+    /// than the domain's cache_nice_tries).
+    pub fn hot_ok(&self, l: usize, t: &BalanceTiming) -> bool {
+        self.failed[l] > t.nice_tries[l]
     }
 
     /// After level `l`'s periodic balance at `now`: a failure counts, a move or a
@@ -155,28 +222,57 @@ impl PcpuBalance {
         self.last[l] = now;
         self.failed[l] = match outcome {
             Pull::Failed => self.failed[l] + 1,
-            Pull::Moved | Pull::Balanced => 0,
+            Pull::Moved | Pull::Balanced | Pull::AllPinned => 0,
         };
         self.retime(l, outcome, t);
     }
 
     /// After level `l`'s newidle balance: as a periodic one, except that a failure is
-    /// not counted, the balance time stays, and (from Linux 5.9) a balanced domain
+    /// not counted, the balance time stays, and (from Linux 5.0) a balanced domain
     /// keeps its interval.
     pub fn newidle_done(&mut self, l: usize, outcome: Pull, t: &BalanceTiming) {
         if outcome != Pull::Failed {
             self.failed[l] = 0;
         }
-        if outcome != Pull::Balanced || t.newidle_doubles {
+        let backs_off = matches!(outcome, Pull::Balanced | Pull::AllPinned);
+        if !backs_off || t.rules.newidle_doubles {
             self.retime(l, outcome, t);
         }
     }
 
     fn retime(&mut self, l: usize, outcome: Pull, t: &BalanceTiming) {
+        let i = self.interval[l];
         self.interval[l] = match outcome {
-            Pull::Balanced => (self.interval[l] * 2).min(t.max[l]).max(self.interval[l]),
+            Pull::Balanced if i < t.max[l] => i * 2,
+            Pull::AllPinned if i < t.max[l] || i < MAX_PINNED_INTERVAL => i * 2,
+            Pull::Balanced | Pull::AllPinned => i,
             Pull::Moved | Pull::Failed => t.min[l],
         };
+    }
+
+    /// After a newidle balance that visited levels `..=deepest` (None: skipped before
+    /// any level) and pulled or not: the next balance moves forward to their idle due
+    /// times (3.16+: the lowest level's when skipped), or on 3.2 and 3.9 is set to them
+    /// only if the balance ran and pulled or the busy-time deadline has passed.
+    pub fn newidle_next(
+        &mut self,
+        now: Nanos,
+        deepest: Option<usize>,
+        pulled: bool,
+        t: &BalanceTiming,
+    ) {
+        // idle_balance starts from a second on.
+        let mut next = Nanos(now.0.saturating_add(1_000 * MS));
+        for l in 0..=deepest.unwrap_or(0) {
+            next = next.min(Nanos(self.last[l].0.saturating_add(self.interval[l])));
+        }
+        if t.rules.idle_keeps_busy_deadline {
+            if deepest.is_some() && (pulled || now > self.next_balance) {
+                self.next_balance = next;
+            }
+        } else {
+            self.next_balance = self.next_balance.min(next);
+        }
     }
 
     /// ttwu_do_wakeup: a wake-up ends the idle period, if there was one, and feeds
@@ -218,11 +314,26 @@ pub(crate) fn should_we_balance(
 mod tests {
     use super::*;
 
+    const LINUX_3_2: BalanceRules = BalanceRules {
+        newidle_doubles: true,
+        overload_gate: false,
+        idle_keeps_busy_deadline: true,
+    };
+    const LINUX_3_19: BalanceRules = BalanceRules {
+        newidle_doubles: true,
+        overload_gate: true,
+        idle_keeps_busy_deadline: false,
+    };
+
     fn timing(rule: BalanceInterval) -> (Topology, BalanceTiming) {
         // Two LLCs of 4 pCPUs: levels LLC (4) and host (8).
         let topo = Topology::new(8, 1, 4, 1);
-        let t = BalanceTiming::new(&topo, rule, 32, true);
+        let t = BalanceTiming::new(&topo, rule, 32, LINUX_3_19);
         (topo, t)
+    }
+
+    fn due(b: &PcpuBalance, l: usize, now: u64, idle: bool, t: &BalanceTiming) -> bool {
+        b.due_at(l, idle, t) <= Nanos(now)
     }
 
     #[test]
@@ -230,16 +341,38 @@ mod tests {
         let (_, t) = timing(BalanceInterval::Fixed);
         let mut b = PcpuBalance::new(500_000, &t);
         b.periodic_done(0, Nanos(1), Pull::Failed, &t);
-        assert!(!b.hot_ok(0));
+        assert!(!b.hot_ok(0, &t));
         b.periodic_done(0, Nanos(2), Pull::Failed, &t);
-        assert!(b.hot_ok(0));
+        assert!(b.hot_ok(0, &t));
         // Failures are counted per domain, and a newidle balance counts none.
-        assert!(!b.hot_ok(1));
+        assert!(!b.hot_ok(1, &t));
         b.newidle_done(1, Pull::Failed, &t);
         b.newidle_done(1, Pull::Failed, &t);
-        assert!(!b.hot_ok(1));
+        assert!(!b.hot_ok(1, &t));
         b.periodic_done(0, Nanos(3), Pull::Balanced, &t);
-        assert!(!b.hot_ok(0));
+        assert!(!b.hot_ok(0, &t));
+    }
+
+    /// cache_nice_tries: 0 on the SMT level (a hot vCPU moves after one failure), 2 on
+    /// a NUMA level, 1 elsewhere.
+    #[test]
+    fn cache_nice_tries_follow_the_level() {
+        // SMT 2, LLCs of 4, 2 NUMA nodes of 4: levels SMT, LLC... the node is one LLC,
+        // so SMT, LLC and the NUMA host.
+        let topo = Topology::new(8, 2, 4, 2);
+        let t = BalanceTiming::new(&topo, BalanceInterval::DomainWeight, 32, LINUX_3_19);
+        let mut b = PcpuBalance::new(500_000, &t);
+        let levels = topo.levels().len();
+        for l in 0..levels {
+            b.periodic_done(l, Nanos(1), Pull::Failed, &t);
+        }
+        let after_one: Vec<bool> = (0..levels).map(|l| b.hot_ok(l, &t)).collect();
+        assert_eq!(after_one, [true, false, false]);
+        for l in 0..levels {
+            b.periodic_done(l, Nanos(2), Pull::Failed, &t);
+        }
+        let after_two: Vec<bool> = (0..levels).map(|l| b.hot_ok(l, &t)).collect();
+        assert_eq!(after_two, [true, true, false]);
     }
 
     /// load_balance: out_balanced doubles the interval up to max_interval; an imbalance
@@ -248,18 +381,32 @@ mod tests {
     fn a_balanced_domain_doubles_its_interval_and_an_imbalance_resets_it() {
         let (_, t) = timing(BalanceInterval::Fixed);
         let mut b = PcpuBalance::new(500_000, &t);
-        assert!(!b.due(0, Nanos(MS - 1), true, &t));
-        assert!(b.due(0, Nanos(MS), true, &t));
+        assert!(!due(&b, 0, MS - 1, true, &t));
+        assert!(due(&b, 0, MS, true, &t));
         b.periodic_done(0, Nanos(MS), Pull::Balanced, &t);
-        assert!(!b.due(0, Nanos(3 * MS - 1), true, &t));
+        assert!(!due(&b, 0, 3 * MS - 1, true, &t));
         b.periodic_done(0, Nanos(3 * MS), Pull::Balanced, &t);
         b.periodic_done(0, Nanos(7 * MS), Pull::Balanced, &t);
         // At the 4 ms maximum; busy: × busy_factor.
-        assert!(!b.due(0, Nanos(11 * MS - 1), true, &t));
-        assert!(!b.due(0, Nanos(7 * MS + 128 * MS - 1), false, &t));
-        assert!(b.due(0, Nanos(7 * MS + 128 * MS), false, &t));
+        assert!(!due(&b, 0, 11 * MS - 1, true, &t));
+        assert!(!due(&b, 0, 7 * MS + 128 * MS - 1, false, &t));
+        assert!(due(&b, 0, 7 * MS + 128 * MS, false, &t));
         b.periodic_done(0, Nanos(200 * MS), Pull::Failed, &t);
-        assert!(b.due(0, Nanos(201 * MS), true, &t));
+        assert!(due(&b, 0, 201 * MS, true, &t));
+    }
+
+    /// out_all_pinned: the interval backs off past max_interval, up to 512 ms.
+    #[test]
+    fn a_domain_whose_busier_vcpus_are_all_pinned_backs_off_to_512_ms() {
+        let (_, t) = timing(BalanceInterval::Fixed);
+        let mut b = PcpuBalance::new(500_000, &t);
+        let mut now = 0;
+        for _ in 0..12 {
+            now += 1_000 * MS;
+            b.periodic_done(0, Nanos(now), Pull::AllPinned, &t);
+        }
+        assert!(!due(&b, 0, now + 512 * MS - 1, true, &t));
+        assert!(due(&b, 0, now + 512 * MS, true, &t));
     }
 
     /// sd_init (3.16+): a domain of n pCPUs balances every n ms to 2n ms.
@@ -267,25 +414,58 @@ mod tests {
     fn from_linux_3_16_the_interval_is_the_domains_weight() {
         let (_, t) = timing(BalanceInterval::DomainWeight);
         let mut b = PcpuBalance::new(500_000, &t);
-        assert!(!b.due(0, Nanos(4 * MS - 1), true, &t));
-        assert!(b.due(0, Nanos(4 * MS), true, &t));
-        assert!(!b.due(1, Nanos(8 * MS - 1), true, &t));
+        assert!(!due(&b, 0, 4 * MS - 1, true, &t));
+        assert!(due(&b, 0, 4 * MS, true, &t));
+        assert!(!due(&b, 1, 8 * MS - 1, true, &t));
         b.periodic_done(1, Nanos(8 * MS), Pull::Balanced, &t);
         b.periodic_done(1, Nanos(24 * MS), Pull::Balanced, &t);
-        assert!(!b.due(1, Nanos(40 * MS - 1), true, &t));
-        assert!(b.due(1, Nanos(40 * MS), true, &t));
+        assert!(!due(&b, 1, 40 * MS - 1, true, &t));
+        assert!(due(&b, 1, 40 * MS, true, &t));
     }
 
-    /// Linux 5.9+: a newidle balance that finds the domain balanced leaves its interval.
+    /// Linux 5.0+: a newidle balance that finds the domain balanced leaves its interval.
     #[test]
-    fn a_balanced_newidle_balance_doubles_the_interval_only_before_5_9() {
+    fn a_balanced_newidle_balance_doubles_the_interval_only_before_5_0() {
         let topo = Topology::new(8, 1, 4, 1);
         for (doubles, wait) in [(true, 2 * MS), (false, MS)] {
-            let t = BalanceTiming::new(&topo, BalanceInterval::Fixed, 32, doubles);
+            let rules = BalanceRules {
+                newidle_doubles: doubles,
+                ..LINUX_3_19
+            };
+            let t = BalanceTiming::new(&topo, BalanceInterval::Fixed, 32, rules);
             let mut b = PcpuBalance::new(500_000, &t);
             b.newidle_done(0, Pull::Balanced, &t);
-            assert!(!b.due(0, Nanos(wait - 1), true, &t), "{doubles}");
-            assert!(b.due(0, Nanos(wait), true, &t), "{doubles}");
+            assert!(!due(&b, 0, wait - 1, true, &t), "{doubles}");
+            assert!(due(&b, 0, wait, true, &t), "{doubles}");
+        }
+    }
+
+    /// idle_balance's next_balance: a pCPU that goes idle before the deadline it set
+    /// while busy keeps that deadline on 3.2 (unless it pulled), and moves it forward to
+    /// the idle interval from 3.16.
+    #[test]
+    fn an_idle_pcpu_waits_out_its_busy_deadline_only_on_linux_3_2() {
+        let topo = Topology::new(8, 1, 4, 1);
+        for (rules, pulled, next) in [
+            (LINUX_3_2, false, 128 * MS),
+            (LINUX_3_2, true, MS),
+            (LINUX_3_19, false, MS),
+        ] {
+            let t = BalanceTiming::new(&topo, BalanceInterval::Fixed, 32, rules);
+            let mut b = PcpuBalance::new(500_000, &t);
+            // Busy at 0: the LLC level due at 1 ms × 32.
+            b.set_next_balance(b.due_at(0, false, &t).min(b.due_at(1, false, &t)));
+            assert_eq!(b.next_balance, Nanos(32 * MS));
+            b.periodic_done(0, Nanos(0), Pull::Balanced, &t);
+            b.periodic_done(0, Nanos(0), Pull::Balanced, &t);
+            b.set_next_balance(b.due_at(0, false, &t));
+            assert_eq!(b.next_balance, Nanos(128 * MS));
+            // Idle at 10 ms: the newidle balance visits both levels (the host level is
+            // due at 1 ms at its idle interval).
+            b.newidle_next(Nanos(10 * MS), Some(1), pulled, &t);
+            let want = Nanos(next);
+            assert_eq!(b.next_balance, want, "{rules:?} pulled {pulled}");
+            assert_eq!(b.rebalance_due(Nanos(20 * MS)), want <= Nanos(20 * MS));
         }
     }
 

@@ -17,7 +17,9 @@
 //! hierarchies meet (`find_matching_se`), and load balancing moves a vCPU by its share
 //! of the root load (`task_h_load`).
 
-use super::balance::{detach_tasks, should_we_balance, BalanceTiming, PcpuBalance, Pull};
+use super::balance::{
+    detach_tasks, should_we_balance, BalanceRules, BalanceTiming, PcpuBalance, Pull,
+};
 use super::groups::GroupSlots;
 use super::smt_balance::SmtBalance;
 use super::wake_affine::{AffineLoads, WakeAffinity, Waker, Wakeup};
@@ -117,6 +119,8 @@ pub struct Cfs {
     /// A vCPU pulled onto a busy pCPU preempts the running one (attach_task's
     /// check_preempt_curr), found in `pull_one`, taken by the tick.
     pull_preempts: bool,
+    /// pCPUs with a vCPU waiting besides the running one (rd->overload while nonzero).
+    overloaded: u32,
     tick: Nanos,
     bw_period: Nanos,
     groups: bool,
@@ -180,7 +184,11 @@ impl Cfs {
             &topo,
             p.balance_interval,
             p.balance_busy_factor,
-            p.newidle_doubles_interval,
+            BalanceRules {
+                newidle_doubles: p.newidle_doubles_interval,
+                overload_gate: p.newidle_overload_gate,
+                idle_keeps_busy_deadline: p.idle_keeps_busy_deadline,
+            },
         );
         let migration_cost = (p.migration_cost_us * 1e3).round() as u64;
         Cfs {
@@ -196,6 +204,7 @@ impl Cfs {
             timing,
             avg_idle_gate: p.newidle_avg_idle_gate,
             pull_preempts: false,
+            overloaded: 0,
             tick: Nanos((1e9 / p.tick_hz as f64).round() as u64),
             bw_period,
             groups,
@@ -634,6 +643,9 @@ impl Cfs {
     /// (placed as a sleeper, enqueue_entity with ENQUEUE_WAKEUP) if it was not there.
     fn count_in(&mut self, v: VcpuId, p: usize) {
         self.nr[p] += 1;
+        if self.nr[p] == 2 {
+            self.overloaded += 1;
+        }
         if !self.groups {
             return;
         }
@@ -654,6 +666,9 @@ impl Cfs {
     /// its group entity off the root when the group runqueue is empty.
     fn count_out(&mut self, v: VcpuId, p: usize, moving: bool) {
         self.nr[p] -= 1;
+        if self.nr[p] == 1 {
+            self.overloaded -= 1;
+        }
         if !self.groups {
             return;
         }
@@ -733,20 +748,29 @@ impl Cfs {
     /// newidle balance never counts a failure; its outcome retimes the domain's periodic
     /// balance, balance.rs). Pulling nothing, it goes idle (idle_stamp).
     fn newidle_balance(&mut self, pi: usize, now: Nanos) {
-        let gated = self.avg_idle_gate && self.idle[pi].avg_idle < self.migration_cost;
+        // The avg_idle gate, and from 3.16 rd->overload: no runqueue holds a waiting
+        // vCPU, so there is nothing to pull.
+        let gated = (self.avg_idle_gate && self.idle[pi].avg_idle < self.migration_cost)
+            || (self.timing.rules().overload_gate && self.overloaded == 0);
+        let (mut deepest, mut pulled) = (None, false);
         if !gated {
             for l in 0..self.topo.levels().len() {
+                deepest = Some(l);
                 let span = self.topo.levels()[l].span;
                 let d = self.topo.domain_of(pi as u32, span);
-                let only_cold = !self.idle[pi].hot_ok(l);
+                let only_cold = !self.idle[pi].hot_ok(l, &self.timing);
                 let outcome = self.balance(pi, now, only_cold, d.start as usize..d.end as usize);
                 self.idle[pi].newidle_done(l, outcome, &self.timing);
                 if outcome == Pull::Moved {
-                    return;
+                    pulled = true;
+                    break;
                 }
             }
         }
-        self.idle[pi].go_idle(now);
+        self.idle[pi].newidle_next(now, deepest, pulled, &self.timing);
+        if !pulled {
+            self.idle[pi].go_idle(now);
+        }
     }
 
     /// Pulls one queued vCPU allowed on `p` from the most loaded runqueue when that
@@ -762,18 +786,31 @@ impl Cfs {
     ) -> Pull {
         let mine = self.load(p);
         let span = scope.len() as u32;
-        let mut best: Option<(usize, u64)> = None;
-        for q in scope {
-            if q == p || self.nr[q] <= self.running[q].is_some() as u32 {
-                continue;
+        // load_balance's redo: a busiest runqueue whose queued vCPUs are all pinned away
+        // from `p` is left out and the next busiest tried (LBF_ALL_PINNED).
+        let mut pinned = CpuMask::default();
+        let (src, src_load) = loop {
+            let mut best: Option<(usize, u64)> = None;
+            for q in scope.clone() {
+                if q == p || self.nr[q] <= self.running[q].is_some() as u32 {
+                    continue;
+                }
+                let l = self.load(q);
+                if l > mine && best.is_none_or(|(_, bl)| l > bl) && !pinned.contains(q as u32) {
+                    best = Some((q, l));
+                }
             }
-            let l = self.load(q);
-            if l > mine && best.is_none_or(|(_, bl)| l > bl) {
-                best = Some((q, l));
+            let Some((src, src_load)) = best else {
+                return if pinned.is_empty() {
+                    Pull::Balanced
+                } else {
+                    Pull::AllPinned
+                };
+            };
+            if self.any_allowed_queued(src, p) {
+                break (src, src_load);
             }
-        }
-        let Some((src, src_load)) = best else {
-            return Pull::Balanced;
+            pinned.insert(src as u32);
         };
         let diff = src_load - mine;
         let active: &[u32] = if self.groups {
@@ -838,6 +875,21 @@ impl Cfs {
             }
             None => Pull::Failed,
         }
+    }
+
+    /// Whether some vCPU queued on `src` may run on `p` (can_migrate_task's affinity
+    /// test, which clears LBF_ALL_PINNED).
+    fn any_allowed_queued(&self, src: usize, p: usize) -> bool {
+        let allowed = |e: &u32| self.setup.vcpu_mask[*e as usize].contains(p as u32);
+        if !self.groups {
+            return self.rqs[src].queue.iter().any(allowed);
+        }
+        self.slots.active(src as u32).iter().any(|&vm| {
+            self.rqs[self.group_rq(src, vm as usize)]
+                .queue
+                .iter()
+                .any(allowed)
+        })
     }
 
     /// pick_next_entity() on one level (Linux 3.2-6.5): the forced entity, else the
@@ -1181,27 +1233,34 @@ impl HostScheduler for Cfs {
         let was_idle = self.running[pi].is_none();
         let mut idle = was_idle;
         let mut widest: Option<(usize, bool)> = None;
-        for l in 0..self.topo.levels().len() {
-            if !self.idle[pi].due(l, now, idle, &self.timing) {
-                continue;
+        if self.idle[pi].rebalance_due(now) {
+            let mut next = Nanos::MAX;
+            for l in 0..self.topo.levels().len() {
+                if self.idle[pi].due_at(l, idle, &self.timing) > now {
+                    next = next.min(self.idle[pi].due_at(l, idle, &self.timing));
+                    continue;
+                }
+                let d = self.topo.domain_of(pi as u32, self.topo.levels()[l].span);
+                let ours =
+                    should_we_balance(&self.topo, pi as u32, l, |q| self.nr[q as usize] == 0);
+                let outcome = if ours {
+                    // can_migrate_task: a cache-hot vCPU stays unless this domain's
+                    // balances failed more than cache_nice_tries times in a row.
+                    let only_cold = !self.idle[pi].hot_ok(l, &self.timing);
+                    self.balance(pi, now, only_cold, d.start as usize..d.end as usize)
+                } else {
+                    Pull::Balanced
+                };
+                self.idle[pi].periodic_done(l, now, outcome, &self.timing);
+                idle &= outcome != Pull::Moved;
+                next = next.min(self.idle[pi].due_at(l, idle, &self.timing));
+                if !ours {
+                    break;
+                }
+                let pulled = outcome == Pull::Moved || widest.is_some_and(|(_, p)| p);
+                widest = Some((l, pulled));
             }
-            let d = self.topo.domain_of(pi as u32, self.topo.levels()[l].span);
-            let ours = should_we_balance(&self.topo, pi as u32, l, |q| self.nr[q as usize] == 0);
-            let outcome = if ours {
-                // can_migrate_task: a cache-hot vCPU stays unless this domain's
-                // balances failed more than cache_nice_tries times in a row.
-                let only_cold = !self.idle[pi].hot_ok(l);
-                self.balance(pi, now, only_cold, d.start as usize..d.end as usize)
-            } else {
-                Pull::Balanced
-            };
-            self.idle[pi].periodic_done(l, now, outcome, &self.timing);
-            if !ours {
-                break;
-            }
-            let pulled = outcome == Pull::Moved || widest.is_some_and(|(_, p)| p);
-            widest = Some((l, pulled));
-            idle &= outcome != Pull::Moved;
+            self.idle[pi].set_next_balance(next);
         }
         if std::mem::take(&mut self.pull_preempts) {
             resched = true;
@@ -1655,7 +1714,12 @@ mod tests {
 
     /// Sets the domains' balance timing (balance.rs) of a CFS built by `cfs`.
     fn retime(c: &mut Cfs, rule: BalanceInterval, busy_factor: u32) {
-        c.timing = BalanceTiming::new(&c.topo, rule, busy_factor, true);
+        let rules = BalanceRules {
+            newidle_doubles: true,
+            overload_gate: true,
+            idle_keeps_busy_deadline: false,
+        };
+        c.timing = BalanceTiming::new(&c.topo, rule, busy_factor, rules);
         c.idle = vec![PcpuBalance::new(c.migration_cost, &c.timing); c.np as usize];
     }
 

@@ -25,7 +25,9 @@
 //! periodic pulls of the vCPU closest to half the imbalance), caps are CFS bandwidth
 //! control.
 
-use super::balance::{detach_tasks, should_we_balance, BalanceTiming, PcpuBalance, Pull};
+use super::balance::{
+    detach_tasks, should_we_balance, BalanceRules, BalanceTiming, PcpuBalance, Pull,
+};
 use super::groups::GroupSlots;
 use super::smt_balance::SmtBalance;
 use super::wake_affine::{AffineLoads, WakeAffinity, Waker, Wakeup};
@@ -298,11 +300,17 @@ impl Eevdf {
             .iter()
             .position(|d| d.span >= llc_span)
             .unwrap_or(topo.levels().len() - 1);
+        // Linux 6.6: newidle_balance skips while !rd->overload and moves next_balance
+        // forward.
         let timing = BalanceTiming::new(
             &topo,
             p.balance_interval,
             p.balance_busy_factor,
-            p.newidle_doubles_interval,
+            BalanceRules {
+                newidle_doubles: p.newidle_doubles_interval,
+                overload_gate: true,
+                idle_keeps_busy_deadline: false,
+            },
         );
         let migration_cost = (p.migration_cost_us * 1e3).round() as u64;
         Eevdf {
@@ -975,8 +983,23 @@ impl Eevdf {
     /// half the imbalance; `only_cold` leaves cache-hot ones.
     fn pull_one(&mut self, p: u32, now: Nanos, only_cold: bool, scope: CpuMask) -> Pull {
         let mine = self.cpu_load(p);
-        let Some((src, src_load)) = self.busiest_in(scope, p, mine) else {
-            return Pull::Balanced;
+        // load_balance's redo: a busiest runqueue whose queued vCPUs are all pinned away
+        // from `p` is left out and the next busiest tried (LBF_ALL_PINNED).
+        let mut scope = scope;
+        let mut any_pinned = false;
+        let (src, src_load) = loop {
+            let Some((src, src_load)) = self.busiest_in(scope, p, mine) else {
+                return if any_pinned {
+                    Pull::AllPinned
+                } else {
+                    Pull::Balanced
+                };
+            };
+            if self.any_allowed_queued(src, p) {
+                break (src, src_load);
+            }
+            any_pinned = true;
+            scope.remove(src);
         };
         let diff = src_load - mine;
         let mut cand: Option<(u64, VcpuId)> = None;
@@ -1024,6 +1047,21 @@ impl Eevdf {
         }
     }
 
+    /// Whether some vCPU queued on `src` may run on `p` (can_migrate_task's affinity
+    /// test, which clears LBF_ALL_PINNED).
+    fn any_allowed_queued(&self, src: u32, p: u32) -> bool {
+        let allowed = |e: &u32| self.setup.vcpu_mask[*e as usize].contains(p);
+        if !self.groups {
+            return self.rqs[src as usize].queued.iter().any(allowed);
+        }
+        self.slots.active(src).iter().any(|&vm| {
+            self.rqs[self.group_rq(src, vm as usize) as usize]
+                .queued
+                .iter()
+                .any(allowed)
+        })
+    }
+
     /// task_hot(): `v` ran within the migration cost (one that never ran is cold).
     fn cache_hot(&self, v: VcpuId, now: Nanos) -> bool {
         let last = self.se[v.idx()].last_ran;
@@ -1037,13 +1075,23 @@ impl Eevdf {
     /// (Linux 6.6 skips it while avg_idle is below the domain's newidle balance cost,
     /// microseconds: not modelled.)
     fn pull_newidle(&mut self, p: u32, now: Nanos) -> bool {
-        (0..self.level_masks.len()).any(|l| {
-            let dom = self.level_mask(l, p);
-            let only_cold = !self.lb[p as usize].hot_ok(l);
-            let outcome = self.balance(p, now, only_cold, dom);
-            self.lb[p as usize].newidle_done(l, outcome, &self.timing);
-            outcome == Pull::Moved
-        })
+        let (mut deepest, mut pulled) = (None, false);
+        // rd->overload: no runqueue holds a waiting vCPU, nothing to pull.
+        if !self.overloaded.is_empty() {
+            for l in 0..self.level_masks.len() {
+                deepest = Some(l);
+                let dom = self.level_mask(l, p);
+                let only_cold = !self.lb[p as usize].hot_ok(l, &self.timing);
+                let outcome = self.balance(p, now, only_cold, dom);
+                self.lb[p as usize].newidle_done(l, outcome, &self.timing);
+                if outcome == Pull::Moved {
+                    pulled = true;
+                    break;
+                }
+            }
+        }
+        self.lb[p as usize].newidle_next(now, deepest, pulled, &self.timing);
+        pulled
     }
 
     /// One balance of `p` over `scope` (hv/sched/balance.rs `detach_tasks`).
@@ -1230,27 +1278,34 @@ impl HostScheduler for Eevdf {
         let was_idle = self.cpus[pi as usize].curr.is_none();
         let mut idle = was_idle;
         let mut widest: Option<(usize, bool)> = None;
-        for l in 0..self.level_masks.len() {
-            if !self.lb[pi as usize].due(l, now, idle, &self.timing) {
-                continue;
+        if self.lb[pi as usize].rebalance_due(now) {
+            let mut next = Nanos::MAX;
+            for l in 0..self.level_masks.len() {
+                let at = self.lb[pi as usize].due_at(l, idle, &self.timing);
+                if at > now {
+                    next = next.min(at);
+                    continue;
+                }
+                let ours = should_we_balance(&self.topo, pi, l, |q| self.idle.contains(q));
+                let outcome = if ours {
+                    // can_migrate_task: a cache-hot vCPU stays unless this domain's
+                    // balances failed more than cache_nice_tries times in a row.
+                    let only_cold = !self.lb[pi as usize].hot_ok(l, &self.timing);
+                    let scope = self.level_mask(l, pi);
+                    self.balance(pi, now, only_cold, scope)
+                } else {
+                    Pull::Balanced
+                };
+                self.lb[pi as usize].periodic_done(l, now, outcome, &self.timing);
+                idle &= outcome != Pull::Moved;
+                next = next.min(self.lb[pi as usize].due_at(l, idle, &self.timing));
+                if !ours {
+                    break;
+                }
+                let pulled = outcome == Pull::Moved || widest.is_some_and(|(_, p)| p);
+                widest = Some((l, pulled));
             }
-            let ours = should_we_balance(&self.topo, pi, l, |q| self.idle.contains(q));
-            let outcome = if ours {
-                // can_migrate_task: a cache-hot vCPU stays unless this domain's
-                // balances failed more than cache_nice_tries times in a row.
-                let only_cold = !self.lb[pi as usize].hot_ok(l);
-                let scope = self.level_mask(l, pi);
-                self.balance(pi, now, only_cold, scope)
-            } else {
-                Pull::Balanced
-            };
-            self.lb[pi as usize].periodic_done(l, now, outcome, &self.timing);
-            if !ours {
-                break;
-            }
-            let pulled = outcome == Pull::Moved || widest.is_some_and(|(_, p)| p);
-            widest = Some((l, pulled));
-            idle &= outcome != Pull::Moved;
+            self.lb[pi as usize].set_next_balance(next);
         }
         if std::mem::take(&mut self.pull_preempts) {
             resched = true;
