@@ -53,9 +53,11 @@ def test_parsec_study_has_every_workload_and_configuration(
         for cfg in list(CONFIGS)[1:-1]:
             assert _f(r, f"speedup_{cfg}") > 0, (cfg, r)
         assert _f(r, "x264_vms_DCS_vs_baseline") > 0
-    # DCS removes lock-holder preemptions where the baseline has many (dedup, vips).
-    dedup = next(r for r in rows if r["workload"] == "dedup")
-    assert _f(dedup, "lhp_DCS") < _f(dedup, "lhp_baseline")
+    # DCS removes lock-holder preemptions where the baseline has many (streamcluster,
+    # vips). Counted over the suite: one quick seed of one workload is too few (dedup
+    # has 16 to 106 in the baseline's first second across seeds).
+    total = {cfg: sum(_f(r, f"lhp_{cfg}") for r in rows) for cfg in ("baseline", "DCS")}
+    assert total["DCS"] < total["baseline"] / 2, total
 
 
 @needs_core
