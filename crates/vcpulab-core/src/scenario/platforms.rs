@@ -772,100 +772,65 @@ impl HostPlatform {
                 set(&mut t, &["host", "ple", key], value);
             }
         }
-        if let Some(g) = self.per_vm_groups {
-            if matches!(kind, "cfs" | "eevdf") {
-                set(
-                    &mut t,
-                    &["host", "scheduler", "per_vm_groups"],
-                    Value::Boolean(g),
-                );
-            }
-        }
-        if let Some(r) = self.xen_ratelimit_us {
-            if is_xen_scheduler(kind) {
-                set(
-                    &mut t,
-                    &["host", "scheduler", "ratelimit_us"],
-                    Value::Float(r),
-                );
-            }
-        }
-        if let Some(keeps) = self.cfs_repick_keeps_slice {
-            if kind == "cfs" {
-                set(
-                    &mut t,
-                    &["host", "scheduler", "repick_keeps_slice"],
-                    Value::Boolean(keeps),
-                );
-            }
-        }
-        if let Some(f) = self.linux_busy_factor {
-            if matches!(kind, "cfs" | "eevdf") {
-                set(
-                    &mut t,
-                    &["host", "scheduler", "balance_busy_factor"],
-                    Value::Integer(f as i64),
-                );
-            }
-        }
-        if matches!(kind, "cfs" | "eevdf") {
-            if let Some(rule) = self.linux_balance_interval {
-                set(
-                    &mut t,
-                    &["host", "scheduler", "balance_interval"],
-                    Value::String(rule.into()),
-                );
-            }
-            if let Some(doubles) = self.linux_newidle_doubles {
-                set(
-                    &mut t,
-                    &["host", "scheduler", "newidle_doubles_interval"],
-                    Value::Boolean(doubles),
-                );
-            }
-        }
-        if kind == "cfs" {
-            if let Some(gate) = self.linux_overload_gate {
-                set(
-                    &mut t,
-                    &["host", "scheduler", "newidle_overload_gate"],
-                    Value::Boolean(gate),
-                );
-            }
-            if let Some(keeps) = self.linux_idle_keeps_busy_deadline {
-                set(
-                    &mut t,
-                    &["host", "scheduler", "idle_keeps_busy_deadline"],
-                    Value::Boolean(keeps),
-                );
-            }
-        }
-        if let Some(gate) = self.linux_newidle_gate {
-            if kind == "cfs" {
-                set(
-                    &mut t,
-                    &["host", "scheduler", "newidle_avg_idle_gate"],
-                    Value::Boolean(gate),
-                );
-            }
-        }
-        if let Some(rule) = self.linux_wake_affine {
-            if matches!(kind, "cfs" | "eevdf") {
-                set(
-                    &mut t,
-                    &["host", "scheduler", "wake_affine"],
-                    Value::String(rule.into()),
-                );
-            }
-        }
-        if let Some(rule) = self.xen_ratelimit_rule {
+        // The host scheduler's keys this profile sets, each for the schedulers that
+        // have it: (key, value, applies).
+        let linux = matches!(kind, "cfs" | "eevdf");
+        let cfs = kind == "cfs";
+        let boolean = |b: Option<bool>| b.map(Value::Boolean);
+        let string = |s: Option<&'static str>| s.map(|s| Value::String(s.into()));
+        let scheduler_keys = [
+            ("per_vm_groups", boolean(self.per_vm_groups), linux),
+            (
+                "ratelimit_us",
+                self.xen_ratelimit_us.map(Value::Float),
+                is_xen_scheduler(kind),
+            ),
+            (
+                "repick_keeps_slice",
+                boolean(self.cfs_repick_keeps_slice),
+                cfs,
+            ),
+            (
+                "balance_busy_factor",
+                self.linux_busy_factor.map(|f| Value::Integer(f as i64)),
+                linux,
+            ),
+            (
+                "balance_interval",
+                string(self.linux_balance_interval),
+                linux,
+            ),
+            (
+                "newidle_doubles_interval",
+                boolean(self.linux_newidle_doubles),
+                linux,
+            ),
+            (
+                "newidle_overload_gate",
+                boolean(self.linux_overload_gate),
+                cfs,
+            ),
+            (
+                "idle_keeps_busy_deadline",
+                boolean(self.linux_idle_keeps_busy_deadline),
+                cfs,
+            ),
+            (
+                "newidle_avg_idle_gate",
+                boolean(self.linux_newidle_gate),
+                cfs,
+            ),
+            ("wake_affine", string(self.linux_wake_affine), linux),
             // Credit1's rule (credit2 keeps the limit its own way).
-            if matches!(kind, "credit" | "relaxed_co") {
-                set(
-                    &mut t,
-                    &["host", "scheduler", "ratelimit_rule"],
-                    Value::String(rule.into()),
-                );
+            (
+                "ratelimit_rule",
+                string(self.xen_ratelimit_rule),
+                matches!(kind, "credit" | "relaxed_co"),
+            ),
+        ];
+        for (key, value, applies) in scheduler_keys {
+            if let (Some(value), true) = (value, applies) {
+                set(&mut t, &["host", "scheduler", key], value);
             }
         }
         set(
