@@ -293,6 +293,101 @@ impl PcpuBalance {
     }
 }
 
+/// What the domain walks below need of a Linux host scheduler (cfs.rs, eevdf.rs).
+pub(crate) trait DomainBalancer {
+    fn topo(&self) -> &Topology;
+    /// `p`'s balancing state and the host's timing.
+    fn balance_state(&mut self, p: u32) -> (&mut PcpuBalance, &BalanceTiming);
+    /// `q` has nothing to run (idle_cpu()).
+    fn pcpu_idle(&self, q: u32) -> bool;
+    /// One load_balance of `p` over its domain at level `l`.
+    fn balance_level(&mut self, p: u32, l: usize, now: Nanos, only_cold: bool) -> Pull;
+}
+
+/// rebalance_domains at `p`'s tick, `idle` if it runs nothing: once its next balance
+/// has passed, each due level bottom up, while `p` is its group's balancer; a pull
+/// makes it busy for the levels above; the next balance is set to the earliest due
+/// time of the levels visited. Returns the widest level balanced and whether any level
+/// pulled.
+pub(crate) fn rebalance_domains(
+    b: &mut impl DomainBalancer,
+    p: u32,
+    now: Nanos,
+    mut idle: bool,
+) -> Option<(usize, bool)> {
+    if !b.balance_state(p).0.rebalance_due(now) {
+        return None;
+    }
+    let mut widest: Option<(usize, bool)> = None;
+    let mut next = Nanos::MAX;
+    for l in 0..b.topo().levels().len() {
+        let at = {
+            let (pb, t) = b.balance_state(p);
+            pb.due_at(l, idle, t)
+        };
+        if at > now {
+            next = next.min(at);
+            continue;
+        }
+        let ours = should_we_balance(b.topo(), p, l, |q| b.pcpu_idle(q));
+        let outcome = if ours {
+            // can_migrate_task: a cache-hot vCPU stays unless this domain's balances
+            // failed more than cache_nice_tries times in a row.
+            let only_cold = {
+                let (pb, t) = b.balance_state(p);
+                !pb.hot_ok(l, t)
+            };
+            b.balance_level(p, l, now, only_cold)
+        } else {
+            Pull::Balanced
+        };
+        let (pb, t) = b.balance_state(p);
+        pb.periodic_done(l, now, outcome, t);
+        idle &= outcome != Pull::Moved;
+        next = next.min(pb.due_at(l, idle, t));
+        if !ours {
+            break;
+        }
+        let pulled = outcome == Pull::Moved || widest.is_some_and(|(_, pulled)| pulled);
+        widest = Some((l, pulled));
+    }
+    b.balance_state(p).0.set_next_balance(next);
+    widest
+}
+
+/// The newidle balance of `p`, which found nothing to run: unless `gated`, its domains
+/// bottom up until one pulls — a cache-hot vCPU only after the domain's periodic
+/// balances failed more than cache_nice_tries times (a newidle balance counts no
+/// failure); each outcome retimes its domain, and the next balance follows
+/// (`PcpuBalance::newidle_next`). True when it pulled.
+pub(crate) fn newidle_balance(
+    b: &mut impl DomainBalancer,
+    p: u32,
+    now: Nanos,
+    gated: bool,
+) -> bool {
+    let (mut deepest, mut pulled) = (None, false);
+    if !gated {
+        for l in 0..b.topo().levels().len() {
+            deepest = Some(l);
+            let only_cold = {
+                let (pb, t) = b.balance_state(p);
+                !pb.hot_ok(l, t)
+            };
+            let outcome = b.balance_level(p, l, now, only_cold);
+            let (pb, t) = b.balance_state(p);
+            pb.newidle_done(l, outcome, t);
+            if outcome == Pull::Moved {
+                pulled = true;
+                break;
+            }
+        }
+    }
+    let (pb, t) = b.balance_state(p);
+    pb.newidle_next(now, deepest, pulled, t);
+    pulled
+}
+
 /// should_we_balance() for a periodic balance of `p` at level `l`: at the lowest level
 /// (groups of one pCPU) every pCPU balances; above it only the first idle pCPU of `p`'s
 /// group (the level below's domain), or the group's first pCPU if none is idle.

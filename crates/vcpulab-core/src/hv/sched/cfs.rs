@@ -18,7 +18,8 @@
 //! of the root load (`task_h_load`).
 
 use super::balance::{
-    detach_tasks, should_we_balance, BalanceRules, BalanceTiming, PcpuBalance, Pull,
+    detach_tasks, newidle_balance, rebalance_domains, BalanceRules, BalanceTiming, DomainBalancer,
+    PcpuBalance, Pull,
 };
 use super::groups::GroupSlots;
 use super::smt_balance::SmtBalance;
@@ -752,23 +753,7 @@ impl Cfs {
         // vCPU, so there is nothing to pull.
         let gated = (self.avg_idle_gate && self.idle[pi].avg_idle < self.migration_cost)
             || (self.timing.rules().overload_gate && self.overloaded == 0);
-        let (mut deepest, mut pulled) = (None, false);
-        if !gated {
-            for l in 0..self.topo.levels().len() {
-                deepest = Some(l);
-                let span = self.topo.levels()[l].span;
-                let d = self.topo.domain_of(pi as u32, span);
-                let only_cold = !self.idle[pi].hot_ok(l, &self.timing);
-                let outcome = self.balance(pi, now, only_cold, d.start as usize..d.end as usize);
-                self.idle[pi].newidle_done(l, outcome, &self.timing);
-                if outcome == Pull::Moved {
-                    pulled = true;
-                    break;
-                }
-            }
-        }
-        self.idle[pi].newidle_next(now, deepest, pulled, &self.timing);
-        if !pulled {
+        if !newidle_balance(self, pi as u32, now, gated) {
             self.idle[pi].go_idle(now);
         }
     }
@@ -1022,6 +1007,25 @@ impl Cfs {
     }
 }
 
+impl DomainBalancer for Cfs {
+    fn topo(&self) -> &Topology {
+        &self.topo
+    }
+
+    fn balance_state(&mut self, p: u32) -> (&mut PcpuBalance, &BalanceTiming) {
+        (&mut self.idle[p as usize], &self.timing)
+    }
+
+    fn pcpu_idle(&self, q: u32) -> bool {
+        self.nr[q as usize] == 0
+    }
+
+    fn balance_level(&mut self, p: u32, l: usize, now: Nanos, only_cold: bool) -> Pull {
+        let d = self.topo.domain_of(p, self.topo.levels()[l].span);
+        self.balance(p as usize, now, only_cold, d.start as usize..d.end as usize)
+    }
+}
+
 impl HostScheduler for Cfs {
     fn name(&self) -> &'static str {
         "cfs"
@@ -1231,37 +1235,7 @@ impl HostScheduler for Cfs {
         // has passed, bottom up, while this pCPU is its group's balancer; a pull makes it
         // busy for the levels above.
         let was_idle = self.running[pi].is_none();
-        let mut idle = was_idle;
-        let mut widest: Option<(usize, bool)> = None;
-        if self.idle[pi].rebalance_due(now) {
-            let mut next = Nanos::MAX;
-            for l in 0..self.topo.levels().len() {
-                if self.idle[pi].due_at(l, idle, &self.timing) > now {
-                    next = next.min(self.idle[pi].due_at(l, idle, &self.timing));
-                    continue;
-                }
-                let d = self.topo.domain_of(pi as u32, self.topo.levels()[l].span);
-                let ours =
-                    should_we_balance(&self.topo, pi as u32, l, |q| self.nr[q as usize] == 0);
-                let outcome = if ours {
-                    // can_migrate_task: a cache-hot vCPU stays unless this domain's
-                    // balances failed more than cache_nice_tries times in a row.
-                    let only_cold = !self.idle[pi].hot_ok(l, &self.timing);
-                    self.balance(pi, now, only_cold, d.start as usize..d.end as usize)
-                } else {
-                    Pull::Balanced
-                };
-                self.idle[pi].periodic_done(l, now, outcome, &self.timing);
-                idle &= outcome != Pull::Moved;
-                next = next.min(self.idle[pi].due_at(l, idle, &self.timing));
-                if !ours {
-                    break;
-                }
-                let pulled = outcome == Pull::Moved || widest.is_some_and(|(_, p)| p);
-                widest = Some((l, pulled));
-            }
-            self.idle[pi].set_next_balance(next);
-        }
+        let widest = rebalance_domains(self, pi as u32, now, was_idle);
         if std::mem::take(&mut self.pull_preempts) {
             resched = true;
         }

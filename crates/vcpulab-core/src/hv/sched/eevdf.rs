@@ -26,7 +26,8 @@
 //! control.
 
 use super::balance::{
-    detach_tasks, should_we_balance, BalanceRules, BalanceTiming, PcpuBalance, Pull,
+    detach_tasks, newidle_balance, rebalance_domains, BalanceRules, BalanceTiming, DomainBalancer,
+    PcpuBalance, Pull,
 };
 use super::groups::GroupSlots;
 use super::smt_balance::SmtBalance;
@@ -1075,23 +1076,9 @@ impl Eevdf {
     /// (Linux 6.6 skips it while avg_idle is below the domain's newidle balance cost,
     /// microseconds: not modelled.)
     fn pull_newidle(&mut self, p: u32, now: Nanos) -> bool {
-        let (mut deepest, mut pulled) = (None, false);
         // rd->overload: no runqueue holds a waiting vCPU, nothing to pull.
-        if !self.overloaded.is_empty() {
-            for l in 0..self.level_masks.len() {
-                deepest = Some(l);
-                let dom = self.level_mask(l, p);
-                let only_cold = !self.lb[p as usize].hot_ok(l, &self.timing);
-                let outcome = self.balance(p, now, only_cold, dom);
-                self.lb[p as usize].newidle_done(l, outcome, &self.timing);
-                if outcome == Pull::Moved {
-                    pulled = true;
-                    break;
-                }
-            }
-        }
-        self.lb[p as usize].newidle_next(now, deepest, pulled, &self.timing);
-        pulled
+        let gated = self.overloaded.is_empty();
+        newidle_balance(self, p, now, gated)
     }
 
     /// One balance of `p` over `scope` (hv/sched/balance.rs `detach_tasks`).
@@ -1116,6 +1103,25 @@ impl Eevdf {
             (p, self.group_ent(p, self.vm_of(v)))
         };
         self.pick_eevdf(rq) == Some(mine)
+    }
+}
+
+impl DomainBalancer for Eevdf {
+    fn topo(&self) -> &Topology {
+        &self.topo
+    }
+
+    fn balance_state(&mut self, p: u32) -> (&mut PcpuBalance, &BalanceTiming) {
+        (&mut self.lb[p as usize], &self.timing)
+    }
+
+    fn pcpu_idle(&self, q: u32) -> bool {
+        self.idle.contains(q)
+    }
+
+    fn balance_level(&mut self, p: u32, l: usize, now: Nanos, only_cold: bool) -> Pull {
+        let scope = self.level_mask(l, p);
+        self.balance(p, now, only_cold, scope)
     }
 }
 
@@ -1276,37 +1282,7 @@ impl HostScheduler for Eevdf {
         // has passed, bottom up, while this pCPU is its group's balancer; a pull makes it
         // busy for the levels above.
         let was_idle = self.cpus[pi as usize].curr.is_none();
-        let mut idle = was_idle;
-        let mut widest: Option<(usize, bool)> = None;
-        if self.lb[pi as usize].rebalance_due(now) {
-            let mut next = Nanos::MAX;
-            for l in 0..self.level_masks.len() {
-                let at = self.lb[pi as usize].due_at(l, idle, &self.timing);
-                if at > now {
-                    next = next.min(at);
-                    continue;
-                }
-                let ours = should_we_balance(&self.topo, pi, l, |q| self.idle.contains(q));
-                let outcome = if ours {
-                    // can_migrate_task: a cache-hot vCPU stays unless this domain's
-                    // balances failed more than cache_nice_tries times in a row.
-                    let only_cold = !self.lb[pi as usize].hot_ok(l, &self.timing);
-                    let scope = self.level_mask(l, pi);
-                    self.balance(pi, now, only_cold, scope)
-                } else {
-                    Pull::Balanced
-                };
-                self.lb[pi as usize].periodic_done(l, now, outcome, &self.timing);
-                idle &= outcome != Pull::Moved;
-                next = next.min(self.lb[pi as usize].due_at(l, idle, &self.timing));
-                if !ours {
-                    break;
-                }
-                let pulled = outcome == Pull::Moved || widest.is_some_and(|(_, p)| p);
-                widest = Some((l, pulled));
-            }
-            self.lb[pi as usize].set_next_balance(next);
-        }
+        let widest = rebalance_domains(self, pi, now, was_idle);
         if std::mem::take(&mut self.pull_preempts) {
             resched = true;
         }
