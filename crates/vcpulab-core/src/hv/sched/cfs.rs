@@ -1697,6 +1697,49 @@ mod tests {
         c.idle = vec![PcpuBalance::new(c.migration_cost, &c.timing); c.np as usize];
     }
 
+    /// attach_task → check_preempt_curr: a vCPU pulled onto a busy pCPU preempts the
+    /// running one as a wakee would. vCPU 1, a long sleeper woken onto pCPU 0 (where
+    /// vCPU 0 runs) with GENTLE_FAIR_SLEEPERS' credit, is pulled by busy pCPU 1 at its
+    /// balance and, 12 ms of vruntime left of vCPU 2 there, preempts it.
+    #[test]
+    fn a_vcpu_pulled_onto_a_busy_pcpu_preempts_as_a_wakee() {
+        const MS: u64 = 1_000_000;
+        let mut c = cfs(2, &[256, 256, 256]);
+        retime(&mut c, BalanceInterval::Fixed, 1);
+        c.setup.vcpu_mask = vec![CpuMask::all(1), CpuMask::all(1), CpuMask::single(1)];
+        // vCPU 1 runs a millisecond on pCPU 0 and sleeps; vCPUs 0 and 2 run on.
+        assert_eq!(c.enqueue_wake(VcpuId(1), Nanos(0)).pcpu, PcpuId(0));
+        c.pick_next(PcpuId(0), Nanos(0)).unwrap();
+        c.put_prev(PcpuId(0), VcpuId(1), StopReason::Blocked, Nanos(MS));
+        assert_eq!(c.enqueue_wake(VcpuId(0), Nanos(MS)).pcpu, PcpuId(0));
+        c.pick_next(PcpuId(0), Nanos(MS)).unwrap();
+        assert_eq!(c.enqueue_wake(VcpuId(2), Nanos(MS)).pcpu, PcpuId(1));
+        c.pick_next(PcpuId(1), Nanos(MS)).unwrap();
+        let t = 100 * MS;
+        assert_eq!(c.enqueue_wake(VcpuId(1), Nanos(t)).pcpu, PcpuId(0));
+        c.setup.vcpu_mask[1] = CpuMask::all(2);
+        assert!(c.tick(PcpuId(1), Nanos(t + 4 * MS)), "vCPU 2 is preempted");
+        assert_eq!((c.nr[0], c.nr[1]), (1, 2));
+    }
+
+    /// load_balance's redo: when every vCPU queued on the busiest runqueue is pinned
+    /// away, the next busiest is tried. pCPU 0 holds three vCPUs pinned to it, pCPU 1
+    /// two with one free to move; pCPU 2, going idle, takes that one.
+    #[test]
+    fn a_balance_passes_over_a_runqueue_whose_vcpus_are_all_pinned() {
+        let mut c = cfs(3, &[256; 5]);
+        c.setup.vcpu_mask = [0, 0, 0, 1, 1].map(CpuMask::single).to_vec();
+        for v in 0..5 {
+            c.enqueue_wake(VcpuId(v), Nanos(0));
+        }
+        c.pick_next(PcpuId(0), Nanos(0)).unwrap();
+        c.pick_next(PcpuId(1), Nanos(0)).unwrap();
+        assert_eq!((c.nr[0], c.nr[1]), (3, 2));
+        c.setup.vcpu_mask[4] = CpuMask::all(3);
+        let picked = c.pick_next(PcpuId(2), Nanos(1_000)).map(|(v, _)| v);
+        assert_eq!(picked, Some(VcpuId(4)));
+    }
+
     /// rebalance_domains: a busy pCPU balances `balance_busy_factor` times less often
     /// than an idle one. pCPU 0 runs one vCPU with two queued (never run: cold); busy
     /// pCPU 1 pulls one at its first tick after 1 ms (SD_MC_INIT) × the factor.
