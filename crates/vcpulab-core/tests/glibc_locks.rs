@@ -82,12 +82,14 @@ fn waiters_woken_together_queue_on_the_internal_lock() {
     assert!(row.wait_mean_ns > 0.0);
 }
 
-/// A caster signalling every 2 us and three waiters on a 4-vCPU VM beside a CPU-bound
-/// VM on 2 pCPUs: now and then a thread comes for the internal lock while a preempted
-/// signaller holds it inside its futex call, sleeps on it, and must be woken by the
-/// kernel's release of the lock in FUTEX_WAKE_OP. A release that woke no one would
-/// leave such a waiter asleep until the next contended release: a quarter of the work
-/// goes (tried).
+/// A caster signalling every 2 us and six waiters on a 4-vCPU VM beside a 4-vCPU
+/// CPU-bound VM on 4 pCPUs: now and then a thread comes for the internal lock while a
+/// preempted signaller holds it inside its futex call, sleeps on it, and must be woken
+/// by the kernel's release of the lock in FUTEX_WAKE_OP. A release that woke no one
+/// would leave such a waiter asleep until the next contended release (tried on an
+/// earlier, smaller setup: a quarter of the work went). Three waiters on two pCPUs,
+/// the setup until 2026-11-29, met the taken internal lock once in 5 s, and not at all
+/// once the host's balancer let N + 1 vCPUs take turns.
 #[test]
 fn a_signal_releases_the_internal_lock_in_the_kernel_and_wakes_its_sleepers() {
     let text = r#"
@@ -95,7 +97,7 @@ seed = 5
 [run]
 duration = "5s"
 [host]
-pcpus = 2
+pcpus = 4
 [[vm]]
 name = "app"
 vcpus = 4
@@ -103,13 +105,13 @@ vcpus = 4
 model = "program"
 [[vm.workload.group]]
 name = "waiter"
-threads = 3
+threads = 6
 ops = [{loop = {n = "forever", body = [{lock = "m"}, {cond_wait = {cond = "c", mutex = "m"}}, {compute = "1us"}, {unlock = "m"}, {count = 1}]}}]
 [[vm.workload.group]]
 name = "caster"
 ops = [{loop = {n = "forever", body = [{compute = "2us"}, {lock = "m"}, {cond_signal = "c"}, {unlock = "m"}]}}]
 [[vm]]
-vcpus = 2
+vcpus = 4
 workload = { model = "cpu-bomb" }
 "#;
     let with = run_with(text, &["guest.cond_lock=true"]);

@@ -215,6 +215,11 @@ impl PcpuBalance {
         self.failed[l] > t.nice_tries[l]
     }
 
+    /// Level `l`'s failed balances in a row (sd->nr_balance_failed).
+    pub fn failed(&self, l: usize) -> u32 {
+        self.failed[l]
+    }
+
     /// After level `l`'s periodic balance at `now`: a failure counts, a move or a
     /// balanced domain resets the count; a balanced domain doubles the interval, an
     /// imbalance resets it.

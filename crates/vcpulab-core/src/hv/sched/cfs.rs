@@ -774,13 +774,17 @@ impl Cfs {
         // load_balance's redo: a busiest runqueue whose queued vCPUs are all pinned away
         // from `p` is left out and the next busiest tried (LBF_ALL_PINNED).
         let mut pinned = CpuMask::default();
+        // The domain's load (sds->total_load), for its average per pCPU.
+        let mut total: u64;
         let (src, src_load) = loop {
             let mut best: Option<(usize, u64)> = None;
+            total = 0;
             for q in scope.clone() {
+                let l = self.load(q);
+                total += l;
                 if q == p || self.nr[q] <= self.running[q].is_some() as u32 {
                     continue;
                 }
-                let l = self.load(q);
                 if l > mine && best.is_none_or(|(_, bl)| l > bl) && !pinned.contains(q as u32) {
                     best = Some((q, l));
                 }
@@ -808,29 +812,33 @@ impl Cfs {
             .map(|&vm| self.group_rq(src, vm as usize))
             .chain((!self.groups).then_some(src));
         // Moving load w changes the gap to |diff - 2w|: it helps iff 0 < w < diff.
-        // Without groups a move that only mirrors the gap (w = diff: two vCPUs against
-        // one) is made too when the source is beyond the domain's imbalance_pct, as
-        // 3.x-5.4's fix_small_imbalance moves busiest_load_per_task: N + 1 equal vCPUs
-        // on N pCPUs take turns on the shared one. With groups at most half the gap
-        // moves (the source stays at least as loaded): group shares follow the vCPUs,
-        // and a mirroring move would bounce the vCPU back and forth. Take the queued
-        // vCPU whose load is closest to half the gap.
+        // Without groups any such move is made; with groups at most half the gap moves
+        // (the source stays at least as loaded), since group shares follow the vCPUs.
+        // A move that only mirrors the gap (two vCPUs against one) is made as 3.x-5.4's
+        // fix_small_imbalance makes it: when the local pCPU is below the domain's
+        // average and the source beyond the domain's imbalance_pct of it
+        // (find_busiest_group's out_balanced tests), and the gap is at least the
+        // source's load per vCPU (busiest_load_per_task, imbn 2), a vCPU of up to twice
+        // that load moves (move_tasks skips a task whose load/2 exceeds the imbalance;
+        // with groups load_balance_fair scales both into the group alike). N + 1 equal
+        // vCPUs on N pCPUs take turns on the shared one, with a task group per VM too.
+        // Take the queued vCPU whose load is closest to half the gap.
         let level = match span {
             n if n <= self.topo.threads_per_core() => Level::Smt,
             n if n <= self.topo.llc_pcpus() => Level::Llc,
             _ => Level::Host,
         };
         let beyond_pct = src_load * 100 > self.affinity.imbalance_pct(level) * mine;
+        let below_avg = mine * u64::from(span) < total;
+        let per_task = src_load / self.h_nr_running(src).max(1);
+        let small_imbalance = beyond_pct && below_avg && diff >= per_task;
         let mut cand: Option<(u64, VcpuId)> = None;
         for rq in leaves {
             for &e in &self.rqs[rq].queue {
                 let v = VcpuId(e);
                 let w = self.h_load(v, src);
-                let helps = if self.groups {
-                    2 * w <= diff
-                } else {
-                    w < diff || (w == diff && beyond_pct)
-                };
+                let reduces = if self.groups { 2 * w <= diff } else { w < diff };
+                let helps = reduces || (small_imbalance && w <= 2 * per_task);
                 let fits = helps
                     && self.setup.vcpu_mask[v.idx()].contains(p as u32)
                     && !self.throttled(e)
@@ -1681,6 +1689,27 @@ mod tests {
         c.pick_next(PcpuId(1), Nanos(0)).unwrap();
         c.setup.vcpu_mask = vec![CpuMask::all(2); 3];
         // Linux 3.2-3.15: SD_MC_INIT's 1 ms × busy_factor 64.
+        retime(&mut c, BalanceInterval::Fixed, 64);
+        c.tick(PcpuId(1), Nanos(64_000_000));
+        assert_eq!((c.nr[0], c.nr[1]), (1, 2));
+    }
+
+    /// The same with a task group per VM (what libvirt gives each guest): one VM's three
+    /// vCPUs on two pCPUs. The shared pCPU's group entity weighs twice the other's, its
+    /// vCPUs' task_h_load is that of the lone one, and 3.x's fix_small_imbalance moves
+    /// one (load_balance_fair scales the imbalance into the group: half a vCPU's weight
+    /// fits): the vCPUs take turns on the shared pCPU, as without groups.
+    #[test]
+    fn with_a_group_per_vm_two_vcpus_against_one_move_one_too() {
+        let mut c = cfs_vms(2, &[(3, 256)], true);
+        c.setup.vcpu_mask = vec![CpuMask::all(1), CpuMask::all(1), CpuMask::all(2)];
+        for v in 0..2 {
+            c.enqueue_wake(VcpuId(v), Nanos(0));
+        }
+        c.pick_next(PcpuId(0), Nanos(0)).unwrap();
+        assert_eq!(c.enqueue_wake(VcpuId(2), Nanos(0)).pcpu, PcpuId(1));
+        c.pick_next(PcpuId(1), Nanos(0)).unwrap();
+        c.setup.vcpu_mask = vec![CpuMask::all(2); 3];
         retime(&mut c, BalanceInterval::Fixed, 64);
         c.tick(PcpuId(1), Nanos(64_000_000));
         assert_eq!((c.nr[0], c.nr[1]), (1, 2));

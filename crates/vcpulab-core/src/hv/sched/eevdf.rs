@@ -21,9 +21,9 @@
 //! averages, hv/sched/groups.rs and hv/sched/pelt.rs: a VM whose vCPUs ran elsewhere a
 //! moment ago still counts them), refreshed when that runqueue changes and at the tick
 //! of the pCPU that runs it (`update_cfs_group`). The deadline check
-//! happens at the tick (no HRTICK), load balancing is CFS's (hv/sched/cfs.rs: newidle and
-//! periodic pulls of the vCPU closest to half the imbalance), caps are CFS bandwidth
-//! control.
+//! happens at the tick (no HRTICK), load balancing walks the domains as CFS's does
+//! (hv/sched/balance.rs: newidle and periodic pulls) with 6.6's imbalance
+//! (`pull_one`: the least recently run vCPU that fits), caps are CFS bandwidth control.
 
 use super::balance::{
     detach_tasks, newidle_balance, rebalance_domains, BalanceRules, BalanceTiming, DomainBalancer,
@@ -47,7 +47,7 @@ type EntId = u32;
 /// pCPU.
 type RqId = u32;
 
-/// One cache line per entity (its fields take 51 bytes): an entity's record is read
+/// One cache line per entity (its fields take 59 bytes): an entity's record is read
 /// whole, and at 40 bytes a quarter of them straddled two lines.
 #[derive(Clone, Debug, Default)]
 #[repr(align(64))]
@@ -70,6 +70,10 @@ struct Se {
     /// vCPU entities with groups: the group slot of (home, its VM), NO_SLOT when not
     /// known, so the leaf runqueue needs no lookup in the slot map.
     home_slot: u32,
+    /// vCPU entities: its place in its pCPU's rq->cfs_tasks, a most-recently-used list
+    /// (enqueue and pick put a task at the head; `Eevdf::listings` when it last went
+    /// there): detach_tasks takes from the tail, the least recently listed first.
+    listed: u64,
 }
 
 /// No slot known (`Se::home_slot`).
@@ -163,6 +167,8 @@ pub struct Eevdf {
     /// A vCPU pulled onto a busy pCPU preempts the running one (attach_task's
     /// wakeup_preempt), found in `pull_one`, taken by the tick.
     pull_preempts: bool,
+    /// Moves to the head of a pCPU's cfs_tasks so far (`Se::listed`).
+    listings: u64,
     /// Per VM: task-group shares (weight 256 = 1024 shares).
     shares: Vec<u64>,
     /// Per VM: quota per bandwidth period (ns), runtime used, throttled, running vCPUs
@@ -325,6 +331,7 @@ impl Eevdf {
             lb: vec![PcpuBalance::new(migration_cost, &timing); np as usize],
             timing,
             pull_preempts: false,
+            listings: 0,
             placement: p.placement,
             affinity: WakeAffinity::new(p.wake_affine, nv as usize),
             forced: vec![None; np as usize],
@@ -729,9 +736,11 @@ impl Eevdf {
     fn enqueue_vcpu(&mut self, v: VcpuId, p: u32) {
         let vm = self.vm_of(v);
         let (slot, new) = self.slots.add(p, vm, v.idx());
+        self.listings += 1;
         let s = &mut self.se[v.idx()];
         s.home = p;
         s.home_slot = slot;
+        s.listed = self.listings;
         if new && self.groups {
             // The VM's group entity and runqueue on `p`, created on first use (slot
             // order: entity nv + slot, runqueue np + slot).
@@ -979,11 +988,37 @@ impl Eevdf {
             })
     }
 
-    /// CFS's pull: one queued vCPU allowed on `p` from the busiest pCPU of `scope`
-    /// (only pCPUs with a waiting vCPU are looked at), the one whose load is closest to
-    /// half the imbalance; `only_cold` leaves cache-hot ones.
-    fn pull_one(&mut self, p: u32, now: Nanos, only_cold: bool, scope: CpuMask) -> Pull {
+    /// The pull: one queued vCPU allowed on `p` from the busiest pCPU of `scope` (only
+    /// pCPUs with a waiting vCPU are looked at), the least recently listed one that
+    /// fits (`Se::listed`); `only_cold` leaves cache-hot ones. `failed`: the domain's
+    /// failed balances in a row.
+    ///
+    /// What may move follows 6.6's calculate_imbalance and detach_tasks. An idle `p`
+    /// (its group has spare capacity: migrate_task) takes a vCPU of at most half the
+    /// gap to the busiest. A busy one is balanced at or above the domain's average load
+    /// (sds->avg_load); below it the imbalance is min(busiest - average, average -
+    /// local) (migrate_load), and a vCPU moves if its load shifted right by `failed`
+    /// (`shr_bound(load, nr_balance_failed)`) is within it — so N + 1 equal vCPUs on N
+    /// pCPUs, which no move evens out, take turns after a failed balance or two.
+    fn pull_one(
+        &mut self,
+        p: u32,
+        now: Nanos,
+        only_cold: bool,
+        scope: CpuMask,
+        failed: u32,
+    ) -> Pull {
         let mine = self.cpu_load(p);
+        let migrate_load = if self.cpus[p as usize].nr == 0 {
+            None
+        } else {
+            let total: u64 = scope.iter().map(|q| self.cpu_load(q)).sum();
+            let span = u64::from(scope.count());
+            if mine * span >= total {
+                return Pull::Balanced;
+            }
+            Some(total / span)
+        };
         // load_balance's redo: a busiest runqueue whose queued vCPUs are all pinned away
         // from `p` is left out and the next busiest tried (LBF_ALL_PINNED).
         let mut scope = scope;
@@ -1003,6 +1038,10 @@ impl Eevdf {
             scope.remove(src);
         };
         let diff = src_load - mine;
+        let within = |w: u64| match migrate_load {
+            None => 2 * w <= diff,
+            Some(avg) => w >> failed.min(63) <= (src_load.saturating_sub(avg)).min(avg - mine),
+        };
         let mut cand: Option<(u64, VcpuId)> = None;
         let leaves: &[u32] = if self.groups {
             self.slots.active(src)
@@ -1017,15 +1056,15 @@ impl Eevdf {
             for &e in &self.rqs[rq as usize].queued {
                 let v = VcpuId(e);
                 let w = self.h_load(v, src);
-                // At most half the imbalance moves (the source stays at least as
-                // loaded): a move that merely mirrors it would bounce the vCPU back.
-                let fits = 2 * w <= diff
+                let fits = within(w)
                     && self.setup.vcpu_mask[v.idx()].contains(p)
                     && self.active(e)
                     && (!only_cold || !self.cache_hot(v, now));
-                let key = (w as i64 - (diff / 2) as i64).unsigned_abs();
-                if fits && cand.is_none_or(|c| (key, v) < c) {
-                    cand = Some((key, v));
+                // detach_tasks walks cfs_tasks from the tail: the least recently
+                // listed vCPU that fits.
+                let listed = self.se[v.idx()].listed;
+                if fits && cand.is_none_or(|c| listed < c.0) {
+                    cand = Some((listed, v));
                 }
             }
         }
@@ -1082,8 +1121,10 @@ impl Eevdf {
     }
 
     /// One balance of `p` over `scope` (hv/sched/balance.rs `detach_tasks`).
-    fn balance(&mut self, p: u32, now: Nanos, only_cold: bool, scope: CpuMask) -> Pull {
-        detach_tasks(|| self.pull_one(p, now, only_cold, scope))
+    fn balance(&mut self, p: u32, l: usize, now: Nanos, only_cold: bool) -> Pull {
+        let scope = self.level_mask(l, p);
+        let failed = self.lb[p as usize].failed(l);
+        detach_tasks(|| self.pull_one(p, now, only_cold, scope, failed))
     }
 
     /// check_preempt_wakeup_fair(): the level where the wakee meets the running vCPU,
@@ -1120,8 +1161,7 @@ impl DomainBalancer for Eevdf {
     }
 
     fn balance_level(&mut self, p: u32, l: usize, now: Nanos, only_cold: bool) -> Pull {
-        let scope = self.level_mask(l, p);
-        self.balance(p, now, only_cold, scope)
+        self.balance(p, l, now, only_cold)
     }
 }
 
@@ -1245,7 +1285,10 @@ impl HostScheduler for Eevdf {
         cpu.curr = Some(v);
         cpu.need_resched = false;
         cpu.exec_start = now;
+        // pick_next_task_fair: the picked task moves to the head of cfs_tasks.
+        self.listings += 1;
         let s = &mut self.se[v.idx()];
+        s.listed = self.listings;
         if s.home != pi {
             // (Picked from `pi`'s runqueues, it is homed there already.)
             s.home_slot = NO_SLOT;
@@ -1531,6 +1574,26 @@ mod tests {
             (share - 0.8).abs() < 0.01,
             "ungrouped share {share} {cpu:?}"
         );
+    }
+
+    /// N + 1 CPU-bound vCPUs on N pCPUs take turns on the shared one, with a task
+    /// group per VM or without: 6.6's load_balance, finding the local pCPU fully busy
+    /// below the domain's average, moves load up to the imbalance
+    /// (min(busiest - average, average - local)) shifted right by the domain's failed
+    /// balances (detach_tasks: `shr_bound(load, nr_balance_failed) > imbalance`), so a
+    /// vCPU moves after a failure or two and none gets less than three quarters of
+    /// what another gets (before, the two sharing a pCPU got half what the third got).
+    #[test]
+    fn n_plus_one_vcpus_take_turns_on_n_pcpus() {
+        for groups in [false, true] {
+            let mut s = Eevdf::new(&params(groups), setup(2, &[(3, 256)]));
+            let cpu = simulate(&mut s, 3, Nanos(20_000_000_000));
+            let (lo, hi) = (cpu.iter().min().unwrap(), cpu.iter().max().unwrap());
+            assert!(
+                *lo as f64 > 0.75 * *hi as f64,
+                "groups {groups}: CPU time per vCPU {cpu:?}"
+            );
+        }
     }
 
     #[test]
