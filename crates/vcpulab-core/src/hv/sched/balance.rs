@@ -47,7 +47,7 @@ const MS: u64 = 1_000_000;
 const MAX_PINNED_INTERVAL: u64 = 512 * MS;
 
 /// sysctl_sched_nr_migrate: the most tasks one load_balance moves.
-const NR_MIGRATE: u32 = 32;
+pub(crate) const NR_MIGRATE: u32 = 32;
 
 /// What a balance attempt did (load_balance's outcomes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -220,6 +220,57 @@ impl PcpuBalance {
         self.failed[l]
     }
 
+    /// need_active_balance(): level `l`'s balances failed more than cache_nice_tries
+    /// + 2 times in a row.
+    pub fn active_due(&self, l: usize, t: &BalanceTiming) -> bool {
+        self.failed[l] > t.nice_tries[l] + 2
+    }
+
+    /// After an active balance of level `l` under `rule`, whose interval was
+    /// `interval` before the failed balance (which set it to the minimum).
+    ///
+    /// - Linux 3.x-5.9 (`ActiveRule::AnyFailure`): a kick, or one under way, leaves
+    ///   cache_nice_tries + 1 failures; with a kick the interval doubles instead (`if
+    ///   (likely(!active_balance)) ... else balance_interval *= 2`); a running vCPU
+    ///   pinned away keeps the failures and doubles it as an all-pinned balance does
+    ///   (out_one_pinned, `all_pinned = 1`: up to 512 ms).
+    /// - 5.10+ (`ActiveRule::TaskImbalance`): the interval stays at the minimum (`if
+    ///   (likely(!active_balance) || need_active_balance(&env))`); the push, once made,
+    ///   resets the failures (active_load_balance_cpu_stop), counted here at the kick;
+    ///   a pinned running vCPU doubles it up to the maximum (out_one_pinned).
+    pub fn after_active(
+        &mut self,
+        l: usize,
+        interval: u64,
+        active: Active,
+        rule: ActiveRule,
+        t: &BalanceTiming,
+    ) {
+        let doubled = |cap: u64| {
+            if interval < cap {
+                interval * 2
+            } else {
+                interval
+            }
+        };
+        match (rule, active) {
+            (_, Active::NotNeeded) => {}
+            (ActiveRule::AnyFailure, Active::Kicked) => {
+                self.failed[l] = t.nice_tries[l] + 1;
+                self.interval[l] = doubled(t.max[l]);
+            }
+            (ActiveRule::AnyFailure, Active::Busy) => self.failed[l] = t.nice_tries[l] + 1,
+            (ActiveRule::AnyFailure, Active::Pinned) => {
+                self.interval[l] = doubled(t.max[l].max(MAX_PINNED_INTERVAL));
+            }
+            (ActiveRule::TaskImbalance, Active::Kicked) => self.failed[l] = 0,
+            (ActiveRule::TaskImbalance, Active::Busy) => {}
+            (ActiveRule::TaskImbalance, Active::Pinned) => {
+                self.interval[l] = doubled(t.max[l]);
+            }
+        }
+    }
+
     /// After level `l`'s periodic balance at `now`: a failure counts, a move or a
     /// balanced domain resets the count; a balanced domain doubles the interval, an
     /// imbalance resets it.
@@ -307,6 +358,36 @@ pub(crate) trait DomainBalancer {
     fn pcpu_idle(&self, q: u32) -> bool;
     /// One load_balance of `p` over its domain at level `l`.
     fn balance_level(&mut self, p: u32, l: usize, now: Nanos, only_cold: bool) -> Pull;
+    /// The last `balance_level` failed more than cache_nice_tries + 2 times in a row:
+    /// if need_active_balance() holds, move the running vCPU of the busiest pCPU it met
+    /// to `p` (active_balance.rs), if it may run there.
+    fn active_balance(&mut self, p: u32) -> Active;
+    /// Which kernel's need_active_balance() and aftermath apply.
+    fn active_rule(&self) -> ActiveRule;
+}
+
+/// When a failed balance turns active, by kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ActiveRule {
+    /// Linux 3.x-5.9: after more than cache_nice_tries + 2 failures, whatever the
+    /// imbalance (`need_active_balance`).
+    AnyFailure,
+    /// Linux 5.10+ (6.6): only for a task-count imbalance, a local group with spare
+    /// capacity — here an idle pCPU (`imbalanced_active_balance`: migrate_task).
+    TaskImbalance,
+}
+
+/// What an active balance did (load_balance after need_active_balance()).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Active {
+    /// need_active_balance() does not hold (5.10+: not a task-count imbalance).
+    NotNeeded,
+    /// The busiest pCPU's running vCPU is on its way (the stopper was kicked).
+    Kicked,
+    /// A push from that pCPU is under way already (`busiest->active_balance`).
+    Busy,
+    /// Its running vCPU may not run here (out_one_pinned).
+    Pinned,
 }
 
 /// rebalance_domains at `p`'s tick, `idle` if it runs nothing: once its next balance
@@ -347,7 +428,15 @@ pub(crate) fn rebalance_domains(
             Pull::Balanced
         };
         let (pb, t) = b.balance_state(p);
+        let interval = pb.interval[l];
         pb.periodic_done(l, now, outcome, t);
+        if outcome == Pull::Failed && pb.active_due(l, t) {
+            let active = b.active_balance(p);
+            let rule = b.active_rule();
+            let (pb, t) = b.balance_state(p);
+            pb.after_active(l, interval, active, rule, t);
+        }
+        let (pb, t) = b.balance_state(p);
         idle &= outcome != Pull::Moved;
         next = next.min(pb.due_at(l, idle, t));
         if !ours {

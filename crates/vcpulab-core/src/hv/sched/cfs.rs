@@ -17,12 +17,12 @@
 //! hierarchies meet (`find_matching_se`), and load balancing moves a vCPU by its share
 //! of the root load (`task_h_load`).
 
+use super::active_balance::ActiveBalance;
 use super::balance::{
-    detach_tasks, newidle_balance, rebalance_domains, BalanceRules, BalanceTiming, DomainBalancer,
-    PcpuBalance, Pull,
+    detach_tasks, newidle_balance, rebalance_domains, Active, ActiveRule, BalanceRules,
+    BalanceTiming, DomainBalancer, PcpuBalance, Pull,
 };
 use super::groups::GroupSlots;
-use super::smt_balance::SmtBalance;
 use super::wake_affine::{AffineLoads, WakeAffinity, Waker, Wakeup};
 use super::{HostScheduler, SchedSetup, StopReason, WakePlacement};
 use crate::host::cpumask::CpuMask;
@@ -107,7 +107,9 @@ pub struct Cfs {
     /// previous pCPU's LLC (an idle core first), and balancing walks the domains.
     topo: Topology,
     /// Active balancing out of shared SMT cores.
-    smt_balance: SmtBalance,
+    active_balance: ActiveBalance,
+    /// The busiest pCPU the last balance met (what an active balance stops).
+    busiest: Option<u32>,
     latency: u64,
     min_gran: u64,
     wakeup_gran: u64,
@@ -195,7 +197,8 @@ impl Cfs {
         Cfs {
             placement: p.placement,
             affinity: WakeAffinity::new(p.wake_affine, nv as usize),
-            smt_balance: SmtBalance::new(&topo),
+            active_balance: ActiveBalance::new(&topo),
+            busiest: None,
             topo,
             latency: ms(p.latency_ms),
             min_gran: ms(p.min_granularity_ms),
@@ -732,6 +735,7 @@ impl Cfs {
         only_cold: bool,
         scope: std::ops::Range<usize>,
     ) -> Pull {
+        self.busiest = None;
         detach_tasks(|| self.pull_one(p, now, only_cold, scope.clone()))
     }
 
@@ -796,11 +800,17 @@ impl Cfs {
                     Pull::AllPinned
                 };
             };
-            if self.any_allowed_queued(src, p) {
+            // can_migrate_task clears LBF_ALL_PINNED for the running vCPU too (its
+            // affinity is tested before task_running): then the balance fails, and
+            // enough failures move it (active balance, `active_balance`).
+            let running_allowed =
+                self.running[src].is_some_and(|c| self.setup.vcpu_mask[c.idx()].contains(p as u32));
+            if self.any_allowed_queued(src, p) || running_allowed {
                 break (src, src_load);
             }
             pinned.insert(src as u32);
         };
+        self.busiest = Some(src as u32);
         let diff = src_load - mine;
         let active: &[u32] = if self.groups {
             self.slots.active(src as u32)
@@ -1032,6 +1042,26 @@ impl DomainBalancer for Cfs {
         let d = self.topo.domain_of(p, self.topo.levels()[l].span);
         self.balance(p as usize, now, only_cold, d.start as usize..d.end as usize)
     }
+
+    fn active_balance(&mut self, p: u32) -> Active {
+        let Some(src) = self.busiest.take() else {
+            return Active::NotNeeded;
+        };
+        match self.running[src as usize] {
+            Some(c) if self.setup.vcpu_mask[c.idx()].contains(p) => {
+                if self.active_balance.push(c, src, p) {
+                    Active::Kicked
+                } else {
+                    Active::Busy
+                }
+            }
+            _ => Active::Pinned,
+        }
+    }
+
+    fn active_rule(&self) -> ActiveRule {
+        ActiveRule::AnyFailure
+    }
 }
 
 impl HostScheduler for Cfs {
@@ -1139,15 +1169,25 @@ impl HostScheduler for Cfs {
                 self.count_out(v, pi, false);
             }
         }
-        // An SMT active balance's push: the vCPU moves to the idle pCPU (still idle).
-        if let Some(dst) = self.smt_balance.take(v, pi as u32) {
+        // An active balance's push (active_balance.rs): the vCPU moves to its target
+        // (the SMT trigger's only while that is idle) and preempts there as a wakee.
+        if let Some((dst, only_if_idle)) = self.active_balance.take(v, pi as u32) {
             let d = dst as usize;
+            let idle = self.nr[d] == 0;
             if why != StopReason::Blocked
-                && self.nr[d] == 0
+                && (idle || !only_if_idle)
                 && self.setup.vcpu_mask[v.idx()].contains(dst)
             {
                 self.migrate(v, pi, d);
-                self.smt_balance.out.push(PcpuId(dst));
+                if idle {
+                    self.active_balance.out.push(PcpuId(dst));
+                } else {
+                    self.update_curr(d, now);
+                    if self.wakeup_preempts(v, d) {
+                        self.set_preempting_buddy(d, v);
+                        self.active_balance.out.push(PcpuId(dst));
+                    }
+                }
             }
         }
     }
@@ -1252,8 +1292,8 @@ impl HostScheduler for Cfs {
             if pulled && was_idle {
                 resched = true;
             }
-            if self.smt_balance.enabled() {
-                let mut sb = std::mem::take(&mut self.smt_balance);
+            if self.active_balance.enabled() {
+                let mut sb = std::mem::take(&mut self.active_balance);
                 sb.after_periodic(
                     &self.topo,
                     pi as u32,
@@ -1263,7 +1303,7 @@ impl HostScheduler for Cfs {
                     |q| self.running[q as usize].filter(|_| self.nr[q as usize] == 1),
                     |v, q| self.setup.vcpu_mask[v.idx()].contains(q) && !self.throttled(v.0),
                 );
-                self.smt_balance = sb;
+                self.active_balance = sb;
             }
         }
         if self.running[pi].is_none() && self.leftmost(pi).is_some() {
@@ -1343,8 +1383,8 @@ impl HostScheduler for Cfs {
     /// groups: its VM's group entity on the root).
     #[inline]
     fn drain_resched(&mut self, out: &mut Vec<PcpuId>) {
-        if !self.smt_balance.out.is_empty() {
-            out.append(&mut self.smt_balance.out);
+        if !self.active_balance.out.is_empty() {
+            out.append(&mut self.active_balance.out);
         }
     }
 
@@ -1767,6 +1807,38 @@ mod tests {
         c.setup.vcpu_mask[4] = CpuMask::all(3);
         let picked = c.pick_next(PcpuId(2), Nanos(1_000)).map(|(v, _)| v);
         assert_eq!(picked, Some(VcpuId(4)));
+    }
+
+    /// Active balance (3.x): pCPU 0 runs vCPU 0, free to run anywhere, with vCPU 1
+    /// pinned to it queued behind; idle pCPU 1's periodic balances fail (the queued
+    /// vCPU is pinned away, the running one clears LBF_ALL_PINNED), and the fourth
+    /// failure in a row (more than cache_nice_tries 1 + 2) stops pCPU 0's vCPU and
+    /// moves it to pCPU 1.
+    #[test]
+    fn an_idle_pcpu_takes_a_running_vcpu_after_four_failed_balances() {
+        const MS: u64 = 1_000_000;
+        let mut c = cfs(2, &[256, 256]);
+        retime(&mut c, BalanceInterval::Fixed, 1);
+        c.setup.vcpu_mask = vec![CpuMask::single(0); 2];
+        c.enqueue_wake(VcpuId(0), Nanos(0));
+        c.enqueue_wake(VcpuId(1), Nanos(0));
+        assert_eq!(c.pick_next(PcpuId(0), Nanos(0)).unwrap().0, VcpuId(0));
+        c.setup.vcpu_mask[0] = CpuMask::all(2);
+        let mut out = Vec::new();
+        let mut t = 0;
+        while out.is_empty() && t < 100 * MS {
+            t += MS;
+            c.tick(PcpuId(1), Nanos(t));
+            c.drain_resched(&mut out);
+        }
+        assert_eq!(out, [PcpuId(0)], "pCPU 0 is stopped");
+        assert!(t > 3 * MS, "not before the fourth failure ({t} ns)");
+        out.clear();
+        c.put_prev(PcpuId(0), VcpuId(0), StopReason::Preempted, Nanos(t));
+        c.drain_resched(&mut out);
+        assert_eq!(out, [PcpuId(1)]);
+        assert_eq!((c.nr[0], c.nr[1]), (1, 1));
+        assert_eq!(c.pick_next(PcpuId(1), Nanos(t)).unwrap().0, VcpuId(0));
     }
 
     /// rebalance_domains: a busy pCPU balances `balance_busy_factor` times less often

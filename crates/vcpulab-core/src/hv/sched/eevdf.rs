@@ -25,12 +25,12 @@
 //! (hv/sched/balance.rs: newidle and periodic pulls) with 6.6's imbalance
 //! (`pull_one`: the least recently run vCPU that fits), caps are CFS bandwidth control.
 
+use super::active_balance::ActiveBalance;
 use super::balance::{
-    detach_tasks, newidle_balance, rebalance_domains, BalanceRules, BalanceTiming, DomainBalancer,
-    PcpuBalance, Pull,
+    detach_tasks, newidle_balance, rebalance_domains, Active, ActiveRule, BalanceRules,
+    BalanceTiming, DomainBalancer, PcpuBalance, Pull, NR_MIGRATE,
 };
 use super::groups::GroupSlots;
-use super::smt_balance::SmtBalance;
 use super::wake_affine::{AffineLoads, WakeAffinity, Waker, Wakeup};
 use super::{HostScheduler, SchedSetup, StopReason, WakePlacement};
 use crate::host::cpumask::CpuMask;
@@ -152,7 +152,12 @@ pub struct Eevdf {
     /// SMT cores, last-level caches and NUMA nodes (host/topology.rs).
     topo: Topology,
     /// Active balancing out of shared SMT cores.
-    smt_balance: SmtBalance,
+    active_balance: ActiveBalance,
+    /// The busiest pCPU the last balance met (what an active balance stops), and
+    /// whether that balance was a migrate_task one (an idle pCPU's: only those turn
+    /// active on 6.6).
+    busiest: Option<u32>,
+    migrate_task: bool,
     /// Per domain level, bottom up: each domain's pCPUs. Wake-up placement searches
     /// the previous pCPU's LLC; balancing walks the levels.
     level_masks: Vec<Vec<CpuMask>>,
@@ -324,7 +329,9 @@ impl Eevdf {
             idle: CpuMask::all(np),
             overloaded: CpuMask::default(),
             slots: GroupSlots::new(np, nv as usize, nvm as usize, groups),
-            smt_balance: SmtBalance::new(&topo),
+            active_balance: ActiveBalance::new(&topo),
+            busiest: None,
+            migrate_task: false,
             topo,
             level_masks,
             llc_level,
@@ -909,19 +916,23 @@ impl Eevdf {
             .unwrap_or(prev)
     }
 
-    /// The busiest pCPU with a waiting vCPU in `scope` (and more load than `mine`).
-    fn busiest_in(&self, scope: CpuMask, p: u32, mine: u64) -> Option<(u32, u64)> {
-        let mut best: Option<(u32, u64)> = None;
+    /// The busiest pCPU with a waiting vCPU in `scope` (and more load than `mine`), and
+    /// its load: the most loaded, or with `by_count` (6.6's find_busiest_queue for
+    /// migrate_task) the one with the most runnable vCPUs; the first of equals.
+    fn busiest_in(&self, scope: CpuMask, p: u32, mine: u64, by_count: bool) -> Option<(u32, u64)> {
+        let mut best: Option<(u32, u64, u32)> = None;
         for q in self.overloaded.and(scope).iter() {
             if q == p {
                 continue;
             }
             let l = self.cpu_load(q);
-            if l > mine && best.is_none_or(|(_, bl)| l > bl) {
-                best = Some((q, l));
+            let nr = self.cpus[q as usize].nr;
+            let busier = |(_, bl, bnr): (u32, u64, u32)| if by_count { nr > bnr } else { l > bl };
+            if l > mine && best.is_none_or(busier) {
+                best = Some((q, l, nr));
             }
         }
-        best
+        best.map(|(q, l, _)| (q, l))
     }
 
     /// What wake_affine reads of the waker's pCPU `this` and the wakee's previous one.
@@ -1007,9 +1018,10 @@ impl Eevdf {
         only_cold: bool,
         scope: CpuMask,
         failed: u32,
+        migrate_task: bool,
     ) -> Pull {
         let mine = self.cpu_load(p);
-        let migrate_load = if self.cpus[p as usize].nr == 0 {
+        let migrate_load = if migrate_task {
             None
         } else {
             let total: u64 = scope.iter().map(|q| self.cpu_load(q)).sum();
@@ -1024,22 +1036,28 @@ impl Eevdf {
         let mut scope = scope;
         let mut any_pinned = false;
         let (src, src_load) = loop {
-            let Some((src, src_load)) = self.busiest_in(scope, p, mine) else {
+            let Some((src, src_load)) = self.busiest_in(scope, p, mine, migrate_task) else {
                 return if any_pinned {
                     Pull::AllPinned
                 } else {
                     Pull::Balanced
                 };
             };
-            if self.any_allowed_queued(src, p) {
+            // can_migrate_task clears LBF_ALL_PINNED for the running vCPU too (its
+            // affinity is tested before task_on_cpu): then the balance fails, and
+            // enough failures move it (active balance, `active_balance`).
+            let running_allowed = self.cpus[src as usize]
+                .curr
+                .is_some_and(|c| self.setup.vcpu_mask[c.idx()].contains(p));
+            if self.any_allowed_queued(src, p) || running_allowed {
                 break (src, src_load);
             }
             any_pinned = true;
             scope.remove(src);
         };
-        let diff = src_load - mine;
+        self.busiest = Some(src);
         let within = |w: u64| match migrate_load {
-            None => 2 * w <= diff,
+            None => true,
             Some(avg) => w >> failed.min(63) <= (src_load.saturating_sub(avg)).min(avg - mine),
         };
         let mut cand: Option<(u64, VcpuId)> = None;
@@ -1121,10 +1139,32 @@ impl Eevdf {
     }
 
     /// One balance of `p` over `scope` (hv/sched/balance.rs `detach_tasks`).
+    ///
+    /// 6.6's calculate_imbalance: a busy `p` balances load (migrate_load, `pull_one`);
+    /// an idle one, whose group has spare capacity, balances the count of runnable
+    /// vCPUs (migrate_task: sibling_imbalance halved, half the busiest pCPU's vCPUs and
+    /// at least one, whatever their load, from that pCPU).
     fn balance(&mut self, p: u32, l: usize, now: Nanos, only_cold: bool) -> Pull {
         let scope = self.level_mask(l, p);
         let failed = self.lb[p as usize].failed(l);
-        detach_tasks(|| self.pull_one(p, now, only_cold, scope, failed))
+        self.busiest = None;
+        self.migrate_task = self.cpus[p as usize].nr == 0;
+        if !self.migrate_task {
+            return detach_tasks(|| self.pull_one(p, now, only_cold, scope, failed, false));
+        }
+        let first = self.pull_one(p, now, only_cold, scope, failed, true);
+        if let (Pull::Moved, Some(src)) = (first, self.busiest) {
+            // The busiest held one more before the move.
+            let before = self.cpus[src as usize].nr + 1;
+            let count = before / 2;
+            let from = CpuMask::single(src);
+            for _ in 1..count.min(NR_MIGRATE) {
+                if self.pull_one(p, now, only_cold, from, failed, true) != Pull::Moved {
+                    break;
+                }
+            }
+        }
+        first
     }
 
     /// check_preempt_wakeup_fair(): the level where the wakee meets the running vCPU,
@@ -1162,6 +1202,26 @@ impl DomainBalancer for Eevdf {
 
     fn balance_level(&mut self, p: u32, l: usize, now: Nanos, only_cold: bool) -> Pull {
         self.balance(p, l, now, only_cold)
+    }
+
+    fn active_balance(&mut self, p: u32) -> Active {
+        let Some(src) = self.busiest.take().filter(|_| self.migrate_task) else {
+            return Active::NotNeeded;
+        };
+        match self.cpus[src as usize].curr {
+            Some(c) if self.setup.vcpu_mask[c.idx()].contains(p) => {
+                if self.active_balance.push(c, src, p) {
+                    Active::Kicked
+                } else {
+                    Active::Busy
+                }
+            }
+            _ => Active::Pinned,
+        }
+    }
+
+    fn active_rule(&self) -> ActiveRule {
+        ActiveRule::TaskImbalance
     }
 }
 
@@ -1233,15 +1293,20 @@ impl HostScheduler for Eevdf {
             }
         }
         self.cpus[pi as usize].curr = None;
-        // An SMT active balance's push: the vCPU moves to the idle pCPU (still idle).
-        if let Some(dst) = self.smt_balance.take(v, pi) {
+        // An active balance's push (active_balance.rs): the vCPU moves to its target
+        // (the SMT trigger's only while that is idle) and preempts there as a wakee.
+        if let Some((dst, only_if_idle)) = self.active_balance.take(v, pi) {
+            let idle = self.cpus[dst as usize].nr == 0;
             if why != StopReason::Blocked
-                && self.cpus[dst as usize].nr == 0
+                && (idle || !only_if_idle)
                 && self.setup.vcpu_mask[v.idx()].contains(dst)
             {
                 self.dequeue_vcpu(v, pi, true);
+                let pending = !idle && self.update_curr(dst, now);
                 self.enqueue_vcpu(v, dst);
-                self.smt_balance.out.push(PcpuId(dst));
+                if idle || pending || self.wakeup_preempts(v, dst) {
+                    self.active_balance.out.push(PcpuId(dst));
+                }
             }
         }
     }
@@ -1333,8 +1398,8 @@ impl HostScheduler for Eevdf {
             if pulled && was_idle {
                 resched = true;
             }
-            if self.smt_balance.enabled() {
-                let mut sb = std::mem::take(&mut self.smt_balance);
+            if self.active_balance.enabled() {
+                let mut sb = std::mem::take(&mut self.active_balance);
                 sb.after_periodic(
                     &self.topo,
                     pi,
@@ -1347,7 +1412,7 @@ impl HostScheduler for Eevdf {
                     },
                     |v, q| self.setup.vcpu_mask[v.idx()].contains(q) && self.active(v.0),
                 );
-                self.smt_balance = sb;
+                self.active_balance = sb;
             }
         }
         if self.cpus[pi as usize].curr.is_none() && self.pick_eevdf(pi).is_some() {
@@ -1428,8 +1493,8 @@ impl HostScheduler for Eevdf {
     /// runqueue's weighted mean, in CPU time at its weight (minus its lag).
     #[inline]
     fn drain_resched(&mut self, out: &mut Vec<PcpuId>) {
-        if !self.smt_balance.out.is_empty() {
-            out.append(&mut self.smt_balance.out);
+        if !self.active_balance.out.is_empty() {
+            out.append(&mut self.active_balance.out);
         }
     }
 
@@ -1594,6 +1659,36 @@ mod tests {
                 "groups {groups}: CPU time per vCPU {cpu:?}"
             );
         }
+    }
+
+    /// Active balance (6.6, imbalanced_active_balance): an idle pCPU meets a busier one
+    /// whose queued vCPU is pinned to it and whose running vCPU may move; after more
+    /// than cache_nice_tries + 2 failed balances the running vCPU is stopped and moved.
+    #[test]
+    fn an_idle_pcpu_takes_a_running_vcpu_after_repeated_failures() {
+        const MS: u64 = 1_000_000;
+        let mut su = setup(2, &[(1, 256), (1, 256)]);
+        su.vcpu_mask = vec![CpuMask::single(0); 2];
+        let mut s = Eevdf::new(&params(false), su);
+        s.enqueue_wake(VcpuId(0), Nanos(0));
+        s.enqueue_wake(VcpuId(1), Nanos(0));
+        let first = s.pick_next(PcpuId(0), Nanos(0)).unwrap().0;
+        let other = VcpuId(1 - first.0);
+        s.setup.vcpu_mask[first.idx()] = CpuMask::all(2);
+        let mut out = Vec::new();
+        let mut t = 0;
+        while out.is_empty() && t < 1_000 * MS {
+            t += MS;
+            s.tick(PcpuId(1), Nanos(t));
+            s.drain_resched(&mut out);
+        }
+        assert_eq!(out, [PcpuId(0)], "pCPU 0 is stopped");
+        out.clear();
+        s.put_prev(PcpuId(0), first, StopReason::Preempted, Nanos(t));
+        s.drain_resched(&mut out);
+        assert_eq!(out, [PcpuId(1)]);
+        assert_eq!(s.pick_next(PcpuId(1), Nanos(t)).unwrap().0, first);
+        assert_eq!(s.pick_next(PcpuId(0), Nanos(t)).unwrap().0, other);
     }
 
     #[test]

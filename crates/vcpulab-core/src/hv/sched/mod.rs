@@ -3,6 +3,7 @@
 //! queued and whether it preempts, which vCPU a pCPU runs next and for how long, and
 //! what its periodic ticks change.
 
+mod active_balance;
 mod balance;
 pub mod cfs;
 pub mod credit;
@@ -12,7 +13,6 @@ pub mod gang;
 mod groups;
 mod pelt;
 pub mod relaxed;
-mod smt_balance;
 pub mod wake_affine;
 
 use crate::host::cpumask::CpuMask;
