@@ -7,7 +7,7 @@
 //! CPU preempts it and `active_load_balance_cpu_stop()` moves it here; the failure count
 //! drops to `cache_nice_tries + 1` and the interval doubles. Two triggers here:
 //!
-//! - **Load balancing** (balance.rs `rebalance_domains`, `ActiveBalance::push`): a
+//! - **Load balancing** (balance.rs `rebalance_domains`, `ActiveBalance::kick`): a
 //!   periodic balance that failed (every queued vCPU of the busiest pCPU pinned away
 //!   while its running one may come, or none that fits) more than cache_nice_tries + 2
 //!   times in a row moves the busiest pCPU's running vCPU.
@@ -27,6 +27,7 @@
 //! approximation), load balancing's onto a busy target too, where it preempts as a
 //! wakee would (attach_one_task → check_preempt_curr).
 
+use super::balance::Active;
 use crate::host::topology::Topology;
 use crate::sim::{PcpuId, VcpuId};
 
@@ -116,12 +117,22 @@ impl ActiveBalance {
         }
     }
 
-    /// Load balancing's active balance: `v`, running on `src`, is to move to `dst` (its
-    /// pCPU rescheduled now). False if a push from `src` (or of `v`) is under way
-    /// already (the busiest runqueue's `active_balance` flag).
-    pub fn push(&mut self, v: VcpuId, src: u32, dst: u32) -> bool {
+    /// Load balancing's active balance (load_balance after need_active_balance()):
+    /// `running`, the vCPU running on `src`, is to move to `dst` (`src` rescheduled
+    /// now), if `allowed` says it may run there and no push from `src` (or of it) is
+    /// under way (the busiest runqueue's `active_balance` flag).
+    pub(crate) fn kick(
+        &mut self,
+        running: Option<VcpuId>,
+        allowed: impl Fn(VcpuId) -> bool,
+        src: u32,
+        dst: u32,
+    ) -> Active {
+        let Some(v) = running.filter(|&v| allowed(v)) else {
+            return Active::Pinned;
+        };
         if self.pending.iter().any(|x| x.v == v || x.src == src) {
-            return false;
+            return Active::Busy;
         }
         self.pending.push(Push {
             v,
@@ -130,7 +141,7 @@ impl ActiveBalance {
             only_if_idle: false,
         });
         self.out.push(PcpuId(src));
-        true
+        Active::Kicked
     }
 
     /// `v` stops running on `src`: the pCPU it is to move to and whether only if that

@@ -1208,16 +1208,10 @@ impl DomainBalancer for Eevdf {
         let Some(src) = self.busiest.take().filter(|_| self.migrate_task) else {
             return Active::NotNeeded;
         };
-        match self.cpus[src as usize].curr {
-            Some(c) if self.setup.vcpu_mask[c.idx()].contains(p) => {
-                if self.active_balance.push(c, src, p) {
-                    Active::Kicked
-                } else {
-                    Active::Busy
-                }
-            }
-            _ => Active::Pinned,
-        }
+        let masks = &self.setup.vcpu_mask;
+        let running = self.cpus[src as usize].curr;
+        self.active_balance
+            .kick(running, |c| masks[c.idx()].contains(p), src, p)
     }
 
     fn active_rule(&self) -> ActiveRule {
