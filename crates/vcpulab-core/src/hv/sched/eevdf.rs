@@ -1598,6 +1598,69 @@ mod tests {
         }
     }
 
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// Whatever the affinities, balancing (pulls, migrate_task counts, active
+        /// balance pushes) never puts a vCPU on a pCPU its mask leaves out, and every
+        /// runnable vCPU stays on exactly one runqueue.
+        #[test]
+        fn balancing_keeps_vcpus_within_their_masks(
+            np in 2u32..6,
+            masks in proptest::collection::vec(1u32..64, 1..10),
+            groups in any::<bool>(),
+        ) {
+            let nv = masks.len();
+            let mut su = setup(np, &[(nv as u32, 256)]);
+            su.vcpu_mask = masks
+                .iter()
+                .map(|&m| {
+                    let m = m & ((1 << np) - 1);
+                    if m == 0 { CpuMask::single(0) } else {
+                        let mut c = CpuMask::default();
+                        (0..np).filter(|q| m >> q & 1 == 1).for_each(|q| c.insert(q));
+                        c
+                    }
+                })
+                .collect();
+            let mut s = Eevdf::new(&params(groups), su.clone());
+            let mut running: Vec<Option<VcpuId>> = vec![None; np as usize];
+            for v in 0..nv {
+                s.enqueue_wake(VcpuId(v as u32), Nanos::ZERO);
+            }
+            let tick = s.tick;
+            let mut now = Nanos::ZERO;
+            let mut out = Vec::new();
+            for _ in 0..400 {
+                now += tick;
+                for p in 0..np {
+                    let mut resched = s.tick(PcpuId(p), now);
+                    s.drain_resched(&mut out);
+                    resched |= running[p as usize].is_none();
+                    if resched {
+                        if let Some(v) = running[p as usize].take() {
+                            s.put_prev(PcpuId(p), v, StopReason::Preempted, now);
+                        }
+                        running[p as usize] = s.pick_next(PcpuId(p), now).map(|(v, _)| v);
+                    }
+                }
+                // Pushes and pulls reschedule other pCPUs: they stop and pick again.
+                while let Some(q) = out.pop() {
+                    if let Some(v) = running[q.idx()].take() {
+                        s.put_prev(q, v, StopReason::Preempted, now);
+                    }
+                    running[q.idx()] = s.pick_next(q, now).map(|(v, _)| v);
+                    s.drain_resched(&mut out);
+                }
+                for v in 0..nv {
+                    let home = s.home_of(VcpuId(v as u32));
+                    prop_assert!(su.vcpu_mask[v].contains(home.0), "vCPU {v} on pCPU {}", home.0);
+                }
+                let queued: u32 = (0..np).map(|p| s.cpus[p as usize].nr).sum();
+                prop_assert_eq!(queued as usize, nv);
+            }
+        }
+    }
+
     #[test]
     fn base_slice_scales_with_log_of_cpus() {
         let s = Eevdf::new(&params(false), setup(1, &[(1, 256)]));
