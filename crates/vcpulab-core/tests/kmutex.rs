@@ -162,7 +162,7 @@ fn the_hand_off_strands_the_mutex_on_preempted_first_waiters() {
     let text = program(2, "kmutex_lock", "kmutex_unlock", "exp(5us)")
         .replace("linux-3.2", "linux-6.6")
         .replace("threads = 4", "threads = 8")
-        .replace("duration = \"100ms\"", "duration = \"1s\"")
+        .replace("duration = \"100ms\"", "duration = \"4s\"")
         + "[[vm]]\nname = \"b\"\nvcpus = 4\nworkload = { model = \"cpu-bomb\" }\n";
     let (mut lwp_on, mut lwp_off) = (0, 0);
     for seed in ["seed=1", "seed=2", "seed=3"] {

@@ -26,8 +26,12 @@ use super::Nanos;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-/// (time, seq) packed in one integer: time in the high half, so one comparison orders
-/// by time, then by insertion.
+/// Where a ranked push's rank sits in the low half of the key, above the insertion
+/// sequence (2^48 pushes: some 10^14, years of any run).
+const RANK_SHIFT: u32 = 48;
+
+/// (time, rank, seq) packed in one integer: time in the high half, so one comparison
+/// orders by time, then by rank (0 unless `push_ranked`), then by insertion.
 struct Entry<E> {
     key: u128,
     ev: E,
@@ -248,15 +252,32 @@ impl<E: Copy> EventQueue<E> {
     fn next_key(&mut self, at: Nanos) -> u128 {
         let seq = self.seq;
         self.seq += 1;
+        debug_assert!(
+            seq < 1 << RANK_SHIFT,
+            "push sequence overflows into the rank"
+        );
         ((at.0 as u128) << 64) | seq as u128
     }
 
     #[inline]
     pub fn push(&mut self, at: Nanos, ev: E) {
-        let e = Entry {
-            key: self.next_key(at),
-            ev,
-        };
+        let key = self.next_key(at);
+        self.push_keyed(key, ev);
+    }
+
+    /// Queues `ev` at `at` ranked `rank` among the events of the same instant: after
+    /// every unranked one and those of lower rank, whatever the order of the pushes
+    /// (ties of equal rank in push order). For events that fire together and whose
+    /// order is a race the caller draws (the Linux host's aligned ticks, world.rs).
+    #[inline]
+    pub fn push_ranked(&mut self, at: Nanos, rank: u16, ev: E) {
+        let key = self.next_key(at) | (u128::from(rank) << RANK_SHIFT);
+        self.push_keyed(key, ev);
+    }
+
+    #[inline]
+    fn push_keyed(&mut self, key: u128, ev: E) {
+        let e = Entry { key, ev };
         // (A popped slot root can wait: this heap is the other one.)
         if self.popped == Popped::Main {
             self.popped = Popped::Nothing;
@@ -417,6 +438,21 @@ mod tests {
         q.push(Nanos(5), 'd');
         let order: Vec<char> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
         assert_eq!(order, vec!['a', 'b', 'c', 'd']);
+    }
+
+    /// Ranked events of one instant fire after the unranked ones, by rank, whatever the
+    /// order they were pushed in; other instants keep time order.
+    #[test]
+    fn ranked_ties_fire_by_rank_after_the_unranked() {
+        let mut q = EventQueue::new();
+        q.push_ranked(Nanos(5), 3, 'x');
+        q.push_ranked(Nanos(5), 1, 'y');
+        q.push(Nanos(5), 'a');
+        q.push_ranked(Nanos(4), 9, 'w');
+        q.push_ranked(Nanos(5), 1, 'z');
+        q.push(Nanos(6), 'b');
+        let order: Vec<char> = std::iter::from_fn(|| q.pop().map(|(_, e)| e)).collect();
+        assert_eq!(order, vec!['w', 'a', 'y', 'z', 'x', 'b']);
     }
 
     proptest! {

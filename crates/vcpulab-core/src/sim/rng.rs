@@ -27,6 +27,8 @@ pub enum Stream {
     Cache = 6,
     /// Where a VM's futex objects fall in the guest's futex hash table (sim/build.rs).
     Futex = 7,
+    /// The order in which the Linux host's aligned ticks are handled (sim/world.rs).
+    TickOrder = 8,
 }
 
 impl Rng {

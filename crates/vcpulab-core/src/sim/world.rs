@@ -193,6 +193,11 @@ pub struct World {
     pub cosched: Vec<crate::hv::cosched::CoschedStats>,
     pub cvs_coschedule_below: f64,
     pub cvs_yield_head_below: f64,
+    /// The host's ticks fire at the same instants on every pCPU
+    /// (`HostScheduler::ticks_aligned`); their order at each instant is drawn from
+    /// `tick_order`.
+    ticks_aligned: bool,
+    tick_order: Rng,
 }
 
 impl World {
@@ -352,6 +357,7 @@ impl World {
             },
             threads.len(),
         );
+        let sched = sched::build(&sc.host.scheduler, setup);
         Ok(World {
             now: Nanos::ZERO,
             q: EventQueue::new(),
@@ -364,7 +370,9 @@ impl World {
             vms,
             vcpus,
             threads,
-            sched: sched::build(&sc.host.scheduler, setup),
+            ticks_aligned: sched.ticks_aligned(),
+            tick_order: Rng::stream(sc.seed, Stream::TickOrder, 0),
+            sched,
             trace: None,
             ple: ple::build(&sc.host.ple, &vcpu_vm),
             ple_action: sc.host.ple.action,
@@ -444,6 +452,16 @@ impl World {
             cvs_coschedule_below: sc.host.ple.cvs_coschedule_below,
             cvs_yield_head_below: sc.host.ple.cvs_yield_head_below,
         })
+    }
+
+    /// Queues `p`'s tick at `at` on the aligned grid, ranked at random among the pCPUs'
+    /// ticks of that instant: on Linux every CPU's tick interrupt and its
+    /// rebalance_domains softirq run at once, and which takes a runqueue's lock first
+    /// (a pull, a preemption) is a race; a fixed order would let the same pCPU win it
+    /// at every tick.
+    fn push_aligned_tick(&mut self, at: Nanos, p: PcpuId) {
+        let rank = self.tick_order.next_u64() as u16;
+        self.q.push_ranked(at, rank, Ev::Tick(p));
     }
 
     pub fn set_trace(&mut self, t: Box<dyn TraceSink>) {
@@ -549,10 +567,19 @@ impl World {
             }
         }
         if let Some(p) = self.sched.tick_period() {
+            // The host's jiffy grid has its own phase against the guests' (each kernel
+            // booted at its own time; the guests' ticks fall on multiples of their
+            // period, guest/preempt.rs `tick_after`).
+            let phase = Nanos(self.tick_order.below(p.0));
+
             for i in 0..self.pcpus.len() {
-                // Stagger ticks across pCPUs as real timers are not aligned.
-                let off = Nanos(p.0 * i as u64 / self.pcpus.len() as u64);
-                self.q.push(p + off, Ev::Tick(PcpuId(i as u32)));
+                if self.ticks_aligned {
+                    self.push_aligned_tick(p + phase, PcpuId(i as u32));
+                } else {
+                    // Per-CPU timers started as each CPU came up: spread over the period.
+                    let off = Nanos(p.0 * i as u64 / self.pcpus.len() as u64);
+                    self.q.push(p + off, Ev::Tick(PcpuId(i as u32)));
+                }
             }
         }
         if let Some(g) = self.sched.global_period() {
@@ -685,7 +712,11 @@ impl World {
             }
             Ev::Tick(p) => {
                 if let Some(period) = self.sched.tick_period() {
-                    self.q.push(self.now + period, Ev::Tick(p));
+                    if self.ticks_aligned {
+                        self.push_aligned_tick(self.now + period, p);
+                    } else {
+                        self.q.push(self.now + period, Ev::Tick(p));
+                    }
                 }
                 if self.sched.tick(p, self.now) {
                     self.resched(p, PreemptCause::Slice);

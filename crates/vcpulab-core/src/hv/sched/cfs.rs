@@ -1075,6 +1075,10 @@ impl HostScheduler for Cfs {
         Some(self.tick)
     }
 
+    fn ticks_aligned(&self) -> bool {
+        true
+    }
+
     fn global_period(&self) -> Option<Nanos> {
         self.quota
             .iter()

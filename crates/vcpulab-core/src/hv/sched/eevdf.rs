@@ -1228,6 +1228,10 @@ impl HostScheduler for Eevdf {
         Some(self.tick)
     }
 
+    fn ticks_aligned(&self) -> bool {
+        true
+    }
+
     fn global_period(&self) -> Option<Nanos> {
         self.quota
             .iter()

@@ -65,6 +65,15 @@ pub trait HostScheduler {
     /// Period of the per-pCPU tick, if the scheduler has one.
     fn tick_period(&self) -> Option<Nanos>;
 
+    /// Whether every pCPU's tick fires at the same instants (Linux: each CPU's
+    /// sched_timer expires on the jiffy grid, tick_setup_sched_timer, unless booted
+    /// with skew_tick=1), so that the order of one instant's ticks is a race; otherwise
+    /// the ticks are spread over the period (per-CPU timers started as each CPU came
+    /// up).
+    fn ticks_aligned(&self) -> bool {
+        false
+    }
+
     /// Period of the scheduler-wide accounting, if any.
     fn global_period(&self) -> Option<Nanos>;
 
