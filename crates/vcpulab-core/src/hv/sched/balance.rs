@@ -349,6 +349,105 @@ impl PcpuBalance {
     }
 }
 
+/// The periodic balances of one tick instant race (the host's ticks are aligned,
+/// sim/world.rs): on Linux each busy CPU's rebalance_domains softirq reads the other
+/// runqueues' loads at the same moment (find_busiest_group takes no lock), so none sees
+/// what the others move; the first to lock the busiest runqueue pulls, and the others
+/// find there less than they counted on — often nothing (`busiest->nr_running` ≤ 1:
+/// a failed balance). The model runs one instant's balances one after another, so each
+/// busy pCPU's balance reads the loads as they were before the balances of that instant
+/// that ran ahead of it (`hidden` moves undone in what it reads), and moves only what
+/// is really there. An idle pCPU's balance reads them as they are: its tick stands for
+/// the nohz idle balance, which one CPU runs for the idle ones in turn.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct TickRace {
+    /// The instant of `moves`.
+    at: Nanos,
+    /// The moves of periodic balances at `at`: source, destination, the load moved.
+    moves: Vec<(u32, u32, u64)>,
+    /// How many of `moves` the balance running now does not see.
+    hidden: usize,
+}
+
+impl TickRace {
+    fn forget_older(&mut self, now: Nanos) {
+        if self.at != now {
+            self.at = now;
+            self.moves.clear();
+        }
+    }
+
+    /// A periodic balance starts at `now`; `racing`: it is a busy pCPU's, which does not
+    /// see the moves the balances of this instant made before it.
+    pub(crate) fn begin(&mut self, now: Nanos, racing: bool) {
+        self.forget_older(now);
+        self.hidden = if racing { self.moves.len() } else { 0 };
+    }
+
+    /// The balance that `begin` started is over.
+    pub(crate) fn end(&mut self) {
+        self.hidden = 0;
+    }
+
+    /// A periodic balance moved `load` from `src` to `dst` at `now`.
+    pub(crate) fn record(&mut self, now: Nanos, src: u32, dst: u32, load: u64) {
+        if self.at != now {
+            self.forget_older(now);
+            self.hidden = 0;
+        }
+        self.moves.push((src, dst, load));
+    }
+
+    /// The load of `q` as the running balance reads it (`actual` now).
+    #[inline]
+    pub(crate) fn load_seen(&self, q: u32, actual: u64) -> u64 {
+        if self.hidden == 0 {
+            return actual;
+        }
+        self.moves[..self.hidden]
+            .iter()
+            .fold(actual, |l, &(src, dst, w)| {
+                if src == q {
+                    l + w
+                } else if dst == q {
+                    l.saturating_sub(w)
+                } else {
+                    l
+                }
+            })
+    }
+
+    /// The runnable vCPUs on `q` as the running balance counts them (`actual` now).
+    #[inline]
+    pub(crate) fn nr_seen(&self, q: u32, actual: u32) -> u32 {
+        if self.hidden == 0 {
+            return actual;
+        }
+        self.moves[..self.hidden]
+            .iter()
+            .fold(actual, |n, &(src, dst, _)| {
+                if src == q {
+                    n + 1
+                } else if dst == q {
+                    n.saturating_sub(1)
+                } else {
+                    n
+                }
+            })
+    }
+
+    /// Whether the running balance does not see some move of this instant.
+    #[inline]
+    pub(crate) fn hides_any(&self) -> bool {
+        self.hidden > 0
+    }
+
+    /// The pCPUs the running balance does not see lose a vCPU this instant.
+    pub(crate) fn hidden_sources(&self) -> impl Iterator<Item = u32> + '_ {
+        self.moves[..self.hidden].iter().map(|&(src, _, _)| src)
+    }
+}
+
 /// What the domain walks below need of a Linux host scheduler (cfs.rs, eevdf.rs).
 pub(crate) trait DomainBalancer {
     fn topo(&self) -> &Topology;
@@ -364,6 +463,8 @@ pub(crate) trait DomainBalancer {
     fn active_balance(&mut self, p: u32) -> Active;
     /// Which kernel's need_active_balance() and aftermath apply.
     fn active_rule(&self) -> ActiveRule;
+    /// The moves of this instant's periodic balances.
+    fn tick_race(&mut self) -> &mut TickRace;
 }
 
 /// When a failed balance turns active, by kernel.
@@ -404,6 +505,7 @@ pub(crate) fn rebalance_domains(
     if !b.balance_state(p).0.rebalance_due(now) {
         return None;
     }
+    b.tick_race().begin(now, !idle);
     let mut widest: Option<(usize, bool)> = None;
     let mut next = Nanos::MAX;
     for l in 0..b.topo().levels().len() {
@@ -446,6 +548,7 @@ pub(crate) fn rebalance_domains(
         widest = Some((l, pulled));
     }
     b.balance_state(p).0.set_next_balance(next);
+    b.tick_race().end();
     widest
 }
 
@@ -523,6 +626,29 @@ mod tests {
 
     fn due(b: &PcpuBalance, l: usize, now: u64, idle: bool, t: &BalanceTiming) -> bool {
         b.due_at(l, idle, t) <= Nanos(now)
+    }
+
+    /// A busy pCPU's balance does not see the moves made before it in its instant; its
+    /// own moves, an idle pCPU's balance and the next instant see everything.
+    #[test]
+    fn a_racing_balance_reads_the_loads_from_before_its_instants_moves() {
+        let mut r = TickRace::default();
+        let t = Nanos(4 * MS);
+        r.begin(t, true);
+        r.record(t, 3, 1, 1024);
+        r.end();
+        r.begin(t, true);
+        assert_eq!((r.load_seen(3, 1024), r.nr_seen(3, 1)), (2048, 2));
+        assert_eq!((r.load_seen(1, 2048), r.nr_seen(1, 2)), (1024, 1));
+        assert_eq!(r.load_seen(0, 1024), 1024);
+        assert_eq!(r.hidden_sources().collect::<Vec<_>>(), [3]);
+        r.record(t, 3, 2, 1024);
+        assert_eq!(r.load_seen(2, 2048), 2048, "its own move");
+        r.end();
+        r.begin(t, false);
+        assert!(!r.hides_any(), "an idle pCPU's balance");
+        r.begin(Nanos(8 * MS), true);
+        assert!(!r.hides_any(), "a new instant");
     }
 
     #[test]

@@ -20,7 +20,7 @@
 use super::active_balance::ActiveBalance;
 use super::balance::{
     detach_tasks, newidle_balance, rebalance_domains, Active, ActiveRule, BalanceRules,
-    BalanceTiming, DomainBalancer, PcpuBalance, Pull,
+    BalanceTiming, DomainBalancer, PcpuBalance, Pull, TickRace,
 };
 use super::groups::GroupSlots;
 use super::wake_affine::{AffineLoads, WakeAffinity, Waker, Wakeup};
@@ -110,6 +110,8 @@ pub struct Cfs {
     active_balance: ActiveBalance,
     /// The busiest pCPU the last balance met (what an active balance stops).
     busiest: Option<u32>,
+    /// The moves of this tick instant's periodic balances, which race (balance.rs).
+    race: TickRace,
     latency: u64,
     min_gran: u64,
     wakeup_gran: u64,
@@ -199,6 +201,7 @@ impl Cfs {
             affinity: WakeAffinity::new(p.wake_affine, nv as usize),
             active_balance: ActiveBalance::new(&topo),
             busiest: None,
+            race: TickRace::default(),
             topo,
             latency: ms(p.latency_ms),
             min_gran: ms(p.min_granularity_ms),
@@ -773,7 +776,10 @@ impl Cfs {
         only_cold: bool,
         scope: std::ops::Range<usize>,
     ) -> Pull {
-        let mine = self.load(p);
+        // Loads as this balance reads them: without the moves other pCPUs' balances of
+        // this tick instant made (they race; balance.rs `TickRace`).
+        let seen = |c: &Cfs, q: usize| c.race.load_seen(q as u32, c.load(q));
+        let mine = seen(self, p);
         let span = scope.len() as u32;
         // load_balance's redo: a busiest runqueue whose queued vCPUs are all pinned away
         // from `p` is left out and the next busiest tried (LBF_ALL_PINNED).
@@ -784,9 +790,10 @@ impl Cfs {
             let mut best: Option<(usize, u64)> = None;
             total = 0;
             for q in scope.clone() {
-                let l = self.load(q);
+                let l = seen(self, q);
                 total += l;
-                if q == p || self.nr[q] <= self.running[q].is_some() as u32 {
+                let nr = self.race.nr_seen(q as u32, self.nr[q]);
+                if q == p || nr <= self.running[q].is_some() as u32 {
                     continue;
                 }
                 if l > mine && best.is_none_or(|(_, bl)| l > bl) && !pinned.contains(q as u32) {
@@ -846,8 +853,10 @@ impl Cfs {
         // load_balance_fair scales both into the group alike). N + 1 equal vCPUs on N
         // pCPUs take turns on the shared one, with a task group per VM too. Take the
         // queued vCPU whose load is closest to half the gap.
-        let per_task = src_load / self.h_nr_running(src).max(1);
-        let mine_per_task = mine / self.h_nr_running(p).max(1);
+        let nr_seen =
+            |c: &Cfs, q: usize| u64::from(c.race.nr_seen(q as u32, c.h_nr_running(q) as u32));
+        let per_task = src_load / nr_seen(self, src).max(1);
+        let mine_per_task = mine / nr_seen(self, p).max(1);
         let imbn = if mine_per_task > per_task { 1 } else { 2 };
         let small_imbalance = diff + per_task >= imbn * per_task;
         let mut cand: Option<(u64, VcpuId)> = None;
@@ -869,6 +878,8 @@ impl Cfs {
         }
         match cand {
             Some((_, v)) => {
+                let w = self.h_load(v, src);
+                self.race.record(now, src as u32, p as u32, w);
                 // dequeue_entity's update_curr: the source's min_vruntime is current
                 // when the vCPU's vruntime is taken relative to it.
                 self.update_curr(src, now);
@@ -1059,6 +1070,10 @@ impl DomainBalancer for Cfs {
         let running = self.running[src as usize];
         self.active_balance
             .kick(running, |c| masks[c.idx()].contains(p), src, p)
+    }
+
+    fn tick_race(&mut self) -> &mut TickRace {
+        &mut self.race
     }
 
     fn active_rule(&self) -> ActiveRule {
@@ -1748,6 +1763,36 @@ mod tests {
             c.tick(PcpuId(1), Nanos(64_000_000));
             assert_eq!((c.nr[0], c.nr[1]), (1, 2), "grouped {grouped}");
         }
+    }
+
+    /// The busy pCPUs' balances of one tick instant race: each reads the loads as they
+    /// were before the others of that instant moved anything, so of three pCPUs meeting
+    /// the one holding two vCPUs, one takes the queued vCPU and the other two find
+    /// nothing there (a failed balance each) — no vCPU is passed on from one to the next
+    /// within the instant.
+    #[test]
+    fn one_instants_busy_balances_race_for_the_queued_vcpu() {
+        let mut c = cfs(4, &[256; 5]);
+        c.setup.vcpu_mask = (0..5).map(|v| CpuMask::single(v.min(3))).collect();
+        for v in 0..5 {
+            c.enqueue_wake(VcpuId(v), Nanos(0));
+        }
+        for p in 0..4 {
+            c.pick_next(PcpuId(p), Nanos(0)).unwrap();
+        }
+        assert_eq!(c.nr, [1, 1, 1, 2]);
+        c.setup.vcpu_mask = vec![CpuMask::all(4); 5];
+        retime(&mut c, BalanceInterval::Fixed, 64);
+        // Linux 3.2-3.15: the 4-pCPU domain's 1 ms × busy_factor 64 (the MC level).
+        let at = Nanos(64_000_000);
+        for p in [1, 0, 2, 3] {
+            c.tick(PcpuId(p), at);
+        }
+        assert_eq!(c.nr.iter().sum::<u32>(), 5);
+        assert_eq!(c.nr[3], 1, "the queued vCPU left");
+        assert_eq!(c.nr[1], 2, "the first to balance took it, and kept it");
+        let failed: Vec<u32> = [0, 2].iter().map(|&p| c.idle[p].failed(0)).collect();
+        assert_eq!(failed, [1, 1], "the others found nothing to move");
     }
 
     /// Sets the domains' balance timing (balance.rs) of a CFS built by `cfs`.
