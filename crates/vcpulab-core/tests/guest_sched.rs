@@ -40,15 +40,17 @@ fn switches(text: &str, overrides: &[&str]) -> u64 {
 /// the switch waits for the third: 5 s / 3 ms.
 #[test]
 fn eevdf_notices_a_used_up_slice_at_the_tick() {
-    assert_eq!(switches(HOGS, &["guest.scheduler=cfs"]), 1250);
+    // (± 1: where the VM's ticks fall in the 5 s depends on its grid's phase.)
+    let about = |n: u64, want: u64| assert!(n.abs_diff(want) <= 1, "{n} switches, want {want}");
+    about(switches(HOGS, &["guest.scheduler=cfs"]), 1250);
     let cfs_1000 = switches(HOGS, &["guest.scheduler=cfs", "guest.tick_hz=1000"]);
-    assert!((1666..=1667).contains(&cfs_1000), "{cfs_1000} switches");
-    assert_eq!(switches(HOGS, &["guest.scheduler=eevdf"]), 1250);
-    assert_eq!(switches(HOGS, &["guest.tick_hz=1000"]), 5000);
-    assert_eq!(switches(HOGS, &["guest.tick_hz=100"]), 500);
+    assert!((1665..=1668).contains(&cfs_1000), "{cfs_1000} switches");
+    about(switches(HOGS, &["guest.scheduler=eevdf"]), 1250);
+    about(switches(HOGS, &["guest.tick_hz=1000"]), 5000);
+    about(switches(HOGS, &["guest.tick_hz=100"]), 500);
     // A 3 ms slice still ends at a 4 ms tick; a 5 ms one at the 8 ms tick (the first
     // round is shorter: new threads start with half a slice, PLACE_DEADLINE_INITIAL).
-    assert_eq!(switches(HOGS, &["guest.base_slice_ms=3"]), 1250);
+    about(switches(HOGS, &["guest.base_slice_ms=3"]), 1250);
     let five = switches(HOGS, &["guest.base_slice_ms=5"]);
     assert!((625..=628).contains(&five), "{five} switches");
 }

@@ -20,7 +20,6 @@
 //! ("sched/fair: Load balance aggressively for SCHED_IDLE CPUs", rebalance_domains'
 //! `!sched_idle_cpu(cpu)`) it balances at the idle interval.
 
-use crate::guest::preempt::tick_after;
 use crate::scenario::{BalanceInterval, GuestConfig};
 use crate::sim::world::{Ev, World};
 use crate::sim::{Nanos, ThreadId, VcpuId, VmId};
@@ -151,7 +150,8 @@ impl World {
             return false;
         }
         let pulled = self.guest_pull(v, false);
-        let vm = &self.vms[self.vcpus[v.idx()].vm.idx()];
+        let vmi = self.vcpus[v.idx()].vm.idx();
+        let vm = &self.vms[vmi];
         let b = &vm.balance;
         clock.interval = if pulled || clock.interval == 0 {
             b.interval
@@ -160,7 +160,7 @@ impl World {
         };
         let factor = if b.sched_idle_cpu { 1 } else { b.busy_factor };
         let period = b.period(clock.interval, factor, vm.nvcpus);
-        clock.next = tick_after(self.now + Nanos(period), vm.guest.tick);
+        clock.next = self.guest_tick_after(vmi, self.now + Nanos(period));
         pulled
     }
 
@@ -174,21 +174,20 @@ impl World {
         if b.pending || b.idle_vcpus == 0 || m.queued == 0 || !m.guest.load_balance {
             return;
         }
-        let at = tick_after(self.now + Nanos(b.interval), m.guest.tick);
+        let at = self.guest_tick_after(vm, self.now + Nanos(b.interval));
         self.vms[vm].balance.pending = true;
         self.q.push(at, Ev::NohzBalance(VmId(vm as u32)));
     }
 
     /// The nohz balance of VM `vm`: each idle vCPU of its cpuset pulls a queued thread
-    /// from the busiest sibling and is kicked to run it. Armed again while it moves
-    /// threads and some still wait.
+    /// from the busiest sibling and is kicked to run it. Armed again while threads
+    /// wait and a vCPU idles.
     pub(crate) fn on_nohz_balance(&mut self, vm: VmId) {
         let m = vm.idx();
         #[cfg(test)]
         self.assert_idle_count(m);
         self.vms[m].balance.pending = false;
         let (first, n) = (self.vms[m].first_vcpu, self.vms[m].nvcpus);
-        let mut moved = false;
         for i in 0..n {
             if self.vms[m].queued == 0 {
                 break;
@@ -199,13 +198,16 @@ impl World {
                 continue;
             }
             if self.guest_pull(v, false) {
-                moved = true;
                 self.kick_vcpu_for_work(v);
             }
         }
-        if moved {
-            self.nohz_arm(m);
-        }
+        // Armed again while threads wait and a vCPU idles, whether or not this round
+        // moved any: on Linux a busy CPU's tick kicks the idle balance again once
+        // nohz.next_balance (the idle CPUs' earliest due balance) has passed, so a round
+        // that found no idle vCPU's balance due is not the last. (Re-armed only after a
+        // move until 2026-11-29: a round that came before the idle vCPUs' balances were
+        // due left the threads crowded for good.)
+        self.nohz_arm(m);
     }
 
     /// Threads are queued in VM `vm`: arm its busy vCPUs' periodic balance if it is not
@@ -219,7 +221,7 @@ impl World {
         let at = m
             .balance
             .busy_next
-            .max(tick_after(self.now + Nanos(1), m.guest.tick));
+            .max(self.guest_tick_after(vm, self.now + Nanos(1)));
         self.vms[vm].balance.busy_pending = true;
         self.q.push(at, Ev::BusyBalance(VmId(vm as u32)));
     }
@@ -240,7 +242,7 @@ impl World {
             return;
         }
         let (first, n) = (self.vms[m].first_vcpu, self.vms[m].nvcpus);
-        let (b, tick) = (self.vms[m].balance, self.vms[m].guest.tick);
+        let b = self.vms[m].balance;
         let mut next = Nanos::MAX;
         for i in 0..n {
             let v = VcpuId(first + i);
@@ -261,16 +263,14 @@ impl World {
                     (clock.interval * 2).min(b.max_interval)
                 };
                 let period = b.period(clock.interval, b.busy_factor, n);
-                clock.next = tick_after(self.now + Nanos(period), tick);
+                clock.next = self.guest_tick_after(m, self.now + Nanos(period));
                 self.vcpus[v.idx()].busy_balance = clock;
             }
             next = next.min(clock.next);
         }
         if next == Nanos::MAX {
-            next = tick_after(
-                self.now + Nanos(b.period(b.interval, b.busy_factor, n)),
-                tick,
-            );
+            next =
+                self.guest_tick_after(m, self.now + Nanos(b.period(b.interval, b.busy_factor, n)));
         }
         self.vms[m].balance.busy_next = next;
         if self.vms[m].queued > 0 {
@@ -427,7 +427,8 @@ workload = { model = "matmul", params = { forever = true } }
     }
 
     /// Eight CPU-bound threads of a four-vCPU VM, all moved onto vCPU 0 by a cpuset
-    /// and then let go: the three idle vCPUs take one each (newidle and nohz balance)
+    /// and then let go (after 0.5 ms, within the first thread's first slice wherever
+    /// the guest's ticks fall): the three idle vCPUs take one each (newidle and nohz balance)
     /// and are busy from then on, so only the busy vCPUs' periodic balance can move the
     /// four left crowded on vCPU 0 (5 / 1 / 1 / 1 runnable) — at the busy interval.
     #[test]
@@ -446,7 +447,7 @@ guest = { kernel = "KERNEL" }
 model = "program"
 [[vm.workload.group]]
 threads = 1
-ops = [{ cpuset = "0" }, { compute = "2ms" }, { cpuset = "0-3" }, { loop = { n = "forever", body = [{ compute = "1ms" }, { count = 1 }] } }]
+ops = [{ cpuset = "0" }, { compute = "0.5ms" }, { cpuset = "0-3" }, { loop = { n = "forever", body = [{ compute = "1ms" }, { count = 1 }] } }]
 [[vm.workload.group]]
 threads = 7
 ops = [{ loop = { n = "forever", body = [{ compute = "1ms" }, { count = 1 }] } }]

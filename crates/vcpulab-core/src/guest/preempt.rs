@@ -23,10 +23,25 @@ use crate::scenario::PreemptionModel;
 use crate::sim::world::World;
 use crate::sim::{Nanos, ThreadId, VcpuId};
 
-/// The first tick at or after `t` (ticks at multiples of `period` since boot).
-pub(crate) fn tick_after(t: Nanos, period: u64) -> Nanos {
+/// The first tick at or after `t` of a grid of `period` at `phase` (ticks at
+/// `phase` + multiples of `period`).
+pub(crate) fn tick_after(t: Nanos, period: u64, phase: u64) -> Nanos {
     let p = period.max(1);
-    Nanos(t.0.div_ceil(p) * p)
+    let phase = phase % p;
+    if t.0 <= phase {
+        return Nanos(phase);
+    }
+    Nanos((t.0 - phase).div_ceil(p) * p + phase)
+}
+
+impl World {
+    /// The first tick of VM `vm`'s guest kernel at or after `t` (its grid's phase:
+    /// `Vm::tick_phase_us`).
+    #[inline]
+    pub(crate) fn guest_tick_after(&self, vm: usize, t: Nanos) -> Nanos {
+        let m = &self.vms[vm];
+        tick_after(t, m.guest.tick, u64::from(m.tick_phase_us) * 1_000)
+    }
 }
 
 impl World {
@@ -106,17 +121,17 @@ impl World {
     /// When `v` next looks at its current thread `t`'s slice, resuming at `t0`: the
     /// scheduler's next tick that can find a reschedule due. Records it as `tick_at`.
     pub(crate) fn next_tick_check(&mut self, v: VcpuId, t: ThreadId, t0: Nanos) -> Nanos {
-        let tick = self.vms[self.vcpus[v.idx()].vm.idx()].guest.tick;
+        let vm = self.vcpus[v.idx()].vm.idx();
         let due_from = if self.guest_eevdf(v) {
             self.eevdf_slice_end(t, t0)
         } else {
             self.cfs_slice_end(v, t, t0)
         };
-        let mut at = tick_after(due_from, tick);
-        let vc = &mut self.vcpus[v.idx()];
-        if vc.resched_lazy {
-            at = at.min(tick_after(t0 + Nanos(1), tick));
+        let mut at = self.guest_tick_after(vm, due_from);
+        if self.vcpus[v.idx()].resched_lazy {
+            at = at.min(self.guest_tick_after(vm, t0 + Nanos(1)));
         }
+        let vc = &mut self.vcpus[v.idx()];
         vc.tick_at = at;
         at
     }

@@ -218,7 +218,7 @@ impl World {
                 )
             })
             .unwrap_or(true);
-        let last = self.vms[vm].last_boosted;
+        let last = u32::from(self.vms[vm].last_boosted);
         let mut tries = 0;
         let mut scan = Scan::default();
         for pass in 0..2 {
@@ -262,7 +262,7 @@ impl World {
                 }
                 match self.sched.yield_to(p, me, c, now) {
                     Some(tp) => {
-                        self.vms[vm].last_boosted = i;
+                        self.vms[vm].last_boosted = i as u16;
                         scan.target = Some(tp);
                         return scan;
                     }
@@ -270,7 +270,7 @@ impl World {
                         scan.failed_calls += 1;
                         match after_esrch(self.ple_esrch_ends_scan, &mut tries) {
                             AfterEsrch::EndAsBoosted => {
-                                self.vms[vm].last_boosted = i;
+                                self.vms[vm].last_boosted = i as u16;
                                 return scan;
                             }
                             AfterEsrch::GiveUp => return scan,

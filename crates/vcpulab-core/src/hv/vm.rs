@@ -83,7 +83,12 @@ pub struct Vm {
     pub first_vcpu: u32,
     pub nvcpus: u32,
     /// Index (within the VM) of the vCPU last boosted by a directed yield.
-    pub last_boosted: u32,
+    pub last_boosted: u16,
+    /// Where the guest kernel's ticks fall: at this phase (µs) plus multiples of its
+    /// period (`World::guest_tick_after`). Each kernel booted at its own time, so each
+    /// VM's grid has its own phase (drawn from the seed), against the host's and the
+    /// other VMs'.
+    pub tick_phase_us: u16,
     /// Threads queued on the VM's vCPU runqueues (not running).
     pub queued: u32,
     pub weight: u32,

@@ -311,6 +311,12 @@ impl World {
                 halt_poll_hits: 0,
                 halt_poll_misses: 0,
                 last_boosted: 0,
+                tick_phase_us: {
+                    let period_us = build::guest_params(g, vc.vcpus).tick / 1_000;
+                    let phase = Rng::stream(sc.seed, Stream::TickOrder, 1 + vi as u64)
+                        .below(period_us.max(1));
+                    u16::try_from(phase).unwrap_or(u16::MAX)
+                },
                 cpuset,
                 bases,
                 queued: 0,
