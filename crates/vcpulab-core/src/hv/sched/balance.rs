@@ -398,42 +398,37 @@ impl TickRace {
         self.moves.push((src, dst, load));
     }
 
-    /// The load of `q` as the running balance reads it (`actual` now).
+    /// `actual` of `q` with the moves the running balance does not see undone: what
+    /// each took from `q` given back, what each brought taken away (`amount` of a
+    /// move's load).
     #[inline]
-    pub(crate) fn load_seen(&self, q: u32, actual: u64) -> u64 {
+    fn undo_hidden(&self, q: u32, actual: u64, amount: impl Fn(u64) -> u64) -> u64 {
         if self.hidden == 0 {
             return actual;
         }
         self.moves[..self.hidden]
             .iter()
-            .fold(actual, |l, &(src, dst, w)| {
+            .fold(actual, |x, &(src, dst, w)| {
                 if src == q {
-                    l + w
+                    x + amount(w)
                 } else if dst == q {
-                    l.saturating_sub(w)
+                    x.saturating_sub(amount(w))
                 } else {
-                    l
+                    x
                 }
             })
+    }
+
+    /// The load of `q` as the running balance reads it (`actual` now).
+    #[inline]
+    pub(crate) fn load_seen(&self, q: u32, actual: u64) -> u64 {
+        self.undo_hidden(q, actual, |w| w)
     }
 
     /// The runnable vCPUs on `q` as the running balance counts them (`actual` now).
     #[inline]
     pub(crate) fn nr_seen(&self, q: u32, actual: u32) -> u32 {
-        if self.hidden == 0 {
-            return actual;
-        }
-        self.moves[..self.hidden]
-            .iter()
-            .fold(actual, |n, &(src, dst, _)| {
-                if src == q {
-                    n + 1
-                } else if dst == q {
-                    n.saturating_sub(1)
-                } else {
-                    n
-                }
-            })
+        self.undo_hidden(q, u64::from(actual), |_| 1) as u32
     }
 
     /// Whether the running balance does not see some move of this instant.
