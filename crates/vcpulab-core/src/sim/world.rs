@@ -277,13 +277,20 @@ impl World {
                 }
                 Box::new(gv)
             });
+            let params = build::guest_params(g, vc.vcpus);
+            // Where this guest's ticks fall (`Vm::tick_phase_us`).
+            let tick_phase_us = {
+                let phase = Rng::stream(sc.seed, Stream::TickOrder, 1 + vi as u64)
+                    .below((params.tick / 1_000).max(1));
+                u16::try_from(phase).unwrap_or(u16::MAX)
+            };
             vms.push(Vm {
                 name: vc.name.clone().unwrap_or_else(|| format!("vm{vi}")),
                 weight: vc.weight,
                 cap: vc.cap,
                 first_vcpu: first,
                 nvcpus: vc.vcpus,
-                guest: shared(&mut guest_settings, build::guest_params(g, vc.vcpus)),
+                guest: shared(&mut guest_settings, params),
                 model: w.model.clone(),
                 footprint_kib: w.footprint_kib,
                 cache: shared(
@@ -311,12 +318,7 @@ impl World {
                 halt_poll_hits: 0,
                 halt_poll_misses: 0,
                 last_boosted: 0,
-                tick_phase_us: {
-                    let period_us = build::guest_params(g, vc.vcpus).tick / 1_000;
-                    let phase = Rng::stream(sc.seed, Stream::TickOrder, 1 + vi as u64)
-                        .below(period_us.max(1));
-                    u16::try_from(phase).unwrap_or(u16::MAX)
-                },
+                tick_phase_us,
                 cpuset,
                 bases,
                 queued: 0,
@@ -573,9 +575,8 @@ impl World {
             }
         }
         if let Some(p) = self.sched.tick_period() {
-            // The host's jiffy grid has its own phase against the guests' (each kernel
-            // booted at its own time; the guests' ticks fall on multiples of their
-            // period, guest/preempt.rs `tick_after`).
+            // The host's jiffy grid has its own phase (each kernel booted at its own
+            // time; each guest's grid has its own too, `Vm::tick_phase_us`).
             let phase = Nanos(self.tick_order.below(p.0));
 
             for i in 0..self.pcpus.len() {
