@@ -6,9 +6,11 @@
 //! context actually brought into its cache:
 //!
 //! - When a context comes back to the pCPU it left, the KiB loaded there by others
-//!   since it left evict that fraction of what it still had resident (all of it after a
-//!   migration or on its first run). Only that is added to what it was missing; a
-//!   partial refill interrupted by a preemption is kept.
+//!   since it left evict that fraction of what it still had resident. Only that is
+//!   added to what it was missing; a partial refill interrupted by a preemption is
+//!   kept. Moved to another pCPU of the same last-level cache it loses the same, and
+//!   re-fetches its part of the new core's private caches from the LLC
+//!   (`private_refill_ns`); on another LLC, or on its first run, all of it is missing.
 //! - Missing data is not a stall in front of the run. The context runs at once, and
 //!   re-fetches its missing KiB as it touches them (`touch_kib_per_us` of progress,
 //!   all misses until the set is back): while anything is missing, every nanosecond of
@@ -79,6 +81,15 @@ impl CacheProfile {
     }
 }
 
+/// Where a context runs again, against where it last ran (`Footprint::moved`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Moved {
+    Same,
+    SameCore,
+    SameLlc,
+    Cold,
+}
+
 /// Fixed-point denominator of the stall rate (stall ns per ns of progress).
 const RATE_ONE: u64 = 1 << 32;
 
@@ -86,14 +97,55 @@ const RATE_ONE: u64 = 1 << 32;
 pub struct Footprint {
     pub enabled: bool,
     pub capacity_kib: u64,
+    /// pCPUs per last-level cache and per core (consecutive pCPUs share them, as in
+    /// host/topology.rs): a context moved within its LLC finds its working set there.
+    pub llc_pcpus: u32,
+    pub threads_per_core: u32,
+    /// A core's private caches, and what re-fetching a KiB into them from the LLC costs.
+    pub private_kib: u64,
+    pub private_refill_ns_per_kib: f64,
 }
 
 impl Footprint {
-    pub fn new(c: &CacheConfig) -> Footprint {
+    /// The model of `c` on a host whose last-level caches span `llc_pcpus` pCPUs and
+    /// whose cores `threads_per_core`.
+    pub fn new(c: &CacheConfig, llc_pcpus: u32, threads_per_core: u32) -> Footprint {
         Footprint {
             enabled: c.model != CacheModel::None,
             capacity_kib: c.kib_per_pcpu,
+            llc_pcpus: llc_pcpus.max(1),
+            threads_per_core: threads_per_core.max(1),
+            private_kib: c.private_kib,
+            private_refill_ns_per_kib: c.private_refill_ns_per_kib,
         }
+    }
+
+    /// Where a context that last ran on `from` finds its working set on `to`:
+    /// `Moved::Same` on the same pCPU, `SameCore` on a hardware thread of the same core
+    /// (L1 and L2 are the core's), `SameLlc` on another core of the same last-level
+    /// cache (what stayed in the LLC is there; the private caches are cold), `Cold`
+    /// elsewhere.
+    pub fn moved(&self, from: u32, to: u32) -> Moved {
+        if from == to {
+            Moved::Same
+        } else if from / self.threads_per_core == to / self.threads_per_core {
+            Moved::SameCore
+        } else if from / self.llc_pcpus == to / self.llc_pcpus {
+            Moved::SameLlc
+        } else {
+            Moved::Cold
+        }
+    }
+
+    /// Stall to re-fetch, from the last-level cache into a new core's private caches,
+    /// the part of a context's working set they held: at most `private_kib` of what it
+    /// still has in the LLC (it misses `missing_kib`, which comes from memory).
+    pub fn private_refill_ns(&self, prof: &CacheProfile, missing_kib: u64) -> u64 {
+        if !self.enabled {
+            return 0;
+        }
+        let in_llc = self.resident_kib(prof).saturating_sub(missing_kib);
+        round_u64(in_llc.min(self.private_kib) as f64 * self.private_refill_ns_per_kib)
     }
 
     /// The part of a footprint the cache holds for its context.
@@ -200,7 +252,26 @@ mod tests {
         Footprint {
             enabled: true,
             capacity_kib: 1000,
+            llc_pcpus: 4,
+            threads_per_core: 2,
+            private_kib: 300,
+            private_refill_ns_per_kib: 20.0,
         }
+    }
+
+    #[test]
+    fn a_move_within_the_llc_refills_only_the_private_caches_from_it() {
+        let f = fp();
+        assert_eq!(f.moved(1, 1), Moved::Same);
+        assert_eq!(f.moved(2, 3), Moved::SameCore);
+        assert_eq!(f.moved(0, 3), Moved::SameLlc);
+        assert_eq!(f.moved(3, 4), Moved::Cold);
+        // 500 KiB resident, 100 missing: 300 of the 400 still in the LLC, at 20 ns/KiB.
+        assert_eq!(f.private_refill_ns(&pr(500), 100), 6_000);
+        // Less than the private caches hold left in the LLC: that much.
+        assert_eq!(f.private_refill_ns(&pr(500), 450), 1_000);
+        // A working set larger than the pCPU's share: capped at the share first.
+        assert_eq!(f.private_refill_ns(&pr(5000), 900), 2_000);
     }
 
     /// 4 KiB/us at 150 ns/KiB: 0.6 ns of stall per ns of progress.
@@ -222,7 +293,7 @@ mod tests {
         assert_eq!(f.refill_ns(&pr(1), 100), 15_000);
         let off = Footprint {
             enabled: false,
-            capacity_kib: 1000,
+            ..fp()
         };
         assert_eq!(off.missing_on_return(&pr(500), 0, None), 0);
     }

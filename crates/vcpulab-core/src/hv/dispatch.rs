@@ -2,6 +2,7 @@
 //! VM exits and entries, vCPU switches and cache refill; halting and waking vCPUs.
 
 use crate::guest::thread::ThreadActivity;
+use crate::host::cache::Moved;
 use crate::hv::irq::WakePlacement;
 use crate::hv::preemption::PreemptCause;
 use crate::hv::sched::StopReason;
@@ -279,10 +280,19 @@ impl World {
         }
         let pc = &self.pcpus[p.idx()];
         let vc = &self.vcpus[v.idx()];
-        let (evicting, tlb_evicting) = match vc.last_pcpu {
-            Some(lp) if lp == p => (
+        let moved = vc.last_pcpu.map(|lp| (lp, self.cache.moved(lp.0, p.0)));
+        let (evicting, tlb_evicting) = match moved {
+            Some((_, Moved::Same)) => (
                 Some(pc.cache_loaded_kib - vc.cache_mark_out),
                 Some(pc.tlb_loaded - vc.tlb_mark_out),
+            ),
+            // Moved within its last-level cache: what it still had there has been
+            // evicted as if it had come back to the pCPU it left (by what others loaded
+            // there since), and the rest is found in the LLC. Translations are not
+            // carried over (the TLB model is per pCPU).
+            Some((lp, Moved::SameCore | Moved::SameLlc)) => (
+                Some(self.pcpus[lp.idx()].cache_loaded_kib - vc.cache_mark_out),
+                None,
             ),
             _ => (None, None),
         };
@@ -309,6 +319,10 @@ impl World {
             refill_left = self
                 .numa
                 .map_or(refill_left, |n| n.remote_refill(refill_left));
+        }
+        if matches!(moved, Some((_, Moved::SameLlc))) {
+            // Another core: its private caches re-fetch their part from the LLC.
+            refill_left += self.cache.private_refill_ns(&prof, missing);
         }
         let migrated = vc.last_pcpu.is_some_and(|lp| lp != p);
         let switched = pc.last_vcpu != Some(v);

@@ -511,6 +511,16 @@ impl SchedulerConfig {
             SchedulerConfig::RelaxedCo(_) => "relaxed_co",
         }
     }
+
+    /// pCPUs per last-level cache: the Linux schedulers' `llc_pcpus`; other hosts have
+    /// no key for it and take the same default (an LLC's worth of pCPUs).
+    pub fn llc_pcpus(&self) -> u32 {
+        match self {
+            SchedulerConfig::Cfs(c) => c.llc_pcpus,
+            SchedulerConfig::Eevdf(c) => c.llc_pcpus,
+            _ => crate::hv::sched::DEFAULT_LLC_PCPUS,
+        }
+    }
 }
 
 /// Pre-6.6 CFS, scaled as Linux scales it for 8+ CPUs (factor 1 + log2(8) = 4).
@@ -908,6 +918,14 @@ pub struct CacheConfig {
     pub kib_per_pcpu: u64,
     /// Time to refetch one KiB of evicted working set on switch-in.
     pub refill_ns_per_kib: f64,
+    /// A core's private caches (L1 data + L2), part of `kib_per_pcpu`: what a vCPU
+    /// moved to another core of the same last-level cache re-fetches (from that LLC);
+    /// the rest of its working set is still there. Set by the platform profiles from
+    /// the CPU generation.
+    pub private_kib: u64,
+    /// Time to refetch one KiB from the last-level cache into a core's private caches
+    /// (after a move within the LLC).
+    pub private_refill_ns_per_kib: f64,
     /// How fast a running context touches (and so loads) its working set, KiB per
     /// microsecond: a run of t us loads min(footprint, t x rate) into the cache.
     pub touch_kib_per_us: f64,
@@ -930,6 +948,8 @@ impl Default for CacheConfig {
             model: CacheModel::Footprint,
             kib_per_pcpu: 2_560,
             refill_ns_per_kib: 150.0,
+            private_kib: 288,
+            private_refill_ns_per_kib: 24.0,
             touch_kib_per_us: 4.0,
             tlb_entries: 512,
             tlb_touch_pages_per_us: 16.0,

@@ -16,14 +16,17 @@ pub enum Hypervisor {
     Xen,
 }
 
-/// An Intel CPU generation and its VM exit + entry round trip (a null hypercall, 95th
-/// percentile, in TSC cycles).
+/// An Intel CPU generation: its VM exit + entry round trip (a null hypercall, 95th
+/// percentile, in TSC cycles) and a core's private caches.
 #[derive(Debug)]
 pub struct CpuGeneration {
     pub name: &'static str,
     pub exit_cycles: u64,
     /// Where `exit_cycles` comes from.
     pub source: &'static str,
+    /// A core's L1 data cache plus its L2, KiB (`host.cache.private_kib`), as Intel's
+    /// optimization reference manual lists them per microarchitecture.
+    pub private_cache_kib: u64,
 }
 
 pub const GENERATIONS: &[CpuGeneration] = &[
@@ -31,27 +34,32 @@ pub const GENERATIONS: &[CpuGeneration] = &[
         name: "nehalem",
         exit_cycles: 4986,
         source: "published (95th percentile null hypercall)",
+        private_cache_kib: 32 + 256,
     },
     CpuGeneration {
         name: "westmere",
         exit_cycles: 1988,
         source: "published (95th percentile null hypercall)",
+        private_cache_kib: 32 + 256,
     },
     CpuGeneration {
         name: "sandy-bridge",
         exit_cycles: 1736,
         source: "assumed: midway between the published Westmere (1988) and Haswell (1484)",
+        private_cache_kib: 32 + 256,
     },
     CpuGeneration {
         name: "haswell",
         exit_cycles: 1484,
         source: "published (95th percentile null hypercall)",
+        private_cache_kib: 32 + 256,
     },
     CpuGeneration {
         name: "sapphire-rapids",
         exit_cycles: 1484,
         source:
             "assumed: Haswell's published 1484 (no later published figure of the same measurement)",
+        private_cache_kib: 48 + 2048,
     },
 ];
 
@@ -714,6 +722,12 @@ impl HostPlatform {
     pub fn table(&self, kind: &str) -> Table {
         let mut t = Table::new();
         set(&mut t, &["host", "clock_ghz"], Value::Float(self.tsc_ghz));
+        let g = generation(self.generation).expect("profiles name known generations");
+        set(
+            &mut t,
+            &["host", "cache", "private_kib"],
+            Value::Integer(g.private_cache_kib as i64),
+        );
         set(
             &mut t,
             &["host", "costs", "vmexit_ns"],

@@ -291,6 +291,14 @@ pub fn validate(sc: &Scenario) -> Result<(), ScenarioError> {
         1e6,
         " ns",
     )?;
+    range_u("host.cache.private_kib", h.cache.private_kib, 0, 1 << 30)?;
+    range_f(
+        "host.cache.private_refill_ns_per_kib",
+        h.cache.private_refill_ns_per_kib,
+        0.0,
+        1e6,
+        " ns",
+    )?;
     range_f(
         "host.cache.touch_kib_per_us",
         h.cache.touch_kib_per_us,

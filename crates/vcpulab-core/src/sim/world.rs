@@ -337,10 +337,15 @@ impl World {
             sc.host.topology.remote_memory_ratio,
             vms.iter().any(|v| v.mem_node.is_some()),
         );
+        let cache = Footprint::new(
+            &sc.host.cache,
+            sc.host.scheduler.llc_pcpus(),
+            sc.host.topology.threads_per_core,
+        );
         if let Some(n) = numa {
-            let fp = Footprint::new(&sc.host.cache);
+            let fp = &cache;
             for vm in vms.iter_mut().filter(|v| v.mem_node.is_some()) {
-                vm.remote_speed = n.remote_speed(&fp, &vm.cache);
+                vm.remote_speed = n.remote_speed(fp, &vm.cache);
             }
         }
         let setup = SchedSetup {
@@ -370,7 +375,7 @@ impl World {
             now: Nanos::ZERO,
             q: EventQueue::new(),
             costs: sc.host.costs.clone(),
-            cache: Footprint::new(&sc.host.cache),
+            cache,
             tlb: Tlb::new(&sc.host.cache, sc.run.mode != crate::scenario::Mode::Native),
             pcpus: (0..npcpu).map(|_| Pcpu::new()).collect(),
             smt: crate::host::smt::Smt::new(&sc.host.topology),
