@@ -207,9 +207,9 @@ PAIRS_STUDY = Repro(
     "equal-capped solo reference is `run.mode = solo_capped`). Columns: each slice's "
     "ratio, the co-runner's, and PLE off (both runs without PLE). Eight seeds: at 30 ms "
     "the dedup-like VM falls into a ticket-lock convoy in some seeds and not others "
-    "(throughput 81-333 units/s over seeds 1-8, against 302-313 at 1 ms in every "
+    "(throughput 50-260 units/s over seeds 1-8, against 254-269 at 1 ms in every "
     "seed), so its ratio is a mean over a bistable outcome; the vips-like pipeline is "
-    "11-28 times faster at 1 ms in every seed, and ferret-like 4-19% slower.",
+    "8-11 times faster at 1 ms in every seed, and ferret-like 2-30% slower.",
 )
 
 # --- 3. the four-VM set ----------------------------------------------------------------------
