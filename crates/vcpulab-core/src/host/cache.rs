@@ -30,6 +30,7 @@
 //! workload's footprint and the host-wide rates; with `"llc"`, derived from its LLC
 //! access profile (host/access.rs `AccessProfile::coupling`) where it has one.
 
+use crate::host::topology::Topology;
 use crate::scenario::{CacheConfig, CacheModel};
 use crate::sim::round::round_u64;
 
@@ -97,24 +98,21 @@ const RATE_ONE: u64 = 1 << 32;
 pub struct Footprint {
     pub enabled: bool,
     pub capacity_kib: u64,
-    /// pCPUs per last-level cache and per core (consecutive pCPUs share them, as in
-    /// host/topology.rs): a context moved within its LLC finds its working set there.
-    pub llc_pcpus: u32,
-    pub threads_per_core: u32,
+    /// The host's cores and last-level caches: a context moved within its LLC finds
+    /// its working set there.
+    pub topo: Topology,
     /// A core's private caches, and what re-fetching a KiB into them from the LLC costs.
     pub private_kib: u64,
     pub private_refill_ns_per_kib: f64,
 }
 
 impl Footprint {
-    /// The model of `c` on a host whose last-level caches span `llc_pcpus` pCPUs and
-    /// whose cores `threads_per_core`.
-    pub fn new(c: &CacheConfig, llc_pcpus: u32, threads_per_core: u32) -> Footprint {
+    /// The model of `c` on a host of topology `topo`.
+    pub fn new(c: &CacheConfig, topo: Topology) -> Footprint {
         Footprint {
             enabled: c.model != CacheModel::None,
             capacity_kib: c.kib_per_pcpu,
-            llc_pcpus: llc_pcpus.max(1),
-            threads_per_core: threads_per_core.max(1),
+            topo,
             private_kib: c.private_kib,
             private_refill_ns_per_kib: c.private_refill_ns_per_kib,
         }
@@ -128,9 +126,9 @@ impl Footprint {
     pub fn moved(&self, from: u32, to: u32) -> Moved {
         if from == to {
             Moved::Same
-        } else if from / self.threads_per_core == to / self.threads_per_core {
+        } else if self.topo.core_of(from).contains(&to) {
             Moved::SameCore
-        } else if from / self.llc_pcpus == to / self.llc_pcpus {
+        } else if self.topo.llc_of(from).contains(&to) {
             Moved::SameLlc
         } else {
             Moved::Cold
@@ -252,8 +250,7 @@ mod tests {
         Footprint {
             enabled: true,
             capacity_kib: 1000,
-            llc_pcpus: 4,
-            threads_per_core: 2,
+            topo: Topology::new(8, 2, 4, 1),
             private_kib: 300,
             private_refill_ns_per_kib: 20.0,
         }

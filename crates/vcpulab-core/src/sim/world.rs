@@ -339,8 +339,12 @@ impl World {
         );
         let cache = Footprint::new(
             &sc.host.cache,
-            sc.host.scheduler.llc_pcpus(),
-            sc.host.topology.threads_per_core,
+            crate::host::topology::Topology::new(
+                npcpu,
+                sc.host.topology.threads_per_core,
+                sc.host.scheduler.llc_pcpus(),
+                sc.host.topology.numa_nodes,
+            ),
         );
         if let Some(n) = numa {
             let fp = &cache;
