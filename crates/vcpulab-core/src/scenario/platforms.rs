@@ -27,6 +27,11 @@ pub struct CpuGeneration {
     /// A core's L1 data cache plus its L2, KiB (`host.cache.private_kib`), as Intel's
     /// optimization reference manual lists them per microarchitecture.
     pub private_cache_kib: u64,
+    /// What one core's contexts can hold (`host.cache.kib_per_pcpu`): its share of the
+    /// last-level cache, plus its L2 where the LLC does not include it (Skylake-SP on).
+    pub cache_kib_per_core: u64,
+    /// Where `cache_kib_per_core` comes from.
+    pub cache_source: &'static str,
 }
 
 pub const GENERATIONS: &[CpuGeneration] = &[
@@ -35,24 +40,32 @@ pub const GENERATIONS: &[CpuGeneration] = &[
         exit_cycles: 4986,
         source: "published (95th percentile null hypercall)",
         private_cache_kib: 32 + 256,
+        cache_kib_per_core: 2_048,
+        cache_source: "Xeon 5500 (Nehalem-EP): 8 MiB inclusive L3 for 4 cores",
     },
     CpuGeneration {
         name: "westmere",
         exit_cycles: 1988,
         source: "published (95th percentile null hypercall)",
         private_cache_kib: 32 + 256,
+        cache_kib_per_core: 2_048,
+        cache_source: "Xeon 5600 (Westmere-EP): 12 MiB inclusive L3 for 6 cores",
     },
     CpuGeneration {
         name: "sandy-bridge",
         exit_cycles: 1736,
         source: "assumed: midway between the published Westmere (1988) and Haswell (1484)",
         private_cache_kib: 32 + 256,
+        cache_kib_per_core: 2_560,
+        cache_source: "Xeon E5-2665 (Sandy Bridge-EP): 20 MiB inclusive L3 for 8 cores",
     },
     CpuGeneration {
         name: "haswell",
         exit_cycles: 1484,
         source: "published (95th percentile null hypercall)",
         private_cache_kib: 32 + 256,
+        cache_kib_per_core: 2_560,
+        cache_source: "Xeon E5 v3 (Haswell-EP): 2.5 MiB of inclusive L3 per core",
     },
     CpuGeneration {
         name: "sapphire-rapids",
@@ -60,6 +73,8 @@ pub const GENERATIONS: &[CpuGeneration] = &[
         source:
             "assumed: Haswell's published 1484 (no later published figure of the same measurement)",
         private_cache_kib: 48 + 2048,
+        cache_kib_per_core: 1_920 + 2_048,
+        cache_source: "4th-generation Xeon Scalable (Sapphire Rapids): 1.875 MiB of non-inclusive L3 per core, plus the core's 2 MiB L2",
     },
 ];
 
@@ -727,6 +742,11 @@ impl HostPlatform {
             &mut t,
             &["host", "cache", "private_kib"],
             Value::Integer(g.private_cache_kib as i64),
+        );
+        set(
+            &mut t,
+            &["host", "cache", "kib_per_pcpu"],
+            Value::Integer(g.cache_kib_per_core as i64),
         );
         set(
             &mut t,
