@@ -226,3 +226,69 @@ fn a_failed_directed_yield_pays_for_looking_at_every_vcpu_of_its_vm() {
         );
     }
 }
+
+/// A spinner alone on its pCPU whose lock holder shares another pCPU with a CPU bomb:
+/// its directed yields succeed (the holder's runqueue holds two vCPUs) and its own
+/// pCPU's schedule() then picks it again, with no switch.
+const LONE_YIELDER: &str = r#"
+preset = "kvm-default"
+seed = 7
+[run]
+duration = "200ms"
+[host]
+pcpus = 2
+platform = "kvm-3.19-hsw"
+[host.ple]
+policy = "fixed"
+window_cycles = 4096
+[[vm]]
+name = "a"
+vcpus = 2
+pin = ["0", "1"]
+[vm.workload]
+model = "program"
+[[vm.workload.group]]
+name = "w"
+threads = 2
+ops = [{ loop = { n = "forever", body = [{ compute = "exp(20us)" }, { kspin = { lock = "k", hold = "exp(10us)" } }, { count = 1 }] } }]
+[[vm]]
+name = "bomb"
+vcpus = 1
+pin = "1"
+workload = { model = "cpu-bomb" }
+"#;
+
+#[test]
+fn a_lone_yielder_picked_again_pays_for_the_hosts_schedule() {
+    // With the exit, the handler's and the switches' costs at 0, the VM's overhead is
+    // its re-picks': every successful yield here is the lone spinner's, whose pCPU's
+    // schedule() finds nobody else and picks it again.
+    let overhead_per_yield = |repick_ns: u64| {
+        let r = run_with(
+            LONE_YIELDER,
+            &[
+                &format!("host.costs.repick_ns={repick_ns}"),
+                "host.costs.vmexit_ns=0",
+                "host.costs.yield_to_ns=0",
+                "host.costs.ple_scan_per_vcpu_ns=0",
+                "host.costs.vcpu_switch_same_vm_ns=0",
+                "host.costs.vcpu_switch_cross_vm_ns=0",
+            ],
+        );
+        let vm = &r.vms[0];
+        assert!(
+            vm.ple_yields_ok > 100,
+            "{} successful yields",
+            vm.ple_yields_ok
+        );
+        vm.time.overhead_ns as f64 / vm.ple_yields_ok as f64
+    };
+    assert!(overhead_per_yield(0) < 10.0, "{}", overhead_per_yield(0));
+    for repick_ns in [2_000.0, 20_000.0] {
+        let got = overhead_per_yield(repick_ns as u64);
+        assert!(
+            (got - repick_ns).abs() < 0.01 * repick_ns,
+            "{got:.0} ns of overhead per successful yield, expected {repick_ns:.0}"
+        );
+    }
+}

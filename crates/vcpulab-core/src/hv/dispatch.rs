@@ -269,7 +269,9 @@ impl World {
             Some(_) => c.vcpu_switch_cross_vm_ns,
             None => c.vcpu_switch_cross_vm_ns,
         };
-        let host_work = switch + pc.pending_overhead_ns;
+        // Picked again without a switch, the host still ran its schedule() (`repick_ns`).
+        let repick = if noop { c.repick_ns } else { 0 };
+        let host_work = switch + repick + pc.pending_overhead_ns;
         let mut overhead = c.vmexit_ns + host_work;
         let vc = &self.vcpus[v.idx()];
         let idle_exit = vc.woke_from_halt && vc.cur.is_none();

@@ -492,9 +492,8 @@ fn too_short_warnings(sc: &Scenario, w: &World, end_ns: u64) -> Vec<String> {
 }
 
 /// PLE exits per vCPU-second above which a run's result rests on the cost of handling
-/// an exit: 1 µs per exit of handler cost that is not charged (the `schedule()` that
-/// picks a lone yielder again) or that is assumed rather than measured (the candidate
-/// scan, yield_to) would be 1% of the vCPUs' time.
+/// an exit: 1 µs per exit of handler cost that is assumed rather than measured (the
+/// candidate scan, yield_to) would be 1% of the vCPUs' time.
 pub const PLE_STORM_EXITS_PER_VCPU_S: f64 = 10_000.0;
 
 /// Warnings for VMs in a PLE-exit storm (docs/model.md, Known gaps: how deep a storm
@@ -513,9 +512,9 @@ fn ple_storm_warnings(w: &World, end_ns: u64) -> Vec<String> {
                 format!(
                     "vm {}: {:.0} PLE exits per vCPU-second, a PLE-exit storm: the model \
                      charges an exit its VM exit and entry, KVM's candidate scan and its \
-                     yield_to calls (assumed costs), not the schedule() that picks a lone \
-                     yielder again, so how much work the storm costs rests on costs that \
-                     are partly assumed and partly missing (docs/model.md, Known gaps)",
+                     yield_to calls (assumed costs) and the schedule() that picks a lone \
+                     yielder again (measured), so how much work the storm costs rests \
+                     partly on assumed costs (docs/model.md, Known gaps)",
                     m.name, rate
                 )
             })

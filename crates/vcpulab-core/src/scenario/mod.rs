@@ -792,6 +792,11 @@ pub struct CostTable {
     /// yield_task_fair's update_curr, set_next_buddy, resched_curr): hypervisor work on
     /// the yielder's pCPU that its next switch-in pays.
     pub yield_to_ns: u64,
+    /// A host schedule() that picks again the vCPU it took off (prev == next: no
+    /// context switch): the runqueue lock, update_curr, putting the entity back and
+    /// picking it. Paid at that re-pick (a lone yielder's, a preempted vCPU found
+    /// still the one to run). Measured (tools/sched_yield_cost.c).
+    pub repick_ns: u64,
     /// KVM's PLE handler (kvm_vcpu_on_spin) looking at one vCPU of its VM: the loop
     /// reads the candidate's `kvm_vcpu` (its preempted/ready flag first), a line the
     /// candidate's own pCPU writes at each of its switches.
@@ -847,6 +852,7 @@ impl Default for CostTable {
             ipi_send_ns: 2_500,
             kick_wake_ns: 400,
             yield_to_ns: 400,
+            repick_ns: 165,
             ple_scan_per_vcpu_ns: 20,
             ipi_deliver_ns: 3_500,
             inject_ns: 300,

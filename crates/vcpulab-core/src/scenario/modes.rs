@@ -89,6 +89,7 @@ pub fn derive(sc: &Scenario, mode: Mode) -> Result<Scenario, ScenarioError> {
         c.vmexit_ns = 0;
         c.vcpu_switch_same_vm_ns = 0;
         c.vcpu_switch_cross_vm_ns = 0;
+        c.repick_ns = 0;
         c.wake_halted_ns = c.native_c1_exit_ns;
         c.ipi_send_ns = 0;
         c.ipi_deliver_ns = c.native_ipi_ns;
