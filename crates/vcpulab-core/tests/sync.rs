@@ -977,3 +977,32 @@ ops = [{lock_spin = {mutex = "m", spin = "1us", wake_all = true}}, {unlock = "m"
     };
     assert!(err.contains("wake_all") && err.contains("\"m\""), "{err}");
 }
+
+#[test]
+fn a_lone_threads_sched_yield_pays_the_guests_schedule() {
+    // One thread alone on its vCPU yields 1,000 times: each yield is a system call and a
+    // schedule() that picks it again (kernel time, paid before the next compute).
+    let text = r#"
+[run]
+duration = "1s"
+[host]
+pcpus = 1
+[[vm]]
+name = "y"
+vcpus = 1
+[vm.workload]
+model = "program"
+[[vm.workload.group]]
+ops = [{loop = {n = 1000, body = [{yield = 1}, {compute = "1us"}]}}]
+"#;
+    let done = |repick_ns: u64| {
+        let r = run_with(text, &[&format!("host.costs.repick_ns={repick_ns}")]);
+        assert_eq!(r.stop_reason, "all-finished");
+        r.vms[0].completion_ns.expect("finished") as f64
+    };
+    let extra = done(5_000) - done(0);
+    assert!(
+        (extra - 5_000_000.0).abs() < 0.01 * 5_000_000.0,
+        "{extra:.0} ns more for 1,000 yields, expected 5,000,000"
+    );
+}

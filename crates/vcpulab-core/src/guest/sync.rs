@@ -1761,6 +1761,9 @@ impl World {
             Micro::SchedYield => {
                 self.threads[t.idx()].debt += Nanos(self.costs.syscall_ns);
                 if self.vcpus[v.idx()].rq.is_empty() {
+                    // Alone on its vCPU: the guest's schedule() picks it again (no
+                    // switch), the same Linux path as the host's re-pick.
+                    self.threads[t.idx()].debt += Nanos(self.costs.repick_ns);
                     return Flow::Next;
                 }
                 self.yield_behind_queued(v, t);

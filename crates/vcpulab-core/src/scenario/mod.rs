@@ -792,10 +792,11 @@ pub struct CostTable {
     /// yield_task_fair's update_curr, set_next_buddy, resched_curr): hypervisor work on
     /// the yielder's pCPU that its next switch-in pays.
     pub yield_to_ns: u64,
-    /// A host schedule() that picks again the vCPU it took off (prev == next: no
+    /// A Linux schedule() that picks again the task it took off (prev == next: no
     /// context switch): the runqueue lock, update_curr, putting the entity back and
-    /// picking it. Paid at that re-pick (a lone yielder's, a preempted vCPU found
-    /// still the one to run). Measured (tools/sched_yield_cost.c).
+    /// picking it. The host's at a vCPU's re-pick (a lone yielder's, a preempted vCPU
+    /// found still the one to run); the guest's in a sched_yield() alone on its vCPU.
+    /// Measured (scripts/sched_yield_cost.c).
     pub repick_ns: u64,
     /// KVM's PLE handler (kvm_vcpu_on_spin) looking at one vCPU of its VM: the loop
     /// reads the candidate's `kvm_vcpu` (its preempted/ready flag first), a line the
