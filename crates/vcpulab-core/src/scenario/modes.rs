@@ -89,7 +89,8 @@ pub fn derive(sc: &Scenario, mode: Mode) -> Result<Scenario, ScenarioError> {
         c.vmexit_ns = 0;
         c.vcpu_switch_same_vm_ns = 0;
         c.vcpu_switch_cross_vm_ns = 0;
-        c.repick_ns = 0;
+        // `repick_ns` stays: a native thread's lone sched_yield() runs the same
+        // schedule() (and with a pCPU per vCPU there is no host re-pick to charge).
         c.wake_halted_ns = c.native_c1_exit_ns;
         c.ipi_send_ns = 0;
         c.ipi_deliver_ns = c.native_ipi_ns;
