@@ -1011,3 +1011,36 @@ ops = [{loop = {n = 1000, body = [{yield = 1}, {compute = "1us"}]}}]
         );
     }
 }
+
+#[test]
+fn what_follows_a_lone_sched_yield_runs_after_it_returns() {
+    // A lone thread yields, then takes a kernel spinlock: it reaches the lock when the
+    // yield's system call and schedule() are over, not at the instant it yielded. (The
+    // first compute outlasts the vCPU's cache refill, which any running time pays.)
+    let text = r#"
+[run]
+duration = "1s"
+[host]
+pcpus = 1
+[[vm]]
+name = "y"
+vcpus = 1
+[vm.workload]
+model = "program"
+[[vm.workload.group]]
+ops = [{compute = "5ms"}, {yield = 1}, {kspin = {lock = "k", hold = "1us"}}]
+"#;
+    let arrival = |repick_ns: u64| {
+        let repick = format!("host.costs.repick_ns={repick_ns}");
+        let (w, stop) = run_logged(text, &[&repick]);
+        assert_eq!(stop, vcpulab_core::sim::world::StopCause::AllFinished);
+        let log = w.lock_log.as_ref().expect("logged");
+        log.iter()
+            .find_map(|e| match *e {
+                LockEvent::Arrive(_, _, at) => Some(at.0),
+                _ => None,
+            })
+            .expect("the thread reached the lock")
+    };
+    assert_eq!(arrival(5_000) - arrival(0), 5_000);
+}

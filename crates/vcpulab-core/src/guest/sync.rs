@@ -1762,9 +1762,11 @@ impl World {
                 self.threads[t.idx()].debt += Nanos(self.costs.syscall_ns);
                 if self.vcpus[v.idx()].rq.is_empty() {
                     // Alone on its vCPU: the guest's schedule() picks it again (no
-                    // switch), the same Linux path as the host's re-pick.
+                    // switch), the same Linux path as the host's re-pick. The call
+                    // returns after that kernel time: what follows (InnoDB's event
+                    // reservation, which reads the lock word again) comes after it.
                     self.threads[t.idx()].debt += Nanos(self.costs.repick_ns);
-                    return Flow::Next;
+                    return Flow::Wait;
                 }
                 self.yield_behind_queued(v, t);
                 self.guest_preempt(v, t);
