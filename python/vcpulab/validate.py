@@ -76,6 +76,12 @@ CHANGES_FILE = "validation-changes.md"
 docs folder beside the generated report, which includes them after its table)."""
 
 
+def _seeds_text(exp: Experiment, quick: bool) -> str:
+    """How many seeds each point ran: a reader weighs a verdict on one seed differently."""
+    n = exp.quick_seeds if quick else exp.seeds
+    return f"{n} per point, counted from the scenario's seed" if n > 1 else "1 per point"
+
+
 def _changes_section(docs: Path) -> list[str]:
     notes = docs / CHANGES_FILE
     if not notes.is_file():
@@ -141,6 +147,7 @@ def write_reports(
                     for pt in exp.points
                 )
                 md.append(f"- points: {pts}")
+            md.append(f"- seeds: {_seeds_text(exp, quick)}")
         md.append(f"- verdict: **{r.verdict}** — {_md_cell(r.detail)}")
         if r.png is not None:
             rel = os.path.relpath(r.png, docs)
@@ -185,7 +192,7 @@ def write_reports(
             h.append(
                 "Scenario: "
                 + ", ".join(f"<code>scenarios/{html.escape(s)}</code>" for s in exp.scenarios)
-                + "</p>"
+                + f"<br>Seeds: {html.escape(_seeds_text(exp, quick))}</p>"
             )
         h.append(
             f'<p class="{html.escape(r.verdict)}">Verdict: <b>{html.escape(r.verdict)}</b> — '
