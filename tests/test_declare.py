@@ -111,7 +111,7 @@ def test_sim_combine_and_extra_columns_in_order() -> None:
         ]
     )
     table = rep._simulate(_frame())
-    assert list(table.columns) == ["x", "simulated", "simulated_ci95", "kind"]
+    assert list(table.columns) == ["x", "simulated", "simulated_ci95", "simulated_seeds", "kind"]
     assert _by_x(table)["b/a"]["simulated"] == pytest.approx(45 / 17.5)
     assert math.isnan(_by_x(table)["b/a"]["simulated_ci95"])  # type: ignore[arg-type]
 
@@ -212,3 +212,26 @@ def test_figure_titles_wrap_to_the_figure_width() -> None:
     wide = figure_title(exp, "partly", 12.0).split("\n")
     assert long > 6.6 * 11
     assert wide == [f"{exp.id}: {exp.title}", "verdict: partly"]
+
+
+def test_each_seeds_judged_value_goes_beside_the_mean() -> None:
+    from vcpulab.experiments import SEED_VALUES, compare
+
+    rep = _repro(
+        rows=[
+            row("a/base", Ratio(WORK_Q, of="a", to="base")),
+            row("b", Mean(WORK_Q, at="b")),
+            row("c", Mean(WORK_Q, at="c")),
+        ]
+    )
+    table = rep._simulate(_frame())
+    out = _by_x(table)
+    # Per seed 15/10 and 20/20; b's runs 30 and 60; c ran one seed: no list.
+    assert out["a/base"][SEED_VALUES] == "1.5 1"
+    assert out["b"][SEED_VALUES] == "30 60"
+    assert not isinstance(out["c"].get(SEED_VALUES), str)
+    # A missed bound says in how many seeds, each on its own, the value was past it.
+    merged = table.assign(published=[1.2, 50.0, 1.0], bound=["above", "above", "above"])
+    _, detail = compare(merged, (0.05, 0.2))
+    assert "a/base not above 1.2 (simulated 1.167; above it in 1 of 2 seeds)" in detail
+    assert "b not above 50 (simulated 45; above it in 1 of 2 seeds)" in detail

@@ -76,6 +76,9 @@ POINT_COLUMN = "point_label"
 """The column naming the point of a points experiment in the frame given to `simulate`."""
 PLANNED_POINTS = "planned_points"
 """`frame.attrs` key: the labels of the points a reproduction's run planned."""
+SEED_VALUES = "simulated_seeds"
+"""Result column: the judged value in each seed on its own (space-separated), where the
+judged value is a mean over several seeds."""
 
 WARNED_RUNS = "warned_runs"
 WARNINGS = "warnings"
@@ -319,11 +322,24 @@ def compare(merged: pd.DataFrame, tolerance: tuple[float, float]) -> tuple[str, 
         if m:
             name = r["label"] if isinstance(r.get("label"), str) else str(r["x"])
             detail += (
-                f"; {name} not {_bound(r)} {_g(r['published'])} (simulated {_g(r['simulated'])})"
+                f"; {name} not {_bound(r)} {_g(r['published'])} (simulated {_g(r['simulated'])}"
+                f"{_seeds_beyond(r)})"
             )
     if verdict != "agrees":
         detail += "; trend order " + ("matches" if same_trend else "differs")
     return verdict, detail
+
+
+def _seeds_beyond(row: Any) -> str:
+    """For a missed bound judged on a mean over seeds: in how many seeds, each on its own,
+    the value is past the bound (whether the miss is every seed's or a few seeds')."""
+    text = row.get(SEED_VALUES) if hasattr(row, "get") else None
+    if not isinstance(text, str) or not text:
+        return ""
+    values = [float(v) for v in text.split()]
+    pub, bound = float(row["published"]), _bound(row)
+    past = sum((v > pub) if bound == "above" else (v < pub) for v in values)
+    return f"; {bound} it in {past} of {len(values)} seeds"
 
 
 def _bound(row: Any) -> str:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, cast
 from vcpulab.experiments import (
     PLANNED_POINTS,
     POINT_COLUMN,
+    SEED_VALUES,
     Experiment,
     ExplainFn,
     PlotFn,
@@ -506,6 +507,22 @@ class Repro:
         ratio = num / den if ok else math.nan
         return (100 * (ratio - 1) if cell.pct_change else ratio), math.nan
 
+    def _seed_values(self, cell: Any, split: _Split) -> list[float]:
+        """The judged cell's value in each seed on its own (a `Mean`'s per-run values, a
+        `Ratio`'s per-seed ratios), for cells that are a mean over seeds; empty for the
+        others. Seeds where the value is undefined are left out."""
+        if isinstance(cell, Mean):
+            values = [cell.q.of(run) for _, run in split.seeds(cell.at)]
+        elif isinstance(cell, Ratio):
+            a = {seed: cell.q.of(run) for seed, run in split.seeds(cell.of)}
+            b = {seed: cell.q.of(run) for seed, run in split.seeds(cell.to)}
+            values = [a[k] / b[k] for k in sorted(set(a) & set(b)) if b[k]]
+            if cell.pct_change:
+                values = [100 * (v - 1) for v in values]
+        else:
+            return []
+        return [float(v) for v in values if not math.isnan(float(v))]
+
     def _x(self, key: str, index: int) -> Any:
         if self.x_of == INDEX:
             return index
@@ -572,6 +589,7 @@ class Repro:
             record["simulated"] = value
             if with_ci:
                 record["simulated_ci95"] = half
+            _put_seeds(record, self._seed_values(row.simulated, ctx.split))
         record.update(extra)
         return record
 
@@ -629,6 +647,7 @@ class Repro:
                     record["simulated"] = value
                     if self._gives_ci(self.simulated):
                         record["simulated_ci95"] = half
+                    _put_seeds(record, self._seed_values(self.simulated, split))
                     continue
                 if isinstance(cell, Derived):
                     record[name] = cell.fn(record)
@@ -681,6 +700,12 @@ class Repro:
             column_bars(exp, merged, verdict, path, self.plot.columns, ref_line=self.plot.ref)
         else:
             column_lines(exp, merged, verdict, path, self.plot.columns, self.plot.y_label)
+
+
+def _put_seeds(record: dict[str, Any], values: list[float]) -> None:
+    """Adds the judged value of each seed (`SEED_VALUES`) where there are several."""
+    if len(values) > 1:
+        record[SEED_VALUES] = " ".join(f"{v:.4g}" for v in values)
 
 
 SIMULATED = "simulated"
