@@ -497,11 +497,10 @@ class Repro:
         if isinstance(cell, Mean):
             mean, half, _ = mean_ci(list(per_seed(cell.at, cell.q).values()))
             return (float(int(mean)) if cell.as_int and not math.isnan(mean) else mean), half
-        a, b = per_seed(cell.of, cell.q), per_seed(cell.to, cell.q)
         if cell.paired:
-            ratios = [a[s] / b[s] for s in sorted(set(a) & set(b)) if b[s] > 0]
-            mean, half, _ = mean_ci(ratios)
+            mean, half, _ = mean_ci(_seed_ratios(cell, split))
             return mean, half
+        a, b = per_seed(cell.of, cell.q), per_seed(cell.to, cell.q)
         num, den = mean_ci(list(a.values()))[0], mean_ci(list(b.values()))[0]
         ok = den and not math.isnan(num) and not math.isnan(den)
         ratio = num / den if ok else math.nan
@@ -514,9 +513,7 @@ class Repro:
         if isinstance(cell, Mean):
             values = [cell.q.of(run) for _, run in split.seeds(cell.at)]
         elif isinstance(cell, Ratio):
-            a = {seed: cell.q.of(run) for seed, run in split.seeds(cell.of)}
-            b = {seed: cell.q.of(run) for seed, run in split.seeds(cell.to)}
-            values = [a[k] / b[k] for k in sorted(set(a) & set(b)) if b[k]]
+            values = _seed_ratios(cell, split)
             if cell.pct_change:
                 values = [100 * (v - 1) for v in values]
         else:
@@ -700,6 +697,14 @@ class Repro:
             column_bars(exp, merged, verdict, path, self.plot.columns, ref_line=self.plot.ref)
         else:
             column_lines(exp, merged, verdict, path, self.plot.columns, self.plot.y_label)
+
+
+def _seed_ratios(cell: Ratio, split: _Split) -> list[float]:
+    """Per seed run at both points, the value at `of` over the value at `to` (seeds whose
+    value at `to` is not positive are left out)."""
+    a = {seed: cell.q.of(run) for seed, run in split.seeds(cell.of)}
+    b = {seed: cell.q.of(run) for seed, run in split.seeds(cell.to)}
+    return [a[s] / b[s] for s in sorted(set(a) & set(b)) if b[s] > 0]
 
 
 def _put_seeds(record: dict[str, Any], values: list[float]) -> None:
