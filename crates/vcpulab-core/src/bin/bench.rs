@@ -149,6 +149,7 @@ fn main() {
         "loop ns",
         "fixed ms"
     );
+    let mut figures: Vec<Figure> = Vec::new();
     for (name, text) in REFERENCE {
         let sc = match vcpulab_core::resolve(text, &[], None) {
             Ok(s) => s,
@@ -178,8 +179,43 @@ fn main() {
             p.run_s * 1e9 / p.events.max(1) as f64,
             (wall - p.run_s) * 1e3
         );
+        figures.push(Figure {
+            name,
+            ns_per_event: wall * 1e9 / p.events.max(1) as f64,
+            loop_ns_per_event: p.run_s * 1e9 / p.events.max(1) as f64,
+            events_per_s: p.events as f64 / wall,
+        });
     }
     cache_study_bench();
+    budget_lines(&figures);
+}
+
+/// One line's figures, kept for the budget lines.
+struct Figure {
+    name: &'static str,
+    ns_per_event: f64,
+    loop_ns_per_event: f64,
+    events_per_s: f64,
+}
+
+/// The performance budget's two figures (docs/performance.md): the reference's events
+/// per second against 10 M, and an event's cost at 1,024 pCPUs against 16 (at most
+/// 1.3 times).
+fn budget_lines(figures: &[Figure]) {
+    let find = |prefix: &str| figures.iter().find(|f| f.name.starts_with(prefix));
+    if let Some(r) = find("REFERENCE") {
+        println!(
+            "budget: the reference {:.2} M events/s (budget 10 M)",
+            r.events_per_s / 1e6
+        );
+    }
+    if let (Some(small), Some(large)) = (find("scale 16:"), find("scale 1024:")) {
+        println!(
+            "budget: an event at 1,024 pCPUs costs {:.2}x one at 16 ({:.2}x in the event loop; budget 1.3x)",
+            large.ns_per_event / small.ns_per_event,
+            large.loop_ns_per_event / small.loop_ns_per_event
+        );
+    }
 }
 
 /// One run, timed by phase: what `vcpulab_core::run` does for a scenario of one mode
