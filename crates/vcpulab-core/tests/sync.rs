@@ -978,11 +978,10 @@ ops = [{lock_spin = {mutex = "m", spin = "1us", wake_all = true}}, {unlock = "m"
     assert!(err.contains("wake_all") && err.contains("\"m\""), "{err}");
 }
 
-#[test]
-fn a_lone_threads_sched_yield_pays_the_guests_schedule() {
-    // One thread alone on its vCPU yields 1,000 times: each yield is a system call and a
-    // schedule() that picks it again (kernel time, paid before the next compute).
-    let text = r#"
+/// One VM of one vCPU on one pCPU, running one thread of program `ops`.
+fn lone_thread(ops: &str) -> String {
+    format!(
+        r#"
 [run]
 duration = "1s"
 [host]
@@ -993,8 +992,16 @@ vcpus = 1
 [vm.workload]
 model = "program"
 [[vm.workload.group]]
-ops = [{loop = {n = 1000, body = [{yield = 1}, {compute = "1us"}]}}]
-"#;
+ops = {ops}
+"#
+    )
+}
+
+#[test]
+fn a_lone_threads_sched_yield_pays_the_guests_schedule() {
+    // One thread alone on its vCPU yields 1,000 times: each yield is a system call and a
+    // schedule() that picks it again (kernel time, paid before the next compute).
+    let text = &lone_thread(r#"[{loop = {n = 1000, body = [{yield = 1}, {compute = "1us"}]}}]"#);
     // In a VM and natively: the guest kernel's schedule() is the same code.
     for mode in ["consolidated", "native"] {
         let done = |repick_ns: u64| {
@@ -1017,19 +1024,8 @@ fn what_follows_a_lone_sched_yield_runs_after_it_returns() {
     // A lone thread yields, then takes a kernel spinlock: it reaches the lock when the
     // yield's system call and schedule() are over, not at the instant it yielded. (The
     // first compute outlasts the vCPU's cache refill, which any running time pays.)
-    let text = r#"
-[run]
-duration = "1s"
-[host]
-pcpus = 1
-[[vm]]
-name = "y"
-vcpus = 1
-[vm.workload]
-model = "program"
-[[vm.workload.group]]
-ops = [{compute = "5ms"}, {yield = 1}, {kspin = {lock = "k", hold = "1us"}}]
-"#;
+    let text =
+        &lone_thread(r#"[{compute = "5ms"}, {yield = 1}, {kspin = {lock = "k", hold = "1us"}}]"#);
     let arrival = |repick_ns: u64| {
         let repick = format!("host.costs.repick_ns={repick_ns}");
         let (w, stop) = run_logged(text, &[&repick]);
