@@ -55,6 +55,17 @@ def one_error_line(err: str) -> str:
         # Every id is checked before the first one runs (nothing written below).
         (["reproduce", "examples-weights", "no-such-figure", "--out", "{out}"], "no-such"),
         (["reproduce", "examples-weights", "nosuch-*", "--out", "{out}"], "nosuch-*"),
+        # A what-if may not set what the reproduction compares (its points would be
+        # the same runs), and must be KEY=VALUE.
+        (
+            [
+                *("reproduce", "dcs-dedup-pair", "--out", "{out}"),
+                *("--set", "host.scheduler.placement=balance"),
+            ],
+            "host.scheduler.placement: dcs-dedup-pair varies this key itself (point",
+        ),
+        (["reproduce", "dcs-dedup-pair", "--set", "host.scheduler=x", "--out", "{out}"], "varies"),
+        (["reproduce", "examples-weights", "--set", "novalue", "--out", "{out}"], "KEY=VALUE"),
         (["results", "show", "zzz", "--store", "{missing}"], "missing.toml"),
         (["bogus-command"], "bogus-command"),
     ],

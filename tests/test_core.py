@@ -233,6 +233,27 @@ def test_reproduce_quick_smoke(tmp_path: Path, quick_store: Path) -> None:
         assert column in header
 
 
+def test_reproduce_what_if_changes_every_run_and_says_so(tmp_path: Path, quick_store: Path) -> None:
+    # `--set` applies to every run: VM 3's weight 4 -> 1 (256 each) makes the shares
+    # 1:1:2:1, which the closed form (weights 1:1:2:4) no longer matches.
+    out = tmp_path / "wi"
+    common = ("reproduce", "examples-weights", "--quick", "--store", str(quick_store))
+    res = cli(*common, "--set", "vm.3.weight=256", "--out", str(out))
+    assert res.returncode == 0, res.stderr
+    line = (out / "examples-weights.txt").read_text()
+    assert "[what if vm.3.weight=256: not the verdict of record]" in line
+    assert "examples-weights: agrees" not in res.stdout
+    data = json.loads((out / "examples-weights.json").read_text())
+    assert data["what_if"] == ["vm.3.weight=256"]
+    shares = [row["simulated"] for row in data["rows"]]
+    assert shares == pytest.approx([0.2, 0.2, 0.4, 0.2], abs=0.01), shares
+    # Without it: the published shares, and no what-if anywhere.
+    res = cli(*common, "--out", str(tmp_path / "plain"))
+    assert res.returncode == 0, res.stderr
+    assert "examples-weights: agrees" in res.stdout and "what if" not in res.stdout
+    assert json.loads((tmp_path / "plain" / "examples-weights.json").read_text())["what_if"] == []
+
+
 def test_validate_quick_writes_both_reports(tmp_path: Path, quick_store: Path) -> None:
     docs = tmp_path / "docs"
     res = cli("validate", "--quick", "--docs", str(docs), "--store", str(quick_store))

@@ -532,6 +532,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
                     executor=executor,
                     store=args.store,
                     progress=_is_tty(sys.stderr),
+                    assume=args.assume,
                 )
             except (ScenarioError, FileNotFoundError, UsageError):
                 if len(exps) == 1:
@@ -739,6 +740,16 @@ def build_parser() -> CliParser:
         p.add_argument("--jobs", "-j", type=int)
         p.add_argument("--executor", choices=["local", "ray"], default="local")
         p.add_argument("--store", help="results store to reuse (default: none, in memory)")
+        p.add_argument(
+            "--set",
+            dest="assume",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="what if: set a scenario value in every run of the reproduction, e.g. "
+            "host.ple.policy=off (repeatable; refused for a key the reproduction varies "
+            "itself; its outputs say so and are not the verdict of record)",
+        )
         p.set_defaults(func=cmd_reproduce)
 
     p = sub.add_parser("validate", help="run every reproduction; write docs/validation.md")

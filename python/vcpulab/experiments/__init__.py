@@ -182,12 +182,19 @@ class ExperimentResult:
     frame: pd.DataFrame | None = None
     error: str | None = None
     quick: bool = False
+    assumed: tuple[str, ...] = ()
+    """The `--set KEY=VALUE` what-ifs every run of this result had."""
 
     def line(self) -> str:
         # A quick run has fewer seeds and shorter runs; its verdict can differ from the
-        # full run's, so every line it prints says so.
-        label = " [quick run: fewer seeds, shorter runs; not the verdict of record]"
-        return f"{self.id}: {self.verdict} — {self.detail}" + (label if self.quick else "")
+        # full run's, so every line it prints says so. A what-if changed the reproduction
+        # itself: its line says with what.
+        line = f"{self.id}: {self.verdict} — {self.detail}"
+        if self.quick:
+            line += " [quick run: fewer seeds, shorter runs; not the verdict of record]"
+        if self.assumed:
+            line += f" [what if {', '.join(self.assumed)}: not the verdict of record]"
+        return line
 
 
 # --- registry --------------------------------------------------------------------------------
@@ -418,6 +425,39 @@ def _g(value: Any) -> str:
 # --- running -------------------------------------------------------------------------------------
 
 
+def _override_key(item: str) -> str:
+    return item.partition("=")[0].strip()
+
+
+def _same_setting(a: str, b: str) -> bool:
+    """Keys `a` and `b` set the same value, or one sets a table holding the other."""
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+
+
+def check_what_ifs(exp: Experiment, assume: Sequence[str], quick: bool) -> None:
+    """Refuse a malformed `--set` of `vcpulab reproduce`, and one that sets a key the
+    reproduction varies itself (between its points or over its grid): that would make
+    its points the same runs, and the comparison it judges would be empty."""
+    varied: dict[str, list[str]] = {}
+    for pt in exp.points_for(quick):
+        for item in pt.overrides:
+            varied.setdefault(_override_key(item), []).append(f"point {pt.label!r}")
+    for key in exp.grid_for(quick):
+        varied.setdefault(key, []).append("its grid")
+    for item in assume:
+        key, sep, _ = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise UsageError(f"--set {item!r}: expected KEY=VALUE, e.g. host.ple.policy=off")
+        owners = [o for k, where in varied.items() if _same_setting(key, k) for o in where]
+        if owners:
+            shown = ", ".join(dict.fromkeys(owners[:3])) + (", ..." if len(owners) > 3 else "")
+            raise UsageError(
+                f"--set {key}: {exp.id} varies this key itself ({shown}), so the what-if "
+                "would make its points the same runs; allowed are keys it does not vary"
+            )
+
+
 def run_experiment(
     exp: Experiment,
     *,
@@ -428,16 +468,23 @@ def run_experiment(
     store: str | Path | ResultsStore | None = None,
     progress: bool | None = None,
     backend: Backend | None = None,
+    assume: Sequence[str] = (),
 ) -> ExperimentResult:
-    """Run one reproduction and write `<id>.csv`, `<id>.png`, `<id>.txt`, `<id>.json`."""
+    """Run one reproduction and write `<id>.csv`, `<id>.png`, `<id>.txt`, `<id>.json`.
+
+    `assume`: `KEY=VALUE` what-ifs applied to every run after the reproduction's own
+    settings (a platform assumption the paper does not pin, say); a key the
+    reproduction varies between its points or over its grid is refused."""
     import pandas as pd
 
     from vcpulab.sweeps import run_sweep
 
+    assume = tuple(assume)
+    check_what_ifs(exp, assume, quick)
     start = time.monotonic()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    overrides = [*exp.overrides, *(exp.quick_overrides if quick else ())]
+    overrides = [*exp.overrides, *(exp.quick_overrides if quick else ()), *assume]
     seeds = exp.quick_seeds if quick else exp.seeds
     sweep_ids: str | dict[str, str]
     if exp.points:
@@ -445,6 +492,7 @@ def run_experiment(
             exp,
             seeds,
             quick=quick,
+            assume=assume,
             executor=executor,
             jobs=jobs,
             store=store,
@@ -511,6 +559,8 @@ def run_experiment(
     merged.to_csv(csv_path, index=False)
     png_path: Path | None = out / f"{exp.id}.png"
     shown_verdict = f"{verdict} (quick run)" if quick else verdict
+    if assume:
+        shown_verdict += f" (what if {', '.join(assume)})"
     if plotting_available():
         assert png_path is not None
         (exp.plotter or plot)(exp, merged, shown_verdict, png_path)
@@ -533,6 +583,7 @@ def run_experiment(
         wall_s=time.monotonic() - start,
         frame=merged,
         quick=quick,
+        assumed=assume,
     )
     assert result.text is not None
     result.text.write_text(result.line() + "\n", encoding="utf-8")
@@ -544,6 +595,7 @@ def run_experiment(
                 "verdict": verdict,
                 "detail": detail,
                 "quick": quick,
+                "what_if": list(assume),
                 "source": exp.source,
                 "sweep_id": sweep_ids,
                 "points": planned,
@@ -568,6 +620,7 @@ def _run_points(
     store: str | Path | ResultsStore | None,
     progress: bool | None,
     backend: Backend | None,
+    assume: Sequence[str] = (),
 ) -> tuple[pd.DataFrame | None, dict[str, str], int, list[dict[str, Any]]]:
     """Run every point of `exp` as its own sweep (seeds x grid) on one executor and one
     store; the frames are stacked with a `point_label` column. One progress bar counts the
@@ -603,6 +656,7 @@ def _run_points(
                     *exp.overrides,
                     *pt.overrides,
                     *(exp.quick_overrides if quick else ()),
+                    *assume,
                 ],
                 executor=ex,
                 store=db,
