@@ -385,7 +385,17 @@ DEDUP_PAIR = Repro(
     seeds=3,
     quick_seeds=1,
     tolerance=(0.02, 0.10),
-    notes="Execution time is the mean of the two VMs' completion times.",
+    notes="Execution time is the mean of the two VMs' completion times. Why DCS loses "
+    "here (analysed, seeds 1-3): the 3.2 host's pause-loop exiting already recovers what "
+    "DCS recovers. PLE's directed yields take 1.2 s off the baseline (5.37 s without PLE, "
+    "4.17 s with it; 160-210 k PLE exits) and nothing off DCS (4.30 s, 4.32 s), whose "
+    "Resched-DP and TLB-Co keep most waiters from spinning (15-24 k PLE exits). Beyond "
+    "that the two differ in how pCPUs change hands: the baseline's yields make many short "
+    "turns (38-59 k vCPU switches per VM, 80-105 us of waiting per dispatch), DCS few "
+    "long ones (6-9 k, 340-440 us). Whether the DCS host had PLE is "
+    "not in our sources (its CPU is assumed; Westmere-EP has PLE): `vcpulab reproduce "
+    "dcs-dedup-pair --set host.ple.policy=off` gives DCS 1.249, balance 1.116, "
+    "LC-balance 1.087 over the baseline without PLE. Not tuned: the platform keeps PLE.",
 )
 
 # --- 6. Resched-Co with spin-then-block barriers ---------------------------------------------
