@@ -66,6 +66,13 @@ def one_error_line(err: str) -> str:
         ),
         (["reproduce", "dcs-dedup-pair", "--set", "host.scheduler=x", "--out", "{out}"], "varies"),
         (["reproduce", "examples-weights", "--set", "novalue", "--out", "{out}"], "KEY=VALUE"),
+        (
+            [
+                *("reproduce", "examples-xen-slice", "--out", "{out}"),
+                *("--set", "host.scheduler.slice_ms=1"),
+            ],
+            "varies this key itself (its grid)",
+        ),
         (["results", "show", "zzz", "--store", "{missing}"], "missing.toml"),
         (["bogus-command"], "bogus-command"),
     ],
