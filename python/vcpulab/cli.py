@@ -532,7 +532,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
                     executor=executor,
                     store=args.store,
                     progress=_is_tty(sys.stderr),
-                    assume=args.assume,
+                    what_if=args.what_if,
                 )
             except (ScenarioError, FileNotFoundError, UsageError):
                 if len(exps) == 1:
@@ -742,7 +742,7 @@ def build_parser() -> CliParser:
         p.add_argument("--store", help="results store to reuse (default: none, in memory)")
         p.add_argument(
             "--set",
-            dest="assume",
+            dest="what_if",
             action="append",
             default=[],
             metavar="KEY=VALUE",

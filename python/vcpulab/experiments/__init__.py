@@ -182,7 +182,7 @@ class ExperimentResult:
     frame: pd.DataFrame | None = None
     error: str | None = None
     quick: bool = False
-    assumed: tuple[str, ...] = ()
+    what_if: tuple[str, ...] = ()
     """The `--set KEY=VALUE` what-ifs every run of this result had."""
 
     def line(self) -> str:
@@ -192,8 +192,8 @@ class ExperimentResult:
         line = f"{self.id}: {self.verdict} — {self.detail}"
         if self.quick:
             line += " [quick run: fewer seeds, shorter runs; not the verdict of record]"
-        if self.assumed:
-            line += f" [what if {', '.join(self.assumed)}: not the verdict of record]"
+        if self.what_if:
+            line += f" [what if {', '.join(self.what_if)}: not the verdict of record]"
         return line
 
 
@@ -434,7 +434,7 @@ def _same_setting(a: str, b: str) -> bool:
     return a == b or a.startswith(b + ".") or b.startswith(a + ".")
 
 
-def check_what_ifs(exp: Experiment, assume: Sequence[str], quick: bool) -> None:
+def check_what_ifs(exp: Experiment, what_if: Sequence[str], quick: bool) -> None:
     """Refuse a malformed `--set` of `vcpulab reproduce`, and one that sets a key the
     reproduction varies itself (between its points or over its grid): that would make
     its points the same runs, and the comparison it judges would be empty."""
@@ -444,7 +444,7 @@ def check_what_ifs(exp: Experiment, assume: Sequence[str], quick: bool) -> None:
             varied.setdefault(_override_key(item), []).append(f"point {pt.label!r}")
     for key in exp.grid_for(quick):
         varied.setdefault(key, []).append("its grid")
-    for item in assume:
+    for item in what_if:
         key, sep, _ = item.partition("=")
         key = key.strip()
         if not sep or not key:
@@ -468,23 +468,23 @@ def run_experiment(
     store: str | Path | ResultsStore | None = None,
     progress: bool | None = None,
     backend: Backend | None = None,
-    assume: Sequence[str] = (),
+    what_if: Sequence[str] = (),
 ) -> ExperimentResult:
     """Run one reproduction and write `<id>.csv`, `<id>.png`, `<id>.txt`, `<id>.json`.
 
-    `assume`: `KEY=VALUE` what-ifs applied to every run after the reproduction's own
+    `what_if`: `KEY=VALUE` what-ifs applied to every run after the reproduction's own
     settings (a platform assumption the paper does not pin, say); a key the
     reproduction varies between its points or over its grid is refused."""
     import pandas as pd
 
     from vcpulab.sweeps import run_sweep
 
-    assume = tuple(assume)
-    check_what_ifs(exp, assume, quick)
+    what_if = tuple(what_if)
+    check_what_ifs(exp, what_if, quick)
     start = time.monotonic()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    overrides = [*exp.overrides, *(exp.quick_overrides if quick else ()), *assume]
+    overrides = [*exp.overrides, *(exp.quick_overrides if quick else ()), *what_if]
     seeds = exp.quick_seeds if quick else exp.seeds
     sweep_ids: str | dict[str, str]
     if exp.points:
@@ -492,7 +492,7 @@ def run_experiment(
             exp,
             seeds,
             quick=quick,
-            assume=assume,
+            what_if=what_if,
             executor=executor,
             jobs=jobs,
             store=store,
@@ -559,8 +559,8 @@ def run_experiment(
     merged.to_csv(csv_path, index=False)
     png_path: Path | None = out / f"{exp.id}.png"
     shown_verdict = f"{verdict} (quick run)" if quick else verdict
-    if assume:
-        shown_verdict += f" (what if {', '.join(assume)})"
+    if what_if:
+        shown_verdict += f" (what if {', '.join(what_if)})"
     if plotting_available():
         assert png_path is not None
         (exp.plotter or plot)(exp, merged, shown_verdict, png_path)
@@ -583,7 +583,7 @@ def run_experiment(
         wall_s=time.monotonic() - start,
         frame=merged,
         quick=quick,
-        assumed=assume,
+        what_if=what_if,
     )
     assert result.text is not None
     result.text.write_text(result.line() + "\n", encoding="utf-8")
@@ -595,7 +595,7 @@ def run_experiment(
                 "verdict": verdict,
                 "detail": detail,
                 "quick": quick,
-                "what_if": list(assume),
+                "what_if": list(what_if),
                 "source": exp.source,
                 "sweep_id": sweep_ids,
                 "points": planned,
@@ -620,7 +620,7 @@ def _run_points(
     store: str | Path | ResultsStore | None,
     progress: bool | None,
     backend: Backend | None,
-    assume: Sequence[str] = (),
+    what_if: Sequence[str] = (),
 ) -> tuple[pd.DataFrame | None, dict[str, str], int, list[dict[str, Any]]]:
     """Run every point of `exp` as its own sweep (seeds x grid) on one executor and one
     store; the frames are stacked with a `point_label` column. One progress bar counts the
@@ -656,7 +656,7 @@ def _run_points(
                     *exp.overrides,
                     *pt.overrides,
                     *(exp.quick_overrides if quick else ()),
-                    *assume,
+                    *what_if,
                 ],
                 executor=ex,
                 store=db,
