@@ -153,6 +153,14 @@ def workloads() -> list[tuple[str, str]]:
     return [("fake-bomb", "a CPU bomb of the fake core")]
 
 
+def platforms() -> list[tuple[str, str]]:
+    return [("fake-host", "a host platform of the fake core")]
+
+
+def kernels() -> list[tuple[str, str]]:
+    return [("fake-linux", "a guest kernel of the fake core")]
+
+
 def split_histograms(report_json: str) -> tuple[str, str | None]:
     data = json.loads(report_json)
     hists = data.pop("histograms", None)

@@ -101,9 +101,16 @@ def test_explain_list_trace(scenario, tmp_path, capsys) -> None:
     assert main(["list"]) == 0
     out = capsys.readouterr().out
     assert "fake-preset" in out and "fake-bomb" in out and "examples-weights" in out
+    assert "fake-host" in out and "fake-linux" in out
     assert main(["list", "experiments", "--json"]) == 0
     ids = [e["name"] for e in json.loads(capsys.readouterr().out)["experiments"]]
     assert "examples-xen-slice" in ids
+    assert main(["list", "platforms", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {
+        "platforms": [{"name": "fake-host", "description": "a host platform of the fake core"}]
+    }
+    assert main(["list", "kernels"]) == 0
+    assert "fake-linux" in capsys.readouterr().out
     trace = tmp_path / "t" / "trace.json"
     assert main(["trace", str(scenario), "-o", str(trace)]) == 0
     assert "traceEvents" in json.loads(trace.read_text())

@@ -420,3 +420,19 @@ def test_reproduce_works_outside_a_checkout_from_the_packaged_scenarios(tmp_path
     )
     assert res.returncode == 0, res.stderr
     assert "examples-weights: agrees" in res.stdout
+
+
+@needs_core
+def test_every_platform_a_scenario_names_is_listed_with_its_cpu() -> None:
+    platforms = dict(vcpulab.platforms())
+    assert {n for n, _ in vcpulab.kernels()} >= {"linux-3.2", "linux-6.6"}
+    named = set()
+    for path in (ROOT / "python" / "vcpulab" / "scenarios").rglob("*.toml"):
+        platform = tomllib.loads(path.read_text()).get("host", {}).get("platform")
+        if platform:
+            named.add(platform)
+            assert platform in platforms, f"{path}: {platform}"
+    assert "kvm-3.2-wsm" in named
+    # Whether the CPU is the paper's or assumed is what a what-if starts from.
+    assert "CPU assumed" in platforms["kvm-3.2-wsm"]
+    assert "CPU assumed" not in platforms["kvm-3.9-snb"]

@@ -46,6 +46,8 @@ __all__ = [
     "core_build_id",
     "core_version",
     "dumps_toml",
+    "kernels",
+    "platforms",
     "presets",
     "resolve",
     "run",
@@ -177,6 +179,18 @@ def columns() -> list[tuple[str, str, str, str]]:
 def workloads() -> list[tuple[str, str]]:
     """Workload models of the catalog: (name, one-line description)."""
     return [(str(n), str(d)) for n, d in _native.core().workloads()]
+
+
+def platforms() -> list[tuple[str, str]]:
+    """Host platform profiles (`host.platform`): (name, description) — the study, the
+    hypervisor version, the CPU (marked assumed where its paper does not give it), the
+    host scheduler and guest kernel it pins."""
+    return [(str(n), str(d)) for n, d in _native.core().platforms()]
+
+
+def kernels() -> list[tuple[str, str]]:
+    """Guest kernel profiles (`guest.kernel`): (name, description)."""
+    return [(str(n), str(d)) for n, d in _native.core().kernels()]
 
 
 def core_version() -> str:

@@ -211,6 +211,14 @@ def cmd_list(args: argparse.Namespace) -> int:
         import vcpulab
 
         sections.append(("workloads", vcpulab.workloads()))
+    if what in ("platforms", "all"):
+        import vcpulab
+
+        sections.append(("platforms", vcpulab.platforms()))
+    if what in ("kernels", "all"):
+        import vcpulab
+
+        sections.append(("kernels", vcpulab.kernels()))
     if what in ("experiments", "all"):
         from vcpulab.experiments import registry
 
@@ -664,8 +672,14 @@ def build_parser() -> CliParser:
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_trace)
 
-    p = sub.add_parser("list", help="list presets, workloads or experiments")
-    p.add_argument("what", nargs="?", choices=["presets", "workloads", "experiments", "all"])
+    p = sub.add_parser(
+        "list", help="list presets, workloads, host platforms, guest kernels or experiments"
+    )
+    p.add_argument(
+        "what",
+        nargs="?",
+        choices=["presets", "workloads", "platforms", "kernels", "experiments", "all"],
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_list)
 

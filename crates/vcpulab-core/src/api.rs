@@ -235,6 +235,59 @@ pub fn presets() -> Vec<(String, String)> {
         .collect()
 }
 
+/// (name, description) of every host platform profile (`host.platform`): the study it
+/// serves, the hypervisor and its version, the CPU (marked "assumed" where the paper
+/// does not give it), the host scheduler and guest kernel it pins, and its notes — what
+/// a user checks before trusting, or changing with `--set`, a study's assumptions.
+pub fn platforms() -> Vec<(String, String)> {
+    use scenario::platforms::{Hypervisor, HOST_PLATFORMS};
+    let yes_no = |b: bool| if b { "yes" } else { "no" };
+    HOST_PLATFORMS
+        .iter()
+        .map(|p| {
+            let groups = match p.per_vm_groups {
+                Some(true) => " (a task group per VM)",
+                _ => "",
+            };
+            let ple = match p.hypervisor {
+                Hypervisor::Kvm if p.ple_window_grows => "; PLE window grows and shrinks",
+                Hypervisor::Kvm => "; PLE window fixed",
+                Hypervisor::Xen => "",
+            };
+            let description = format!(
+                "{}: {}; CPU {}; host scheduler {}{}; guest kernel {}; APICv {}; host halt \
+                 polling {}{}. {}",
+                p.study,
+                p.version,
+                p.cpu,
+                p.scheduler,
+                groups,
+                p.guest_kernel,
+                yes_no(p.apicv),
+                yes_no(p.halt_poll),
+                ple,
+                p.notes
+            );
+            (p.name.to_string(), description)
+        })
+        .collect()
+}
+
+/// (name, description) of every guest kernel profile (`guest.kernel`): its version and
+/// study, its scheduler, tick and preemption model, and its spinlocks.
+pub fn kernels() -> Vec<(String, String)> {
+    scenario::platforms::GUEST_KERNELS
+        .iter()
+        .map(|k| {
+            let description = format!(
+                "{}: {}; {}, HZ={}, {} preemption, {} spinlocks. {}",
+                k.study, k.version, k.scheduler, k.tick_hz, k.preemption, k.spinlock, k.notes
+            );
+            (k.name.to_string(), description)
+        })
+        .collect()
+}
+
 /// (name, description) of every catalog workload model.
 pub fn workloads() -> Vec<(String, String)> {
     let mut v: Vec<(String, String)> = crate::workload::catalog::MODELS
@@ -246,4 +299,39 @@ pub fn workloads() -> Vec<(String, String)> {
         "explicit thread groups running ops written in the scenario".into(),
     ));
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_platform_and_kernel_is_listed_and_an_assumed_cpu_says_so() {
+        let platforms = platforms();
+        let names: Vec<&str> = platforms.iter().map(|(n, _)| n.as_str()).collect();
+        let expected: Vec<&str> = scenario::platforms::HOST_PLATFORMS
+            .iter()
+            .map(|p| p.name)
+            .collect();
+        assert_eq!(names, expected);
+        let dcs = &platforms
+            .iter()
+            .find(|(n, _)| n == "kvm-3.2-wsm")
+            .expect("listed")
+            .1;
+        assert!(dcs.starts_with("DCS"), "{dcs}");
+        assert!(dcs.contains("CPU assumed Westmere-EP"), "{dcs}");
+        assert!(dcs.contains("PLE window fixed"), "{dcs}");
+        let kernels = kernels();
+        assert_eq!(kernels.len(), scenario::platforms::GUEST_KERNELS.len());
+        let modern = &kernels
+            .iter()
+            .find(|(n, _)| n == "linux-6.6")
+            .expect("listed")
+            .1;
+        assert!(
+            modern.contains("eevdf") && modern.contains("pv-qspinlock"),
+            "{modern}"
+        );
+    }
 }

@@ -10,6 +10,6 @@ pub mod scenario;
 pub mod sim;
 pub mod workload;
 
-pub use api::{explain, presets, resolve, run, run_traced, workloads};
+pub use api::{explain, kernels, platforms, presets, resolve, run, run_traced, workloads};
 pub use metrics::report::Report;
 pub use scenario::{Scenario, ScenarioError};

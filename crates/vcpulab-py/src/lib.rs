@@ -383,6 +383,18 @@ fn workloads() -> Vec<(String, String)> {
     vcpulab_core::workloads()
 }
 
+/// Host platform profiles (`host.platform`): (name, description).
+#[pyfunction]
+fn platforms() -> Vec<(String, String)> {
+    vcpulab_core::platforms()
+}
+
+/// Guest kernel profiles (`guest.kernel`): (name, description).
+#[pyfunction]
+fn kernels() -> Vec<(String, String)> {
+    vcpulab_core::kernels()
+}
+
 /// The report's glossary: (table, column names, unit, meaning) per entry.
 #[pyfunction]
 fn columns() -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
@@ -430,6 +442,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(resolve, m)?)?;
     m.add_function(wrap_pyfunction!(explain, m)?)?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;
+    m.add_function(wrap_pyfunction!(platforms, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels, m)?)?;
     m.add_function(wrap_pyfunction!(workloads, m)?)?;
     m.add_function(wrap_pyfunction!(columns, m)?)?;
     m.add_function(wrap_pyfunction!(nullable_columns, m)?)?;
