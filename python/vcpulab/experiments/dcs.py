@@ -143,7 +143,18 @@ PARSEC = Repro(
     "show what the 1-vCPU VMs get under DCS (throughput ratio) and the lock-holder "
     "preemptions of the 8-vCPU VM. The host's CFS has no per-VM groups here (the 2012 "
     "host's vCPU threads were not grouped per VM by default), so the 8-vCPU VM's vCPUs "
-    "compete one by one with the 1-vCPU VMs.",
+    "compete one by one with the 1-vCPU VMs. Why DCS loses on bodytrack-like and "
+    "fluidanimate-like (analysed, seeds 1-2): balance placement leaves one of the VM's "
+    "vCPUs per pCPU, so a pCPU whose vCPU halts runs an x264-like vCPU or goes idle, "
+    "while elsewhere a vCPU of the VM and an x264-like one take turns on one pCPU and "
+    "keep each other cache-hot (each ran within the 3.2 host's 0.5 ms migration cost, "
+    "task_hot): the idle pCPU's balances refuse to pull them until enough have failed. "
+    "pCPUs sit idle while vCPUs wait for 18 s of the 80 pCPU-seconds under DCS against "
+    "4 s in the baseline (bodytrack-like). `vcpulab reproduce dcs-parsec --set "
+    "host.scheduler.migration_cost_us=0` (no cache-hot refusals; a what-if, not the 3.2 "
+    "default) puts every workload at or above 1 (bodytrack-like 1.22, fluidanimate-like "
+    "1.01, ferret-like 0.999; blackscholes-like and swaptions-like, which do not "
+    "synchronize, exactly 1). Not tuned.",
 )
 
 # --- 2. utslice vs futex-queue LHP --------------------------------------------------------
